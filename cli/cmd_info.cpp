@@ -1,0 +1,98 @@
+// `gpufrac info [--json] [--machine FILE] [--refresh]`: GPUs, MIG instances, profiles, device nodes.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/context.hpp"
+#include "cli/table.hpp"
+#include "core/text.hpp"
+#include "nvml/discover.hpp"
+
+namespace gpufrac::cli {
+
+namespace {
+
+std::string node_text(const DeviceNodeInfo& n) {
+  return n.major < 0 ? n.path + " (driver not loaded)" : text::cat(n.path, " ", n.major, ":", n.minor);
+}
+
+std::string mig_text(const Gpu& g) {
+  if (g.mig_profiles.empty()) return "unsupported";
+  std::string s = g.mig_enabled ? "enabled" : "disabled";
+  if (g.mig_pending != g.mig_enabled) s += g.mig_pending ? " (enable pending)" : " (disable pending)";
+  return s;
+}
+
+std::string render_gpus(const Inventory& inv) {
+  Table t({"GPU", "NAME", "UUID", "BUS ID", "MEMORY", "CC", "MIG", "NODE"});
+  for (const auto& g : inv.gpus)
+    t.add({text::cat(g.index), g.name, g.uuid, g.pci_bus_id, text::format_bytes(g.memory_bytes),
+           text::cat(g.cc_major, ".", g.cc_minor), mig_text(g), node_text(g.node)});
+  return t.render();
+}
+
+std::string render_instances(const Inventory& inv) {
+  Table t({"GPU", "GI", "CI", "PROFILE", "PLACEMENT", "MEMORY", "UUID", "CAP NODES"});
+  for (const auto& g : inv.gpus)
+    for (const auto& m : g.mig_instances) {
+      std::vector<std::string> caps;
+      for (const auto& n : m.cap_nodes) caps.push_back(node_text(n));
+      t.add({text::cat(g.index), text::cat(m.gi_id), text::cat(m.ci_id), m.profile_name,
+             text::cat(m.placement.start, ":", m.placement.size), text::format_bytes(m.memory_bytes), m.uuid,
+             caps.empty() ? "missing (run nvidia-smi once)" : text::join(caps, ", ")});
+    }
+  return t.empty() ? "" : "\nMIG instances\n" + t.render();
+}
+
+std::string render_profiles(const Inventory& inv) {
+  std::string out;
+  for (const auto& g : inv.gpus) {
+    if (g.mig_profiles.empty()) continue;
+    Table t({"PROFILE", "ID", "SLICES", "MEMORY", "MAX", "PLACEMENTS"}, "  ");
+    for (const auto& p : g.mig_profiles) {
+      std::vector<std::string> starts;
+      for (auto s : p.placement_starts) starts.push_back(text::cat(s));
+      t.add({p.name, text::cat(p.id), text::cat(p.compute_slices, "c/", p.memory_slices, "m"),
+             text::format_bytes(p.memory_mib * kMiB), text::cat(p.max_count),
+             "{" + text::join(starts, ",") + "}:" + text::cat(p.memory_slices)});
+    }
+    out += text::cat("\nMIG profiles of GPU ", g.index, " (", g.name, ")\n") + t.render();
+  }
+  return out;
+}
+
+std::string render(const Inventory& inv) {
+  std::string out = text::cat("Driver ", inv.driver_version, "  (", inv.source, ")\n\n");
+  out += render_gpus(inv) + render_instances(inv) + render_profiles(inv);
+  std::vector<std::string> control;
+  for (const auto& n : inv.control_nodes) control.push_back(node_text(n));
+  return out + "\nControl nodes: " + text::join(control, ", ") + "\n";
+}
+
+int run_info(Context& ctx, const std::string& machine, bool json, bool refresh) {
+  auto cfg = ctx.load(machine);
+  if (!cfg) return ctx.fail(cfg.error());
+  auto inv = discover(*cfg);
+  if (!inv) return ctx.fail(inv.error());
+  if (refresh)
+    if (auto r = write_inventory_cache(*cfg, *inv); !r) return ctx.fail(r.error());
+  std::string out = json ? to_json(*inv).dump(2) + "\n" : render(*inv);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  if (refresh && !json) std::printf("\nInventory cache written to %s\n", cfg->inventory_cache_path().c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app, Context& ctx) {
+  auto* cmd = app.add_subcommand("info", "Show GPUs, MIG instances and profiles, and the device nodes they need");
+  auto machine = std::make_shared<std::string>();
+  auto json = std::make_shared<bool>(false);
+  auto refresh = std::make_shared<bool>(false);
+  cmd->add_option("--machine", *machine, "Simulated machine file instead of the real driver");
+  cmd->add_flag("--json", *json, "Print JSON");
+  cmd->add_flag("--refresh", *refresh, "Also write the inventory cache (<state-dir>/inventory.json)");
+  cmd->callback([&ctx, machine, json, refresh] { ctx.exit_code = run_info(ctx, *machine, *json, *refresh); });
+}
+
+}  // namespace gpufrac::cli

@@ -1,0 +1,28 @@
+// What every `gpufrac` subcommand shares: the --config flag, config loading with the --machine
+// override, and turning an Error into the one-line message and exit code of DESIGN.md.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+
+namespace gpufrac::cli {
+
+struct Context {
+  std::string config_path;  // --config (else $GPUFRAC_CONFIG, else /etc/gpufrac/config.yaml)
+  int exit_code = 0;
+
+  // Loads the config; a non-empty machine switches inventory to that simulated machine file.
+  Result<Config> load(const std::string& machine = "") const;
+  // Prints "gpufrac: <message>" on stderr and returns the exit code (1 user, 2 internal).
+  int fail(const Error& e);
+};
+
+// Each subcommand registers itself on the app; the callback stores its exit code in ctx.
+void add_info_command(CLI::App& app, Context& ctx);
+void add_simulate_command(CLI::App& app, Context& ctx);
+
+}  // namespace gpufrac::cli

@@ -1,0 +1,22 @@
+# Compiler flags shared by every target. C++ is -std=c++2b (std::expected on g++ 12).
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "" FORCE)
+endif()
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+set(CMAKE_C_STANDARD 11)
+add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-std=c++2b>)
+add_compile_options(-Wall -Wextra -Wshadow -Wno-missing-field-initializers)
+add_compile_definitions(_GNU_SOURCE)
+
+if(GPUFRAC_SANITIZE)
+  add_compile_options(-fsanitize=${GPUFRAC_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${GPUFRAC_SANITIZE})
+endif()
+
+find_package(PkgConfig REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(yaml-cpp REQUIRED)
+find_package(Threads REQUIRED)
+pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+pkg_check_modules(LIBCAP REQUIRED IMPORTED_TARGET libcap)

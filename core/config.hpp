@@ -1,0 +1,97 @@
+// Node configuration: /etc/gpufrac/config.yaml (or --config / GPUFRAC_CONFIG). Every path a program
+// touches hangs off this value so tests and the demo run under a temporary root. The documented
+// default file is etc/config.yaml; keep the two in step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/quantity.hpp"
+
+namespace gpufrac {
+
+enum class Policy { binpack, spread };
+enum class NvmlBackend { auto_detect, nvml, simulated };
+enum class MigMode { static_, dynamic };
+enum class LogTarget { file, journal, stderr_ };
+
+struct NvmlConfig {
+  NvmlBackend backend = NvmlBackend::auto_detect;
+  std::string machine;  // simulated machine file; absolute after loading
+  std::string library = "libnvidia-ml.so.1";
+};
+
+struct AllocationConfig {
+  Policy policy = Policy::binpack;
+  double overcommit = 1.0;              // memory promised per GPU may reach total * overcommit
+  std::uint32_t max_shares_per_gpu = 16;  // 0 = unlimited
+  bool mig_serves_fractions = false;    // fraction/memory requests may take an idle MIG instance
+  std::uint32_t pending_timeout_s = 120;  // a booking with no container pid yet is reclaimed after this
+};
+
+struct MigConfig {
+  MigMode mode = MigMode::static_;           // default for every GPU
+  std::map<std::string, MigMode> gpus;      // per GPU by index ("0") or UUID
+  std::uint32_t idle_timeout_s = 600;       // idle dynamic instances older than this are destroyed
+  MigMode mode_for(std::uint32_t index, const std::string& uuid) const;
+};
+
+struct LogConfig {
+  LogTarget target = LogTarget::file;
+  std::string file = "/var/log/gpufrac/gpufrac.log";
+  std::string level = "info";  // debug, info, warn, error
+};
+
+struct CdiConfig {
+  std::string output = "/var/run/cdi/gpufrac.yaml";
+  std::vector<std::string> spec_dirs = {"/etc/cdi", "/var/run/cdi"};
+  std::vector<Ppm> fractions = {125000, 250000, 375000, 500000, 625000, 750000, 875000};
+  std::vector<std::uint64_t> memory_shares;  // bytes; optional memory-sized share devices
+};
+
+struct Config {
+  std::string source = "<built-in defaults>";  // the file this came from
+  std::string state_dir = "/run/gpufrac";
+  std::string host_root = "/";        // prefixes /dev, /proc/driver/nvidia*, /proc/devices
+  std::string proc_root = "/proc";    // live processes (pids, namespaces); tests keep the real one
+  std::string cgroup_root = "/sys/fs/cgroup";
+  NvmlConfig nvml;
+  AllocationConfig allocation;
+  bool aliases = true;  // gpu-fraction, gpu-memory, clearml-injector/fraction
+  bool require_host_pid = true;
+  MigConfig mig;
+  std::string shim_path;     // host path of libgpufrac-limits.so
+  std::string hook_path;     // host path of gpufrac-hook (written into specs)
+  std::string cli_path;      // host path of gpufrac (helpers the hook execs)
+  std::vector<std::string> runtimes = {"runc", "crun"};
+  LogConfig log;
+  CdiConfig cdi;
+
+  // Derived state paths.
+  std::string ledger_path() const { return state_dir + "/ledger.json"; }
+  std::string ledger_lock_path() const { return state_dir + "/ledger.lock"; }
+  std::string inventory_cache_path() const { return state_dir + "/inventory.json"; }
+  std::string container_dir(const std::string& id) const { return state_dir + "/containers/" + id; }
+  // A host path read for discovery, under host-root.
+  std::string host_path(const std::string& absolute) const;
+};
+
+inline constexpr const char* kDefaultConfigPath = "/etc/gpufrac/config.yaml";
+inline constexpr const char* kConfigEnv = "GPUFRAC_CONFIG";
+
+// Built-in defaults (installed paths come from the build).
+Config default_config();
+// Loads a config file strictly: unknown keys and bad values are one-line errors with file:line.
+Result<Config> load_config_file(const std::string& path);
+Result<Config> load_config_string(const std::string& yaml, const std::string& name);
+// Selection order: explicit path (flag) > $GPUFRAC_CONFIG > /etc/gpufrac/config.yaml > defaults.
+// An explicitly named file must exist; a missing default file means built-in defaults.
+Result<Config> select_config(const std::string& flag_path);
+
+const char* to_string(Policy p);
+const char* to_string(MigMode m);
+
+}  // namespace gpufrac

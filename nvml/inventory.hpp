@@ -1,0 +1,99 @@
+// What a node has: driver, GPUs, MIG profiles and instances, and the device nodes each needs.
+// Both backends (real NVML via dlopen, simulated machine file) produce this one value; everything
+// downstream (allocator, CDI, hook) reads only this. Plain data: compare with ==, serialise to JSON.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/error.hpp"
+
+namespace gpufrac {
+
+inline constexpr std::uint64_t kMiB = 1ull << 20;
+inline constexpr std::uint64_t kGiB = 1ull << 30;
+
+// A character device node the container needs, with its numbers read from the host.
+struct DeviceNodeInfo {
+  std::string path;  // path inside the container and on the host (under host-root), e.g. /dev/nvidia0
+  std::int64_t major = -1;  // -1 when the host does not list the driver (no /proc/devices entry)
+  std::int64_t minor = -1;
+  bool operator==(const DeviceNodeInfo&) const = default;
+};
+
+struct MigPlacement {
+  std::uint32_t start = 0;  // first memory slice
+  std::uint32_t size = 0;   // memory slices
+  bool operator==(const MigPlacement&) const = default;
+  bool overlaps(const MigPlacement& o) const { return start < o.start + o.size && o.start < start + size; }
+};
+
+// A GPU instance profile as NVML reports it (nvmlGpuInstanceProfileInfo_t plus placements).
+struct MigProfile {
+  std::uint32_t index = 0;           // NVML_GPU_INSTANCE_PROFILE_* constant used to query it
+  std::uint32_t id = 0;              // GI profile id used by create/placement calls
+  std::string name;                  // e.g. "1g.10gb", "1g.10gb+me"
+  std::uint32_t compute_slices = 0;  // sliceCount
+  std::uint32_t memory_slices = 0;   // size of every placement
+  std::uint64_t memory_mib = 0;      // memorySizeMB
+  std::uint32_t max_count = 0;       // instanceCount
+  std::uint32_t multiprocessors = 0;
+  std::uint32_t copy_engines = 0, decoders = 0, encoders = 0, jpegs = 0, ofas = 0;
+  std::vector<std::uint32_t> placement_starts;  // possible placements (size = memory_slices)
+  bool operator==(const MigProfile&) const = default;
+};
+
+// One MIG device: a GPU instance and the compute instance inside it that a container uses.
+struct MigInstance {
+  std::uint32_t gi_id = 0;
+  std::uint32_t ci_id = 0;
+  std::uint32_t profile_id = 0;  // GI profile id
+  std::string profile_name;
+  std::string uuid;              // MIG-<uuid>
+  std::uint64_t memory_bytes = 0;
+  MigPlacement placement;
+  std::uint32_t compute_slices = 0;       // of the compute instance
+  std::vector<DeviceNodeInfo> cap_nodes;  // /dev/nvidia-caps/nvidia-cap<gi access>, <ci access>
+  bool operator==(const MigInstance&) const = default;
+};
+
+struct Gpu {
+  std::uint32_t index = 0;
+  std::string uuid;  // GPU-<uuid>
+  std::string name;  // e.g. "NVIDIA A100-SXM4-40GB"
+  std::string pci_bus_id;  // e.g. "00000000:07:00.0"
+  std::uint32_t minor = 0;  // /dev/nvidia<minor>
+  std::uint64_t memory_bytes = 0;
+  int cc_major = 0, cc_minor = 0;
+  bool mig_enabled = false;  // current mode
+  bool mig_pending = false;  // pending mode (after reset)
+  std::vector<MigProfile> mig_profiles;    // empty unless MIG-capable
+  std::vector<MigInstance> mig_instances;  // existing instances, by (gi, ci)
+  DeviceNodeInfo node;                     // /dev/nvidia<minor>
+  std::uint32_t memory_slices() const;     // 8 on A100/H100, 4 on A30; 0 if not MIG-capable
+  const MigProfile* profile_by_name(const std::string& name) const;
+  const MigProfile* profile_by_id(std::uint32_t id) const;
+  bool operator==(const Gpu&) const = default;
+};
+
+struct Inventory {
+  std::string driver_version;   // e.g. "550.54.15"
+  std::string source;           // "nvml" or "simulated:<file>" (not compared)
+  std::vector<Gpu> gpus;
+  std::vector<DeviceNodeInfo> control_nodes;  // /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools
+
+  const Gpu* gpu_by_index(std::uint32_t index) const;
+  const Gpu* gpu_by_uuid(const std::string& uuid) const;
+  // Finds a MIG instance by its MIG-<uuid>, returning its parent GPU as well.
+  std::optional<std::pair<const Gpu*, const MigInstance*>> mig_by_uuid(const std::string& uuid) const;
+  bool same_hardware(const Inventory& o) const;  // == except `source`
+};
+
+nlohmann::json to_json(const Inventory& inv);
+Result<Inventory> inventory_from_json(const nlohmann::json& j);
+
+}  // namespace gpufrac

@@ -1,0 +1,104 @@
+#include "nvml/simulated.hpp"
+
+#include <cctype>
+#include <set>
+
+#include "core/fs.hpp"
+#include "core/text.hpp"
+#include "core/yaml_util.hpp"
+#include "nvml/simulated_detail.hpp"
+
+namespace gpufrac {
+
+using yaml::Located;
+
+namespace sim {
+
+bool valid_uuid(const std::string& s, std::string_view prefix) {
+  if (!s.starts_with(prefix) || s.size() != prefix.size() + 36) return false;
+  for (std::size_t i = 0; i < 36; ++i) {
+    char c = s[prefix.size() + i];
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? c != '-' : !std::isxdigit(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+Result<std::uint32_t> u32(const Located& n, std::uint64_t max) {
+  auto v = yaml::as_u64(n);
+  if (!v) return std::unexpected(v.error());
+  if (*v > max) return n.fail(text::cat("must be at most ", max));
+  return static_cast<std::uint32_t>(*v);
+}
+
+}  // namespace sim
+
+namespace {
+
+Result<SimulatedMajors> parse_majors(const Located& n) {
+  SimulatedMajors m;
+  if (!n.node) return m;
+  if (auto r = yaml::check_keys(n, {"nvidia", "nvidia-uvm", "nvidia-caps"}); !r) return std::unexpected(r.error());
+  struct F { const char* key; std::int64_t* target; };
+  for (F f : {F{"nvidia", &m.nvidia}, F{"nvidia-uvm", &m.nvidia_uvm}, F{"nvidia-caps", &m.nvidia_caps}}) {
+    if (!n.node[f.key]) continue;
+    auto v = sim::u32(n.child(f.key), 4095);
+    if (!v) return std::unexpected(v.error());
+    if (*v == 0) return n.child(f.key).fail("must be a character-device major between 1 and 4095");
+    *f.target = *v;
+  }
+  return m;
+}
+
+Result<> check_unique_gpus(const Located& gpus_node, const std::vector<Gpu>& gpus) {
+  std::set<std::string> uuids;
+  std::set<std::uint32_t> minors;
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    if (!uuids.insert(gpus[i].uuid).second) return gpus_node.item(i).child("uuid").fail("duplicate GPU uuid");
+    if (!minors.insert(gpus[i].minor).second) return gpus_node.item(i).child("minor").fail("duplicate minor number");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<SimulatedMachine> load_simulated_machine_string(const std::string& content, const std::string& name) {
+  auto root = yaml::load_string(content, name);
+  if (!root) return std::unexpected(root.error());
+  if (auto r = yaml::check_keys(*root, {"description", "driver-version", "device-majors", "profile-sets", "gpus"}); !r)
+    return std::unexpected(r.error());
+  SimulatedMachine m;
+  m.file = name;
+  m.inventory.source = "simulated:" + name;
+  if (!root->node["driver-version"]) return root->fail("driver-version: missing (e.g. \"550.54.15\")");
+  auto drv = yaml::as_string(root->child("driver-version"));
+  if (!drv) return std::unexpected(drv.error());
+  m.inventory.driver_version = *drv;
+  auto majors = parse_majors(root->child("device-majors"));
+  if (!majors) return std::unexpected(majors.error());
+  m.majors = *majors;
+  auto sets = sim::parse_profile_sets(root->child("profile-sets"));
+  if (!sets) return std::unexpected(sets.error());
+  Located gpus = root->child("gpus");
+  if (!gpus.node || !gpus.node.IsSequence() || gpus.node.size() == 0)
+    return gpus.fail("must be a non-empty list of GPUs");
+  for (std::size_t i = 0; i < gpus.node.size(); ++i) {
+    auto g = sim::parse_gpu(gpus.item(i), static_cast<std::uint32_t>(i), *sets);
+    if (!g) return std::unexpected(g.error());
+    m.inventory.gpus.push_back(std::move(*g));
+  }
+  if (auto r = check_unique_gpus(gpus, m.inventory.gpus); !r) return std::unexpected(r.error());
+  return m;
+}
+
+Result<SimulatedMachine> load_simulated_machine(const std::string& path) {
+  auto content = fs::read_file(path, 4u << 20);
+  if (!content) {
+    Error e = content.error();
+    e.kind = ErrorKind::user;
+    return std::unexpected(std::move(e.wrap("machine file")));
+  }
+  return load_simulated_machine_string(*content, path);
+}
+
+}  // namespace gpufrac

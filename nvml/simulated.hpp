@@ -1,0 +1,33 @@
+// Simulated machines: a YAML file describing GPUs, MIG profiles and instances, used by tests, the
+// demo and operators trying gpufrac without a GPU. The fake libnvidia-ml.so.1 is built on this too,
+// so the real NVML backend can be run end to end against the same machine. Schema: docs/machines.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "core/error.hpp"
+#include "nvml/inventory.hpp"
+
+namespace gpufrac {
+
+// Character-device majors a simulated host advertises in /proc/devices.
+struct SimulatedMajors {
+  std::int64_t nvidia = 195;
+  std::int64_t nvidia_uvm = 510;
+  std::int64_t nvidia_caps = 511;
+};
+
+struct SimulatedMachine {
+  std::string file;
+  Inventory inventory;  // device nodes not attached yet (see device_nodes.hpp)
+  SimulatedMajors majors;
+};
+
+// Loads and validates a machine file: unknown keys, bad values, overlapping or impossible MIG
+// instances are one-line errors with file:line and the key.
+Result<SimulatedMachine> load_simulated_machine(const std::string& path);
+Result<SimulatedMachine> load_simulated_machine_string(const std::string& yaml, const std::string& name);
+
+}  // namespace gpufrac

@@ -1,0 +1,21 @@
+// Internal to the simulated backend: parsing of profile sets and GPUs (simulated_gpu.cpp).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/yaml_util.hpp"
+#include "nvml/inventory.hpp"
+
+namespace gpufrac::sim {
+
+using ProfileSets = std::map<std::string, std::vector<MigProfile>>;
+
+bool valid_uuid(const std::string& s, std::string_view prefix);
+Result<std::uint32_t> u32(const yaml::Located& n, std::uint64_t max);
+Result<ProfileSets> parse_profile_sets(const yaml::Located& n);
+Result<Gpu> parse_gpu(const yaml::Located& n, std::uint32_t index, const ProfileSets& sets);
+Result<> check_instances(const yaml::Located& n, const Gpu& gpu);
+
+}  // namespace gpufrac::sim
