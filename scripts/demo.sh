@@ -5,7 +5,7 @@ set -eu
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 BUILD_DIR=${BUILD_DIR:-build} ./scripts/build.sh
-BIN="${BUILD_DIR:-build}/cli/gpufrac"
+BIN="${BUILD_DIR:-build}/bin/gpufrac"
 if "$BIN" info >/dev/null 2>&1; then
   exec "$BIN" info
 fi
