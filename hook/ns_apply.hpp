@@ -1,0 +1,35 @@
+// Applies the mounts and device nodes of an Edits value inside a container's mount namespace.
+// Sources are prepared as detached mounts in the host namespace; a forked child then joins the
+// container's namespace, narrows its capabilities, installs the seccomp allow-list and attaches
+// each source to a target reached by the rootfs walk (rootfs_path.hpp).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/edits.hpp"
+#include "core/error.hpp"
+#include "core/fs.hpp"
+#include "hook/rootfs_path.hpp"
+
+namespace gpufrac::hook {
+
+struct NamespaceTarget {
+  std::string mnt_ns_path;  // e.g. /proc/<pid>/ns/mnt
+  std::string rootfs;       // the container root as seen inside that namespace (config root.path)
+};
+
+// One mount ready to attach: a detached mount fd and where it goes.
+struct PreparedMount {
+  fs::UniqueFd source;
+  std::string container_path;
+  TargetKind kind = TargetKind::file;
+};
+
+// Opens every source of `edits` (mounts, then device nodes) in the current (host) namespace, in the
+// order they must be attached (parents before children).
+Result<std::vector<PreparedMount>> prepare_mounts(const Edits& edits);
+// Attaches them inside the target namespace (forked child). Errors are the child's one line.
+Result<> attach_in_namespace(const NamespaceTarget& target, const std::vector<PreparedMount>& mounts);
+
+}  // namespace gpufrac::hook

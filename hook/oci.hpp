@@ -1,0 +1,42 @@
+// The two inputs a hook gets from the runtime: the OCI state on stdin and <bundle>/config.json.
+// Both are untrusted in shape (runc and crun differ: do not rely on status, ociVersion or the
+// type of pid) and bounded in size.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+
+namespace gpufrac::hook {
+
+inline constexpr std::size_t kMaxStateBytes = 1u << 20;    // 1 MiB
+inline constexpr std::size_t kMaxConfigBytes = 16u << 20;  // 16 MiB
+
+struct OciState {
+  std::string id;
+  std::string bundle;
+  std::optional<pid_t> pid;  // absent after the container died (poststop)
+};
+
+struct BundleSpec {
+  std::map<std::string, std::string> annotations;
+  std::string rootfs;                        // root.path made absolute against the bundle
+  bool private_pid_namespace = false;        // a new PID namespace (no path)
+  std::optional<std::string> pid_namespace_path;  // joining an existing one
+  nlohmann::json device_rules = nlohmann::json::array();  // linux.resources.devices
+};
+
+Result<OciState> parse_oci_state(std::string_view text);
+Result<BundleSpec> parse_bundle_spec(std::string_view config_json, const std::string& bundle);
+Result<BundleSpec> load_bundle_spec(const std::string& bundle);
+
+// The hook's container-id grammar (ids become directory names under the state dir).
+Result<> check_container_id(std::string_view id);
+
+}  // namespace gpufrac::hook

@@ -1,0 +1,26 @@
+// Least privilege for the hook: capabilities narrowed per phase (libcap) and a seccomp allow-list
+// (libseccomp) for the phase that touches the container rootfs.
+#pragma once
+
+#include <sys/capability.h>
+
+#include <initializer_list>
+
+#include "core/error.hpp"
+
+namespace gpufrac::hook {
+
+// What the whole hook may ever need; everything else leaves the bounding set at start-up.
+inline constexpr cap_value_t kHookCapabilities[] = {CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE,
+                                                    CAP_DAC_READ_SEARCH, CAP_FOWNER};
+
+// Drops every capability outside kHookCapabilities from the bounding set, inheritable and ambient
+// sets. A non-root hook (no CAP_SETPCAP) keeps what it has: it cannot mount anyway.
+Result<> restrict_bounding_set();
+// Sets permitted = effective = `keep` (a subset of what is permitted now), inheritable empty.
+Result<> keep_only(std::initializer_list<cap_value_t> keep);
+// The rootfs phase's syscall allow-list: open/stat/mkdir/move_mount/mount_setattr and what the C
+// runtime needs; everything else fails with EPERM. Sets no_new_privs.
+Result<> install_rootfs_seccomp();
+
+}  // namespace gpufrac::hook

@@ -1,0 +1,35 @@
+// Resolving paths inside a container rootfs without ever leaving it. The hook runs as root on a
+// rootfs the container image controls, so every mount target is reached by a component-by-component
+// walk from a directory fd of the root: each step opens one name with O_NOFOLLOW, symlinks are
+// refused (not followed), ".." is refused, and missing components are created with mkdirat/openat on
+// the parent fd. This is equivalent to openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) and also works
+// on kernels without openat2. A target that is a symlink fails with one line naming the path.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/fs.hpp"
+
+namespace gpufrac::hook {
+
+enum class TargetKind { directory, file };
+
+// Splits an absolute container path into components; refuses relative paths, "..", ".", NUL,
+// overlong paths and components.
+Result<std::vector<std::string>> split_container_path(std::string_view path);
+
+// Opens an existing path beneath root_fd as O_PATH (no symlink anywhere, no escape).
+Result<fs::UniqueFd> open_in_root(int root_fd, std::string_view path);
+
+// Makes sure `path` exists as a mount target of the given kind, creating missing directories (0755)
+// and, for files, an empty regular file (0644). An existing target must be a directory for
+// TargetKind::directory; for TargetKind::file anything but a directory or symlink is accepted (device
+// nodes a runtime created are fine). Returns an O_PATH fd of the target.
+Result<fs::UniqueFd> ensure_target_in_root(int root_fd, std::string_view path, TargetKind kind);
+
+}  // namespace gpufrac::hook

@@ -1,0 +1,101 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "hook/cgroup_devices.hpp"
+#include "core/fs.hpp"
+#include "hook/oci.hpp"
+
+namespace gpufrac::hook {
+namespace {
+
+TEST(OciState, RuncShape) {
+  auto s = parse_oci_state(R"({"ociVersion":"1.0.2-dev","id":"abc","status":"creating","pid":4242,"bundle":"/b","annotations":{}})");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->id, "abc");
+  EXPECT_EQ(s->bundle, "/b");
+  EXPECT_EQ(s->pid, 4242);
+}
+
+TEST(OciState, CrunShapeAndPidVariants) {
+  auto s = parse_oci_state(R"({"ociVersion":"1.0","id":"c1","status":"created","pid":"77","bundle":"/b","root":"/r"})");
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->pid, 77);
+  auto no_pid = parse_oci_state(R"({"id":"c1","bundlePath":"/b","status":"stopped"})");
+  ASSERT_TRUE(no_pid);
+  EXPECT_FALSE(no_pid->pid);
+  EXPECT_EQ(no_pid->bundle, "/b");
+  EXPECT_FALSE(parse_oci_state(R"({"id":"c1","bundle":"/b","pid":-3})")->pid);
+}
+
+TEST(OciState, RefusesHostileIds) {
+  for (const char* id : {"../../etc", "a/b", "..", "", ".hidden", "-x", "a b"}) {
+    nlohmann::json j = {{"id", id}, {"bundle", "/b"}};
+    auto s = parse_oci_state(j.dump());
+    ASSERT_FALSE(s) << id;
+    EXPECT_NE(s.error().message.find("container id"), std::string::npos);
+  }
+  EXPECT_FALSE(parse_oci_state(std::string(200, 'a')).has_value());
+  EXPECT_FALSE(parse_oci_state("not json").has_value());
+  EXPECT_FALSE(parse_oci_state(R"({"id":"x","bundle":"relative"})").has_value());
+}
+
+TEST(BundleSpec, ReadsAnnotationsRootAndPidNamespace) {
+  auto s = parse_bundle_spec(R"({"root":{"path":"rootfs"},"annotations":{"gpufrac.io/fraction":"0.25","n":"1"},
+      "linux":{"namespaces":[{"type":"mount"},{"type":"pid"}],"resources":{"devices":[{"allow":false,"access":"rwm"}]}}})",
+                             "/bundle");
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->rootfs, "/bundle/rootfs");
+  EXPECT_EQ(s->annotations.at("gpufrac.io/fraction"), "0.25");
+  EXPECT_TRUE(s->private_pid_namespace);
+  EXPECT_EQ(s->device_rules.size(), 1u);
+  auto host = parse_bundle_spec(R"({"root":{"path":"/abs"},"linux":{"namespaces":[{"type":"pid","path":"/proc/1/ns/pid"}]}})", "/b");
+  ASSERT_TRUE(host);
+  EXPECT_FALSE(host->private_pid_namespace);
+  EXPECT_EQ(host->pid_namespace_path, "/proc/1/ns/pid");
+  EXPECT_FALSE(parse_bundle_spec("{", "/b").has_value());
+  EXPECT_FALSE(parse_bundle_spec("{}", "/b").has_value());
+}
+
+TEST(DeviceRules, LastMatchWins) {
+  auto rules = nlohmann::json::parse(R"([{"allow":false,"access":"rwm"},{"allow":true,"type":"c","major":195,"access":"rw"}])");
+  EXPECT_TRUE(spec_allows_device(rules, 'c', 195, 0, "rw"));
+  EXPECT_FALSE(spec_allows_device(rules, 'c', 195, 0, "rwm"));
+  EXPECT_FALSE(spec_allows_device(rules, 'c', 508, 0, "rw"));
+  auto deny_after = nlohmann::json::parse(R"([{"allow":true,"access":"rwm"},{"allow":false,"type":"c","major":195,"minor":1,"access":"rwm"}])");
+  EXPECT_TRUE(spec_allows_device(deny_after, 'c', 195, 0, "rw"));
+  EXPECT_FALSE(spec_allows_device(deny_after, 'c', 195, 1, "rw"));
+  EXPECT_FALSE(spec_allows_device(nlohmann::json::array(), 'c', 195, 0, "rw"));
+  EXPECT_FALSE(spec_allows_device(nlohmann::json::parse(R"([{"allow":true,"major":"x"}])"), 'c', 195, 0, "rw"));
+}
+
+TEST(DeviceRules, FindsV1DevicesControllerAndWritesRules) {
+  char tmpl[] = "/tmp/gpufrac-cg-XXXXXX";
+  std::string base = ::mkdtemp(tmpl);
+  ASSERT_TRUE(fs::make_dirs(base + "/proc/42"));
+  ASSERT_TRUE(fs::write_file_atomic(base + "/proc/42/cgroup", "9:name=systemd:/c1\n5:devices:/machine/c1\n0::/c1\n"));
+  auto path = devices_cgroup_v1(base + "/proc", 42);
+  ASSERT_TRUE(path);
+  EXPECT_EQ(**path, "/machine/c1");
+  ASSERT_TRUE(fs::make_dirs(base + "/cg/devices/machine/c1"));
+  ASSERT_TRUE(fs::write_file_atomic(base + "/cg/devices/machine/c1/devices.allow", ""));
+  std::vector<EditDeviceNode> nodes = {{"/dev/nvidia0", "", 'c', 195, 0}, {"/dev/nvidiactl", "", 'c', 195, 255}};
+  auto rules = nlohmann::json::parse(R"([{"allow":true,"type":"c","major":195,"minor":255,"access":"rw"}])");
+  ASSERT_TRUE(allow_devices(base + "/proc", base + "/cg", 42, rules, nodes));
+  EXPECT_EQ(*fs::read_file(base + "/cg/devices/machine/c1/devices.allow"), "c 195:0 rw");
+}
+
+TEST(DeviceRules, CgroupV2OnlyIsRefusedNamingTheAlternatives) {
+  char tmpl[] = "/tmp/gpufrac-cg-XXXXXX";
+  std::string base = ::mkdtemp(tmpl);
+  ASSERT_TRUE(fs::make_dirs(base + "/proc/7"));
+  ASSERT_TRUE(fs::write_file_atomic(base + "/proc/7/cgroup", "0::/user.slice/c\n"));
+  auto r = allow_devices(base + "/proc", base + "/cg", 7, nlohmann::json::array(), {{"/dev/nvidia0", "", 'c', 195, 0}});
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("cgroup v2"), std::string::npos);
+  EXPECT_NE(r.error().message.find("gpufrac.io/gpu="), std::string::npos);
+  EXPECT_NE(r.error().message.find("gpufrac-runtime"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpufrac::hook
