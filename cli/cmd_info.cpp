@@ -17,7 +17,7 @@ std::string node_text(const DeviceNodeInfo& n) {
 }
 
 std::string mig_text(const Gpu& g) {
-  if (g.mig_profiles.empty()) return "unsupported";
+  if (!g.mig_capable) return "unsupported";
   std::string s = g.mig_enabled ? "enabled" : "disabled";
   if (g.mig_pending != g.mig_enabled) s += g.mig_pending ? " (enable pending)" : " (disable pending)";
   return s;

@@ -1,11 +1,12 @@
-// Backend selection and the inventory cache. Programs call discover() when they must see the
-// hardware now (gpufrac info, cdi generate) and inventory_for_allocation() on the container-start
-// path, which reads the cache written by `gpufrac info --refresh` so NVML stays off that path.
+// Backend selection. Programs call discover() when they must see the hardware now (gpufrac info,
+// cdi generate); the container-start path uses inventory_for_allocation() (inventory_cache.hpp),
+// which reads the cache written by `gpufrac info --refresh` so NVML stays off that path.
 #pragma once
 
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "nvml/inventory.hpp"
+#include "nvml/inventory_cache.hpp"
 
 namespace gpufrac {
 
@@ -14,11 +15,5 @@ namespace gpufrac {
 //  - nvml: the real library;
 //  - auto: simulated when a machine file is configured, else nvml.
 Result<Inventory> discover(const Config& cfg);
-
-Result<> write_inventory_cache(const Config& cfg, const Inventory& inv);
-// The cached inventory; a missing cache is discovered (and written) when the backend is
-// simulated, and is an error naming `gpufrac info --refresh` for the real backend.
-Result<Inventory> inventory_for_allocation(const Config& cfg);
-Result<Inventory> read_inventory_cache(const Config& cfg);
 
 }  // namespace gpufrac

@@ -69,12 +69,13 @@ struct Gpu {
   std::uint32_t minor = 0;  // /dev/nvidia<minor>
   std::uint64_t memory_bytes = 0;
   int cc_major = 0, cc_minor = 0;
+  bool mig_capable = false;  // nvmlDeviceGetMigMode answers (Ampere and newer data-centre GPUs)
   bool mig_enabled = false;  // current mode
   bool mig_pending = false;  // pending mode (after reset)
-  std::vector<MigProfile> mig_profiles;    // empty unless MIG-capable
+  std::vector<MigProfile> mig_profiles;    // what NVML reports: only while MIG mode is enabled
   std::vector<MigInstance> mig_instances;  // existing instances, by (gi, ci)
   DeviceNodeInfo node;                     // /dev/nvidia<minor>
-  std::uint32_t memory_slices() const;     // 8 on A100/H100, 4 on A30; 0 if not MIG-capable
+  std::uint32_t memory_slices() const;     // 8 on A100/H100, 4 on A30; 0 while MIG mode is off
   const MigProfile* profile_by_name(const std::string& name) const;
   const MigProfile* profile_by_id(std::uint32_t id) const;
   bool operator==(const Gpu&) const = default;
@@ -82,7 +83,7 @@ struct Gpu {
 
 struct Inventory {
   std::string driver_version;   // e.g. "550.54.15"
-  std::string source;           // "nvml" or "simulated:<file>" (not compared)
+  std::string source;           // "nvml:<library>" or "simulated:<file>" (not compared)
   std::vector<Gpu> gpus;
   std::vector<DeviceNodeInfo> control_nodes;  // /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools
 

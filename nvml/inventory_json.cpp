@@ -62,7 +62,8 @@ json gpu_json(const Gpu& g) {
   return {{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"pci_bus_id", g.pci_bus_id},
           {"minor", g.minor}, {"memory_bytes", g.memory_bytes},
           {"compute_capability", text::cat(g.cc_major, ".", g.cc_minor)},
-          {"mig", {{"enabled", g.mig_enabled}, {"pending", g.mig_pending}, {"profiles", profiles}, {"instances", instances}}},
+          {"mig", {{"capable", g.mig_capable}, {"enabled", g.mig_enabled}, {"pending", g.mig_pending},
+                   {"profiles", profiles}, {"instances", instances}}},
           {"node", node_json(g.node)}};
 }
 
@@ -78,6 +79,8 @@ Gpu gpu_from(const json& j) {
   g.mig_enabled = mig.at("enabled"); g.mig_pending = mig.at("pending");
   for (const auto& p : mig.at("profiles")) g.mig_profiles.push_back(profile_from(p));
   for (const auto& m : mig.at("instances")) g.mig_instances.push_back(instance_from(m));
+  // Caches written before "capable" existed listed profiles for every MIG-capable GPU.
+  g.mig_capable = mig.value("capable", g.mig_enabled || g.mig_pending || !g.mig_profiles.empty());
   g.node = node_from(j.at("node"));
   return g;
 }

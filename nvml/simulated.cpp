@@ -6,6 +6,7 @@
 #include "core/fs.hpp"
 #include "core/text.hpp"
 #include "core/yaml_util.hpp"
+#include "nvml/inventory_order.hpp"
 #include "nvml/simulated_detail.hpp"
 
 namespace gpufrac {
@@ -60,6 +61,16 @@ Result<> check_unique_gpus(const Located& gpus_node, const std::vector<Gpu>& gpu
   return {};
 }
 
+// Turns the file's view into NVML's: profiles are listed only while MIG mode is enabled
+// (nvmlDeviceGetGpuInstanceProfileInfo answers NOT_SUPPORTED otherwise), in the canonical order.
+void as_nvml_reports(SimulatedMachine& m) {
+  for (auto& g : m.inventory.gpus) {
+    canonical_order(g);
+    m.mig_profile_tables.push_back(g.mig_profiles);
+    if (!g.mig_enabled) g.mig_profiles.clear();
+  }
+}
+
 }  // namespace
 
 Result<SimulatedMachine> load_simulated_machine_string(const std::string& content, const std::string& name) {
@@ -88,6 +99,7 @@ Result<SimulatedMachine> load_simulated_machine_string(const std::string& conten
     m.inventory.gpus.push_back(std::move(*g));
   }
   if (auto r = check_unique_gpus(gpus, m.inventory.gpus); !r) return std::unexpected(r.error());
+  as_nvml_reports(m);
   return m;
 }
 

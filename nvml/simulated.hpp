@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "nvml/inventory.hpp"
@@ -21,8 +22,13 @@ struct SimulatedMajors {
 
 struct SimulatedMachine {
   std::string file;
-  Inventory inventory;  // device nodes not attached yet (see device_nodes.hpp)
+  // What NVML would report: device nodes not attached yet (see device_nodes.hpp), MIG profiles
+  // only on GPUs whose MIG mode is enabled, everything in canonical_order (inventory_order.hpp).
+  Inventory inventory;
   SimulatedMajors majors;
+  // Per GPU (by index): its MIG profile table from the file, also while MIG mode is off (empty
+  // when the GPU is not MIG-capable). The fake libnvidia-ml.so.1 keeps it to answer once MIG is on.
+  std::vector<std::vector<MigProfile>> mig_profile_tables;
 };
 
 // Loads and validates a machine file: unknown keys, bad values, overlapping or impossible MIG

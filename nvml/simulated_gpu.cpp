@@ -98,6 +98,9 @@ Result<> parse_mig(const Located& n, Gpu& g, const ProfileSets& sets) {
     if (it == sets.end()) return n.child("profiles").fail(text::quote(*name) + " is not defined under profile-sets");
     g.mig_profiles = it->second;
   }
+  g.mig_capable = !g.mig_profiles.empty();
+  if ((g.mig_enabled || g.mig_pending) && !g.mig_capable)
+    return n.fail("MIG mode needs profiles: <name under profile-sets>");
   if (!n.node["instances"]) return {};
   Located list = n.child("instances");
   if (auto r = yaml::require_sequence(list); !r) return r;

@@ -10,7 +10,12 @@ for m in "$MACHINES"/*.yaml; do
   assert_contains "$OUT" "GPU  NAME" "GPU table for $m"
   assert_contains "$OUT" "Control nodes: /dev/nvidiactl 195:255" "control nodes for $m"
   if grep -q "instances:" "$m"; then assert_contains "$OUT" "MIG instances" "MIG table for $m"; fi
-  if grep -q "profiles:" "$m"; then assert_contains "$OUT" "MIG profiles of GPU 0" "profiles for $m"; fi
+  # NVML lists MIG profiles only while MIG mode is on (docs/machines.md), and so does a machine file.
+  if grep -q "enabled: true" "$m"; then
+    assert_contains "$OUT" "MIG profiles of GPU" "profiles for $m"
+  else
+    assert_not_contains "$OUT" "MIG profiles of GPU" "no profiles with MIG off for $m"
+  fi
   gpus=$(grep -c "^  - name:" "$m")
   run "$GPUFRAC" info --json --machine "$m"
   assert_eq "$RC" 0 "info --json $m"
@@ -22,6 +27,37 @@ e2e_config a100-80gb-mig.yaml
 run "$GPUFRAC" info --refresh
 assert_eq "$RC" 0 "info --refresh"
 assert_eq "$(jq -r '.gpus[0].mig.instances[0].profile' "$E2E_TMP/state/inventory.json")" "3g.40gb" "cached inventory"
+
+# The real backend (dlopen) over the fake libnvidia-ml.so.1 built on the same machine file: the same
+# table and the same JSON as --machine, apart from the source line.
+FAKE_NVML=${GPUFRAC_FAKES_DIR:-}/libnvidia-ml.so.1
+if [ -f "$FAKE_NVML" ]; then
+  for machine in a100-80gb-mig.yaml dgx-8gpu-mixed.yaml; do
+    rm -rf "$E2E_TMP/root"
+    run "$GPUFRAC" simulate init-root --machine "$MACHINES/$machine" --root "$E2E_TMP/root" --no-nodes
+    assert_eq "$RC" 0 "simulated host root for $machine"
+    e2e_config "$machine" "nvml: {backend: nvml, library: $FAKE_NVML}"
+    sed -i '/backend: simulated/d' "$E2E_TMP/config.yaml"
+    run "$GPUFRAC" info --machine "$MACHINES/$machine"
+    expected=$OUT
+    GPUFRAC_FAKE_NVML_MACHINE=$MACHINES/$machine run "$GPUFRAC" info
+    assert_eq "$RC" 0 "info through the fake NVML for $machine"
+    assert_eq "$(head -n 1 <<<"$OUT")" "Driver 550.54.15  (nvml:$FAKE_NVML)" "source line through NVML"
+    assert_eq "$(tail -n +2 <<<"$OUT")" "$(tail -n +2 <<<"$expected")" "NVML table equals --machine for $machine"
+    run "$GPUFRAC" info --json --machine "$MACHINES/$machine"
+    expected=$(jq -S 'del(.source)' <<<"$OUT")
+    GPUFRAC_FAKE_NVML_MACHINE=$MACHINES/$machine run "$GPUFRAC" info --json
+    assert_eq "$(jq -S 'del(.source)' <<<"$OUT")" "$expected" "NVML JSON equals --machine for $machine"
+  done
+  assert_contains "$OUT" '"uuid": "MIG-b6578160-61d1-a063-5b45-747170b303b1"' "MIG UUID read through NVML"
+  # A loaded library whose driver is not there (the fake without a machine): one line, exit 2.
+  run "$GPUFRAC" info
+  assert_eq "$RC" 2 "exit code when NVML cannot initialise"
+  assert_contains "$OUT" "gpufrac: NVML could not be initialised through $FAKE_NVML: Driver Not Loaded (9)" "init error"
+  assert_eq "$(grep -c '^gpufrac:' <<<"$OUT")" 1 "one gpufrac line"
+else
+  fail "no fake libnvidia-ml.so.1 at $FAKE_NVML (build the fake_nvml target)"
+fi
 
 # No driver library: one line naming it and suggesting --machine, exit 2.
 if ! ldconfig -p | grep -q libnvidia-ml.so.1; then

@@ -45,6 +45,19 @@ TEST(InventoryJson, RealBackendWithoutCacheNamesRefresh) {
   EXPECT_NE(inv.error().message.find("gpufrac info --refresh"), std::string::npos);
 }
 
+TEST(InventoryJson, CachesWithoutMigCapableStillRead) {
+  Config c = sim_config("dgx-8gpu-mixed.yaml");
+  auto inv = discover(c);
+  ASSERT_TRUE(inv) << inv.error().message;
+  nlohmann::json j = to_json(*inv);
+  EXPECT_EQ(j["gpus"][0]["mig"]["capable"], true);
+  for (auto& g : j["gpus"]) g["mig"].erase("capable");
+  auto back = inventory_from_json(j);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_FALSE(back->gpus[0].mig_capable);  // MIG off and no profiles: nothing tells it apart
+  EXPECT_TRUE(back->gpus[4].mig_capable);
+}
+
 TEST(InventoryJson, RejectsOtherVersion) {
   auto r = inventory_from_json(nlohmann::json{{"version", 99}});
   ASSERT_FALSE(r);

@@ -48,6 +48,44 @@ TEST(Simulated, DgxMixesMigAndWholeGpus) {
   EXPECT_EQ(m->inventory.gpus[6].mig_instances.size(), 7u);
 }
 
+TEST(Simulated, ProfilesAreListedOnlyWhileMigIsOn) {
+  auto m = load_simulated_machine(kMachines + "dgx-8gpu-mixed.yaml");
+  ASSERT_TRUE(m) << m.error().message;
+  const Gpu& off = m->inventory.gpus[0];
+  EXPECT_TRUE(off.mig_capable);
+  EXPECT_FALSE(off.mig_enabled);
+  EXPECT_TRUE(off.mig_profiles.empty());  // as NVML: no profile info while MIG mode is off
+  EXPECT_EQ(off.memory_slices(), 0u);
+  ASSERT_EQ(m->mig_profile_tables.size(), 8u);
+  ASSERT_EQ(m->mig_profile_tables[0].size(), 7u);  // the table stays for the fake driver
+  EXPECT_EQ(m->mig_profile_tables[0][6].name, "7g.80gb");
+  EXPECT_EQ(m->inventory.gpus[7].mig_profiles, m->mig_profile_tables[7]);
+}
+
+TEST(Simulated, InstancesAndProfilesComeInCanonicalOrder) {
+  const std::string yaml = R"(driver-version: "550.54.15"
+profile-sets:
+  p:
+    - {index: 2, id: 9, name: 3g.20gb, compute-slices: 3, memory-slices: 4, memory-mib: 19968, max: 2, placements: [4, 0]}
+    - {index: 0, id: 19, name: 1g.5gb, compute-slices: 1, memory-slices: 1, memory-mib: 4864, max: 7, placements: [0, 1, 2, 3, 4, 5, 6]}
+gpus:
+  - {name: A100, uuid: GPU-11111111-2222-3333-4444-555555555555, pci-bus-id: "0:7:0.0", memory-mib: 40536,
+     compute-capability: "8.0", mig: {enabled: true, profiles: p, instances: [
+       {gi: 7, ci: 1, profile: 1g.5gb, start: 0, uuid: MIG-11111111-2222-3333-4444-555555555557},
+       {gi: 2, profile: 3g.20gb, start: 4, uuid: MIG-11111111-2222-3333-4444-555555555552}]}}
+)";
+  auto m = load_simulated_machine_string(yaml, "m.yaml");
+  ASSERT_TRUE(m) << m.error().message;
+  const Gpu& g = m->inventory.gpus[0];
+  ASSERT_EQ(g.mig_instances.size(), 2u);
+  EXPECT_EQ(g.mig_instances[0].gi_id, 2u);
+  EXPECT_EQ(g.mig_instances[1].gi_id, 7u);
+  EXPECT_EQ(g.mig_instances[1].ci_id, 1u);
+  ASSERT_EQ(g.mig_profiles.size(), 2u);
+  EXPECT_EQ(g.mig_profiles[0].name, "1g.5gb");
+  EXPECT_EQ(g.mig_profiles[1].placement_starts, (std::vector<std::uint32_t>{0, 4}));
+}
+
 struct BadMachine {
   const char* yaml;
   const char* expected;
@@ -118,6 +156,7 @@ TEST(MalformedMachine, MigInstanceChecks) {
       {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 1g.5gb, start: 4, uuid: MIG-11111111-2222-3333-4444-555555555555}, "
        "{gi: 1, profile: 1g.5gb, start: 5, uuid: MIG-11111111-2222-3333-4444-555555555556}]}}\n",
        "gpus[0].mig.instances[1].gi: duplicate GPU instance id"},
+      {", mig: {enabled: true}}\n", "gpus[0].mig: MIG mode needs profiles: <name under profile-sets>"},
   };
   for (const auto& c : cases) {
     auto m = load_simulated_machine_string(machine(std::string(kGpu) + c.mig), "m.yaml");

@@ -1,0 +1,66 @@
+#include "nvml/inventory_cache.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "core/fs.hpp"
+#include "nvml/device_nodes.hpp"
+#include "nvml/sim_root.hpp"
+#include "nvml/simulated.hpp"
+
+namespace gpufrac {
+
+namespace {
+
+// A simulated host root may lack /proc/devices (e.g. `gpufrac info --machine` on a plain host):
+// then the machine's own majors stand in, so specs still carry explicit numbers.
+// The same holds for the MIG capability minors: the simulated driver's own table stands in.
+void fill_simulated_defaults(HostDriverFiles& files, const SimulatedMachine& machine) {
+  if (!files.nvidia_major) files.nvidia_major = machine.majors.nvidia;
+  if (!files.uvm_major) files.uvm_major = machine.majors.nvidia_uvm;
+  if (!files.caps_major) files.caps_major = machine.majors.nvidia_caps;
+  if (files.mig_minors.empty()) files.mig_minors = parse_mig_minors(simulated_mig_minors(machine));
+}
+
+}  // namespace
+
+bool uses_simulated_machine(const Config& cfg) {
+  return cfg.nvml.backend == NvmlBackend::simulated ||
+         (cfg.nvml.backend == NvmlBackend::auto_detect && !cfg.nvml.machine.empty());
+}
+
+Result<Inventory> discover_simulated(const Config& cfg) {
+  auto files = read_host_driver_files(cfg.host_root);
+  if (!files) return std::unexpected(files.error());
+  auto machine = load_simulated_machine(cfg.nvml.machine);
+  if (!machine) return std::unexpected(machine.error());
+  fill_simulated_defaults(*files, *machine);
+  Inventory inv = std::move(machine->inventory);
+  attach_device_nodes(inv, *files);
+  return inv;
+}
+
+Result<> write_inventory_cache(const Config& cfg, const Inventory& inv) {
+  if (auto r = fs::make_dirs(cfg.state_dir, 0755); !r) return r;
+  return fs::write_file_atomic(cfg.inventory_cache_path(), to_json(inv).dump(2) + "\n", 0644);
+}
+
+Result<Inventory> read_inventory_cache(const Config& cfg) {
+  auto text = fs::read_file(cfg.inventory_cache_path(), 64u << 20);
+  if (!text) return std::unexpected(text.error());
+  auto j = nlohmann::json::parse(*text, nullptr, false);
+  if (j.is_discarded()) return internal_error(cfg.inventory_cache_path() + ": not JSON; run gpufrac info --refresh");
+  return inventory_from_json(j);
+}
+
+Result<Inventory> inventory_for_allocation(const Config& cfg) {
+  if (fs::exists(cfg.inventory_cache_path())) return read_inventory_cache(cfg);
+  if (!uses_simulated_machine(cfg))
+    return internal_error("no inventory cache at " + cfg.inventory_cache_path() +
+                          "; run gpufrac info --refresh (gpufrac-cdi-refresh.service does this at boot)");
+  auto inv = discover_simulated(cfg);
+  if (!inv) return inv;
+  if (auto r = write_inventory_cache(cfg, *inv); !r) return std::unexpected(r.error());
+  return inv;
+}
+
+}  // namespace gpufrac

@@ -1,0 +1,64 @@
+// What every exported NVML function of the fake shares: the process-wide state behind one mutex,
+// initialised by nvmlInit* (reference counted, as in NVML) and dropped by the last nvmlShutdown.
+// No exception crosses the C ABI: with_state turns one into NVML_ERROR_UNKNOWN.
+#pragma once
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "fake_state.hpp"
+
+#define FAKE_NVML_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace gpufrac::fake_nvml {
+
+struct Global {
+  std::mutex mutex;
+  std::unique_ptr<State> state;  // null while not initialised
+  unsigned int refs = 0;         // nvmlInit calls not yet matched by nvmlShutdown
+};
+Global& global();
+
+// Runs f(State&) under the lock; NVML_ERROR_UNINITIALIZED before nvmlInit.
+template <class F>
+nvmlReturn_t with_state(F&& f) noexcept {
+  try {
+    std::lock_guard lock(global().mutex);
+    if (!global().state) return NVML_ERROR_UNINITIALIZED;
+    return f(*global().state);
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+// A string out-parameter with NVML's rules: INSUFFICIENT_SIZE unless it fits with its NUL.
+inline nvmlReturn_t copy_string(const std::string& s, char* out, unsigned int length) {
+  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+  if (length < s.size() + 1) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(out, s.c_str(), s.size() + 1);
+  return NVML_SUCCESS;
+}
+
+}  // namespace gpufrac::fake_nvml
+
+namespace gpufrac::fake_nvml {
+
+// f(nvmlDevice_st&) for a live GPU or MIG device handle; INVALID_ARGUMENT for anything else.
+template <class F>
+nvmlReturn_t with_device(nvmlDevice_t device, F&& f) noexcept {
+  return with_state([&](State& s) -> nvmlReturn_t {
+    nvmlDevice_st* d = find_device(s, device);
+    return d ? f(*d) : NVML_ERROR_INVALID_ARGUMENT;
+  });
+}
+
+// f(PhysicalGpu&) for a GPU handle; NOT_SUPPORTED on a MIG device handle.
+template <class F>
+nvmlReturn_t with_gpu(nvmlDevice_t device, F&& f) noexcept {
+  return with_device(device,
+                     [&](nvmlDevice_st& d) -> nvmlReturn_t { return d.mig ? NVML_ERROR_NOT_SUPPORTED : f(*d.gpu); });
+}
+
+}  // namespace gpufrac::fake_nvml

@@ -1,0 +1,139 @@
+#include "fake_state.hpp"
+
+#include <algorithm>
+
+#include "core/text.hpp"
+#include "nvml/simulated.hpp"
+
+namespace gpufrac::fake_nvml {
+
+namespace {
+
+// The NVML index of the compute instance profile with `slices` slices (the full-size one).
+std::uint32_t ci_profile_index(std::uint32_t slices) {
+  for (std::uint32_t i = 0; i < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; ++i)
+    if (ci_profile_slices(i) == slices) return i;
+  return NVML_COMPUTE_INSTANCE_PROFILE_COUNT;
+}
+
+std::uint32_t max_mig_devices(const std::vector<MigProfile>& table) {
+  std::uint32_t n = 0;
+  for (const auto& p : table) n = std::max(n, p.compute_slices);
+  return n;
+}
+
+Result<> load_mig(PhysicalGpu& gpu, const Gpu& model) {
+  gpu.mig.current = model.mig_enabled;
+  gpu.mig.pending = model.mig_pending;
+  gpu.mig.slots.assign(max_mig_devices(gpu.profile_table), nullptr);
+  for (const MigInstance& m : model.mig_instances) {
+    const MigProfile* p = gpu.profile_by_id(m.profile_id);
+    if (!p) return internal_error(text::cat("GPU ", model.index, ": no profile id ", m.profile_id));
+    nvmlGpuInstance_st* gi = add_gpu_instance(gpu, m.gi_id, *p, m.placement.start);
+    if (!add_compute_instance(*gi, m.ci_id, p->compute_slices, m.uuid))
+      return internal_error(text::cat("GPU ", model.index, ": no MIG device slot left for GPU instance ", m.gi_id));
+  }
+  return {};
+}
+
+}  // namespace
+
+const MigProfile* PhysicalGpu::profile_by_index(std::uint32_t index) const {
+  for (const auto& p : profile_table)
+    if (p.index == index) return &p;
+  return nullptr;
+}
+
+const MigProfile* PhysicalGpu::profile_by_id(std::uint32_t id) const {
+  for (const auto& p : profile_table)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+Result<std::unique_ptr<State>> load_state(const std::string& machine_file) {
+  auto machine = load_simulated_machine(machine_file);
+  if (!machine) return std::unexpected(machine.error());
+  auto state = std::make_unique<State>();
+  state->driver_version = machine->inventory.driver_version;
+  for (std::size_t i = 0; i < machine->inventory.gpus.size(); ++i) {
+    auto gpu = std::make_unique<PhysicalGpu>();
+    gpu->model = machine->inventory.gpus[i];
+    gpu->profile_table = machine->mig_profile_tables.at(i);
+    gpu->handle.gpu = gpu.get();
+    if (auto r = load_mig(*gpu, gpu->model); !r) return std::unexpected(r.error());
+    state->gpus.push_back(std::move(gpu));
+  }
+  return state;
+}
+
+nvmlGpuInstance_st* add_gpu_instance(PhysicalGpu& gpu, std::uint32_t id, const MigProfile& profile,
+                                     std::uint32_t start) {
+  auto gi = std::make_unique<nvmlGpuInstance_st>();
+  gi->gpu = &gpu;
+  gi->id = id;
+  gi->profile = profile;
+  gi->placement = {start, profile.memory_slices};
+  gpu.mig.gpu_instances.push_back(std::move(gi));
+  return gpu.mig.gpu_instances.back().get();
+}
+
+nvmlComputeInstance_st* add_compute_instance(nvmlGpuInstance_st& gi, std::uint32_t id, std::uint32_t slices,
+                                             std::string uuid) {
+  auto& slots = gi.gpu->mig.slots;
+  auto slot = gi.placement.start < slots.size() && !slots[gi.placement.start]
+                  ? slots.begin() + gi.placement.start
+                  : std::find(slots.begin(), slots.end(), nullptr);
+  if (slot == slots.end()) return nullptr;
+  auto ci = std::make_unique<nvmlComputeInstance_st>();
+  ci->gi = &gi;
+  ci->id = id;
+  ci->profile_id = ci_profile_index(slices);
+  ci->slices = slices;
+  ci->uuid = std::move(uuid);
+  ci->device.gpu = gi.gpu;
+  ci->device.mig = ci.get();
+  *slot = ci.get();
+  gi.compute_instances.push_back(std::move(ci));
+  return gi.compute_instances.back().get();
+}
+
+std::uint32_t ci_profile_slices(std::uint32_t index) {
+  constexpr std::uint32_t kSlices[] = {1, 2, 3, 4, 7, 8, 6};  // 0x0..0x6; 0x7 and 0x8 are not offered
+  return index < std::size(kSlices) ? kSlices[index] : 0;
+}
+
+bool ci_profile_fits(std::uint32_t c, std::uint32_t g) {
+  return c > 0 && (c == g || 2 * c <= g + 1);
+}
+
+nvmlDevice_st* find_device(State& state, nvmlDevice_t device) {
+  if (!device) return nullptr;
+  for (auto& gpu : state.gpus) {
+    if (&gpu->handle == device) return device;
+    for (auto* ci : gpu->mig.slots)
+      if (ci && &ci->device == device) return device;
+  }
+  return nullptr;
+}
+
+PhysicalGpu* find_gpu(State& state, nvmlDevice_t device) {
+  for (auto& gpu : state.gpus)
+    if (device && &gpu->handle == device) return gpu.get();
+  return nullptr;
+}
+
+nvmlGpuInstance_st* find_gpu_instance(State& state, nvmlGpuInstance_t gi) {
+  for (auto& gpu : state.gpus)
+    for (auto& g : gpu->mig.gpu_instances)
+      if (gi && g.get() == gi) return gi;
+  return nullptr;
+}
+
+nvmlComputeInstance_st* find_compute_instance(State& state, nvmlComputeInstance_t ci) {
+  for (auto& gpu : state.gpus)
+    for (auto* c : gpu->mig.slots)
+      if (ci && c == ci) return ci;
+  return nullptr;
+}
+
+}  // namespace gpufrac::fake_nvml

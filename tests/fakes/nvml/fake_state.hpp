@@ -1,0 +1,96 @@
+// The fake driver's state: the GPUs of a simulated machine and their MIG configuration. Every
+// NVML handle the fake hands out is a pointer into this state, and every handle it receives is
+// checked against it (a stale or foreign pointer is NVML_ERROR_INVALID_ARGUMENT, never a crash).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "nvml/inventory.hpp"
+#include "nvml/nvml_api.hpp"
+
+namespace gpufrac::fake_nvml {
+struct PhysicalGpu;
+}
+
+// NVML's opaque handle types, completed here.
+struct nvmlDevice_st {
+  gpufrac::fake_nvml::PhysicalGpu* gpu = nullptr;  // the GPU, or the parent of a MIG device
+  nvmlComputeInstance_st* mig = nullptr;           // set on MIG device handles only
+};
+
+struct nvmlComputeInstance_st {
+  nvmlGpuInstance_st* gi = nullptr;
+  std::uint32_t id = 0;
+  std::uint32_t profile_id = 0;  // compute instance profile id (= its NVML profile index)
+  std::uint32_t slices = 0;      // compute slices
+  std::uint32_t start = 0;       // first compute slice inside the GPU instance
+  std::string uuid;              // MIG-<uuid> of the MIG device
+  nvmlDevice_st device;          // the MIG device handle
+};
+
+struct nvmlGpuInstance_st {
+  gpufrac::fake_nvml::PhysicalGpu* gpu = nullptr;
+  std::uint32_t id = 0;
+  gpufrac::MigProfile profile;  // its GPU instance profile
+  gpufrac::MigPlacement placement;
+  std::vector<std::unique_ptr<nvmlComputeInstance_st>> compute_instances;
+};
+
+namespace gpufrac::fake_nvml {
+
+// Everything about one GPU's MIG configuration that can change at run time, in one value: the
+// modes, the GPU instances with their compute instances (owned, so handles stay valid while
+// others come and go) and the MIG device handle slots. It is built from the machine file at
+// nvmlInit through add_gpu_instance/add_compute_instance; creation and destruction calls, and
+// keeping this in a file shared between processes, can be added on top of the same functions.
+struct MigState {
+  bool current = false;                                            // MIG mode now
+  bool pending = false;                                            // MIG mode after the next reset
+  std::vector<std::unique_ptr<nvmlGpuInstance_st>> gpu_instances;  // creation order
+  std::vector<nvmlComputeInstance_st*> slots;  // nvmlDeviceGetMigDeviceHandleByIndex index -> MIG device
+};
+
+struct PhysicalGpu {
+  Gpu model;                              // identity, memory, compute capability (its MIG fields are not used)
+  std::vector<MigProfile> profile_table;  // the GPU instance profiles; empty when not MIG-capable
+  MigState mig;
+  nvmlDevice_st handle;
+
+  bool mig_capable() const { return !profile_table.empty(); }
+  const MigProfile* profile_by_index(std::uint32_t index) const;
+  const MigProfile* profile_by_id(std::uint32_t id) const;
+};
+
+struct State {
+  std::string driver_version;
+  std::vector<std::unique_ptr<PhysicalGpu>> gpus;
+};
+
+// Loads a machine file (docs/machines.md) into a fresh state.
+Result<std::unique_ptr<State>> load_state(const std::string& machine_file);
+
+// MIG mutations. add_compute_instance takes the MIG device slot at the GPU instance's first
+// memory slice when free, else the first free one, so the handle walk sees gaps and an order
+// unrelated to GPU instance ids, as on a real driver. Null when no slot is left.
+nvmlGpuInstance_st* add_gpu_instance(PhysicalGpu& gpu, std::uint32_t id, const MigProfile& profile,
+                                     std::uint32_t start);
+nvmlComputeInstance_st* add_compute_instance(nvmlGpuInstance_st& gi, std::uint32_t id, std::uint32_t slices,
+                                             std::string uuid);
+
+// Compute instance profiles (NVML indices 0..8): the slice count of an index (0 for the ones this
+// fake does not offer: 1_SLICE_REV1 and 7_SLICE_NVL), and whether C slices fit a G-slice GPU
+// instance (C == G, or 2C <= G + 1: 7g takes 1c 2c 3c 4c 7c, 4g 1c 2c 4c, 3g 1c 2c 3c, 2g 1c 2c).
+std::uint32_t ci_profile_slices(std::uint32_t index);
+bool ci_profile_fits(std::uint32_t ci_slices, std::uint32_t gi_slices);
+
+// Handle checks: what a handle points to, or null when it is not a live object of `state`.
+nvmlDevice_st* find_device(State& state, nvmlDevice_t device);  // a GPU or a MIG device
+PhysicalGpu* find_gpu(State& state, nvmlDevice_t device);       // a GPU (not a MIG device)
+nvmlGpuInstance_st* find_gpu_instance(State& state, nvmlGpuInstance_t gi);
+nvmlComputeInstance_st* find_compute_instance(State& state, nvmlComputeInstance_t ci);
+
+}  // namespace gpufrac::fake_nvml
