@@ -38,9 +38,14 @@ Result<std::string> read_file(const std::string& path, std::size_t max_bytes = 1
 Result<std::string> read_fd(int fd, std::size_t max_bytes, const std::string& what);
 // Writes all of data to fd, retrying on EINTR and short writes.
 Result<> write_all(int fd, std::string_view data, const std::string& what);
+// Points inside write_file_atomic where a probe is called (fault-injection tests crash there).
+enum class AtomicWriteStage { temp_written, before_rename };
+using AtomicWriteProbe = void (*)(AtomicWriteStage);
 // Atomically replaces path with content: temp file in the same directory, fsync, chmod, rename,
 // fsync of the directory. A crash at any instant leaves the old or the new file, never a mix.
-Result<> write_file_atomic(const std::string& path, std::string_view content, mode_t mode = 0644);
+// The temp file is "<dir>/.<name>.tmp.<pid>.<n>"; probe (optional) is called at each stage.
+Result<> write_file_atomic(const std::string& path, std::string_view content, mode_t mode = 0644,
+                           AtomicWriteProbe probe = nullptr);
 // mkdir -p with the given mode for created components.
 Result<> make_dirs(const std::string& path, mode_t mode = 0755);
 bool exists(const std::string& path);

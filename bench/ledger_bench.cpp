@@ -1,0 +1,150 @@
+// The ledger under load: 1,000 live bookings on a simulated 64-GPU machine (64x A100-SXM4-80GB,
+// generated here as a machine file and loaded by the simulated backend).
+//  - ReserveRelease: one Ledger::reserve (flock, read + parse 1,000 entries, liveness of each from
+//    /proc, allocate, write temp + fsync + rename + directory fsync) and one Ledger::release (the
+//    same cycle without the allocation), as a container start and stop cost them. The state
+//    directory is on tmpfs (/dev/shm), as /run/gpufrac is on a real node.
+//  - Allocate: the baseline, the pure allocate() on the same 1,000 bookings in memory;
+//  - JsonLoadSave: parse_ledger + ledger_to_json of the same ledger, no I/O.
+// After the runs, lines give ReserveRelease's median (or single) real time as a ratio of each.
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "core/allocator.hpp"
+#include "core/ledger.hpp"
+#include "core/ledger_json.hpp"
+#include "core/text.hpp"
+#include "nvml/simulated.hpp"
+
+namespace gpufrac {
+namespace {
+
+constexpr int kGpus = 64;
+constexpr int kBookings = 1000;
+
+std::string machine_yaml() {
+  std::string y =
+      "description: \"64x A100-SXM4-80GB, MIG disabled (ledger benchmark)\"\ndriver-version: \"550.54.15\"\ngpus:\n";
+  for (int i = 0; i < kGpus; ++i)
+    y += text::cat("  - {name: NVIDIA A100-SXM4-80GB, uuid: GPU-", 10000000 + i, "-0000-0000-0000-", 100000000000 + i,
+                   ", pci-bus-id: \"00000000:", 10 + i, ":00.0\", memory-mib: 81920, compute-capability: \"8.0\"}\n");
+  return y;
+}
+
+Request fraction(const char* f) {
+  return **parse_request({{"gpufrac.io/fraction", f}}, true);
+}
+
+struct Setup {
+  Inventory inventory;
+  AllocationConfig config;
+  LedgerOptions options;
+  LedgerState state;  // the 1,000 bookings
+  std::string json;
+};
+
+const Setup& setup() {
+  static const Setup s = [] {
+    Setup out;
+    auto machine = load_simulated_machine_string(machine_yaml(), "bench-64gpu.yaml");
+    if (!machine) {
+      std::fprintf(stderr, "%s\n", machine.error().message.c_str());
+      std::abort();
+    }
+    out.inventory = machine->inventory;
+    out.config.max_shares_per_gpu = 0;
+    std::string base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
+    std::string tmpl = base + "/gpufrac-ledger-bench-XXXXXX";
+    std::string dir = ::mkdtemp(tmpl.data());
+    out.options = LedgerOptions{dir + "/ledger.json", dir + "/ledger.lock", "/proc", 120, {}};
+    Ledger ledger(out.options);
+    for (int i = 0; i < kBookings; ++i) {
+      ReserveArgs a{text::cat("ctr-", i), "", fraction("0.05"), BookingSource::hook, ::getpid(), std::nullopt};
+      if (!ledger.reserve(a, out.inventory, out.config)) std::abort();
+    }
+    out.state = *ledger.read();
+    out.json = ledger_to_json(out.state);
+    return out;
+  }();
+  return s;
+}
+
+void BM_ReserveRelease(benchmark::State& state) {
+  const Setup& s = setup();
+  Ledger ledger(s.options);
+  ReserveArgs a{"bench", "", fraction("0.05"), BookingSource::hook, ::getpid(), std::nullopt};
+  for (auto _ : state) {
+    auto b = ledger.reserve(a, s.inventory, s.config);
+    if (!b || !ledger.release("bench")) {
+      state.SkipWithError(b ? "release failed" : b.error().message.c_str());
+      return;
+    }
+  }
+  state.counters["bookings"] = static_cast<double>(ledger.read()->entries.size());
+}
+
+void BM_Allocate(benchmark::State& state) {
+  const Setup& s = setup();
+  const Request r = fraction("0.05");
+  for (auto _ : state) {
+    auto g = allocate(r, s.inventory, s.state.entries, s.config);
+    benchmark::DoNotOptimize(g);
+  }
+}
+
+void BM_JsonLoadSave(benchmark::State& state) {
+  const Setup& s = setup();
+  for (auto _ : state) {
+    auto loaded = parse_ledger(s.json, "ledger.json");
+    auto text = ledger_to_json(*loaded);
+    benchmark::DoNotOptimize(text);
+  }
+  state.counters["bytes"] = static_cast<double>(s.json.size());
+}
+
+BENCHMARK(BM_ReserveRelease)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Allocate)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_JsonLoadSave)->Unit(benchmark::kMicrosecond);
+
+// Console output as usual, plus each benchmark's median real time (or its only run's).
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  explicit RatioReporter(bool color) : ConsoleReporter(color ? OO_ColorTabular : OO_Tabular) {}
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& r : runs) {
+      bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+      if (median || (r.run_type == Run::RT_Iteration && r.repetitions <= 1))
+        times[r.run_name.function_name] = r.GetAdjustedRealTime();
+    }
+  }
+  std::map<std::string, double> times;
+};
+
+}  // namespace
+}  // namespace gpufrac
+
+int main(int argc, char** argv) {
+  bool color = ::isatty(STDOUT_FILENO);
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--benchmark_color=false") color = false;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  gpufrac::RatioReporter reporter(color);
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  auto& t = reporter.times;
+  for (const char* base : {"BM_Allocate", "BM_JsonLoadSave"})
+    if (t.count("BM_ReserveRelease") && t.count(base) && t[base] > 0)
+      std::printf("ratio BM_ReserveRelease / %s (median real time): %.1f\n", base, t["BM_ReserveRelease"] / t[base]);
+  std::filesystem::remove_all(std::filesystem::path(gpufrac::setup().options.path).parent_path());
+  return 0;
+}

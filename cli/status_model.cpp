@@ -1,0 +1,167 @@
+#include "cli/status_model.hpp"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/table.hpp"
+#include "core/ledger_json.hpp"
+#include "core/load.hpp"
+#include "core/text.hpp"
+
+namespace gpufrac::cli {
+
+namespace {
+
+std::vector<ShareStatus> shares_of(const std::vector<const LedgerEntry*>& entries, std::int64_t now,
+                                   const StateOf& state_of, const UsageOf& usage_of) {
+  std::vector<ShareStatus> out;
+  for (const LedgerEntry* e : entries)
+    out.push_back(ShareStatus{*e, state_of(*e), std::max<std::int64_t>(0, now - e->created),
+                              usage_of ? usage_of(*e) : std::nullopt});
+  std::sort(out.begin(), out.end(), [](const ShareStatus& a, const ShareStatus& b) {
+    return std::tie(a.entry.created, a.entry.container_id, a.entry.device_key) <
+           std::tie(b.entry.created, b.entry.container_id, b.entry.device_key);
+  });
+  return out;
+}
+
+DeviceStatus gpu_status(const Gpu& g, const DeviceLoad& d, const AllocationConfig& cfg) {
+  DeviceStatus s{
+      g.index,    g.uuid, g.name, std::nullopt, g.mig_enabled, g.memory_bytes, gpu_capacity(g, cfg.overcommit),
+      d.reserved, 0,      {}};
+  if (d.exclusive == nullptr && !g.mig_enabled && s.capacity > d.reserved) s.free = s.capacity - d.reserved;
+  return s;
+}
+
+DeviceStatus instance_status(const Gpu& g, const MigInstance& m, const DeviceLoad& d) {
+  return DeviceStatus{g.index,        m.uuid,         m.profile_name, MigRef{m.gi_id, m.ci_id, m.profile_name}, false,
+                      m.memory_bytes, m.memory_bytes, d.reserved,     d.entries.empty() ? m.memory_bytes : 0,   {}};
+}
+
+std::string device_text(const DeviceStatus& d) {
+  if (d.mig) return text::cat("MIG ", d.name, " gi ", d.mig->gi, " ci ", d.mig->ci);
+  return d.mig_mode ? d.name + " (MIG mode)" : d.name;
+}
+
+std::string share_device(const LedgerEntry& e) {
+  if (e.mig) return text::cat("GPU ", e.gpu_index, " gi ", e.mig->gi, " ci ", e.mig->ci);
+  return text::cat("GPU ", e.gpu_index);
+}
+
+std::string render_devices(const StatusReport& r) {
+  Table t({"GPU", "DEVICE", "UUID", "TOTAL", "RESERVED", "FREE", "SHARES"});
+  for (const auto& d : r.devices) {
+    if (d.mig_mode) {
+      t.add({text::cat(d.gpu_index), device_text(d), d.uuid, text::format_bytes(d.total), "-", "-", "-"});
+      continue;
+    }
+    t.add({text::cat(d.gpu_index), device_text(d), d.uuid, text::format_bytes(d.total), text::format_bytes(d.reserved),
+           text::format_bytes(d.free), text::cat(d.shares.size())});
+  }
+  return t.render();
+}
+
+std::string render_shares(const std::vector<std::pair<std::string, const ShareStatus*>>& rows) {
+  bool keys = false, usage = false;
+  for (const auto& [device, s] : rows) {
+    keys = keys || !s->entry.device_key.empty();
+    usage = usage || s->used_bytes.has_value();
+  }
+  std::vector<std::string> header{"DEVICE", "CONTAINER"};
+  if (keys) header.push_back("DEVICE KEY");
+  for (const char* h : {"REQUEST", "BYTES", "SOURCE", "PID", "STATE", "AGE"}) header.push_back(h);
+  if (usage) header.push_back("USED");
+  Table t(header);
+  for (const auto& [device, s] : rows) {
+    const LedgerEntry& e = s->entry;
+    std::vector<std::string> row{device, e.container_id};
+    if (keys) row.push_back(e.device_key.empty() ? "-" : e.device_key);
+    for (auto v : {e.request, text::format_bytes(e.bytes), std::string(to_string(e.source)),
+                   e.pending() ? std::string("-") : text::cat(e.pid), s->state, format_age(s->age_s)})
+      row.push_back(v);
+    if (usage) row.push_back(s->used_bytes ? text::format_bytes(*s->used_bytes) : "-");
+    t.add(std::move(row));
+  }
+  return t.render();
+}
+
+nlohmann::json share_json(const ShareStatus& s) {
+  nlohmann::json j = entry_to_json(s.entry);
+  j["state"] = s.state;
+  j["age_s"] = s.age_s;
+  j["used_bytes"] = s.used_bytes ? nlohmann::json(*s.used_bytes) : nlohmann::json(nullptr);
+  return j;
+}
+
+}  // namespace
+
+StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const AllocationConfig& cfg,
+                          std::int64_t now, const StateOf& state_of, const UsageOf& usage_of) {
+  const Load load = compute_load(inv, ledger.entries);
+  StatusReport r;
+  r.overcommit = cfg.overcommit;
+  std::vector<const Gpu*> gpus;
+  for (const auto& g : inv.gpus) gpus.push_back(&g);
+  std::sort(gpus.begin(), gpus.end(), [](const Gpu* a, const Gpu* b) { return a->index < b->index; });
+  for (const Gpu* g : gpus) {
+    r.devices.push_back(gpu_status(*g, load.of(g->uuid), cfg));
+    r.devices.back().shares = shares_of(load.of(g->uuid).entries, now, state_of, usage_of);
+    std::vector<const MigInstance*> instances;
+    for (const auto& m : g->mig_instances) instances.push_back(&m);
+    std::sort(instances.begin(), instances.end(), [](const MigInstance* a, const MigInstance* b) {
+      return std::tie(a->gi_id, a->ci_id) < std::tie(b->gi_id, b->ci_id);
+    });
+    for (const MigInstance* m : instances) {
+      r.devices.push_back(instance_status(*g, *m, load.of(m->uuid)));
+      r.devices.back().shares = shares_of(load.of(m->uuid).entries, now, state_of, usage_of);
+    }
+  }
+  r.unknown = shares_of(load.unknown, now, state_of, usage_of);
+  return r;
+}
+
+std::string render_status(const StatusReport& r) {
+  std::string out;
+  if (r.overcommit != 1.0)
+    out += "Overcommit " + text::format_fixed(r.overcommit, 2) + ": FREE counts up to TOTAL x overcommit\n\n";
+  out += render_devices(r);
+  std::vector<std::pair<std::string, const ShareStatus*>> rows;
+  for (const auto& d : r.devices)
+    for (const auto& s : d.shares) rows.emplace_back(share_device(s.entry), &s);
+  for (const auto& s : r.unknown) rows.emplace_back(s.entry.device_uuid + " (not on this node)", &s);
+  if (rows.empty()) return out + "\nNo shares.\n";
+  return out + "\nShares\n" + render_shares(rows);
+}
+
+nlohmann::json status_json(const StatusReport& r) {
+  nlohmann::json devices = nlohmann::json::array(), unknown = nlohmann::json::array();
+  for (const auto& d : r.devices) {
+    nlohmann::json shares = nlohmann::json::array();
+    for (const auto& s : d.shares) shares.push_back(share_json(s));
+    nlohmann::json j{{"type", d.mig ? "mig" : "gpu"},
+                     {"gpu_index", d.gpu_index},
+                     {"uuid", d.uuid},
+                     {"name", d.name},
+                     {"mig_mode", d.mig_mode},
+                     {"total", d.total},
+                     {"capacity", d.capacity},
+                     {"reserved", d.reserved},
+                     {"free", d.free},
+                     {"shares", std::move(shares)}};
+    if (d.mig) j["mig"] = {{"gi", d.mig->gi}, {"ci", d.mig->ci}, {"profile", d.mig->profile}};
+    devices.push_back(std::move(j));
+  }
+  for (const auto& s : r.unknown) unknown.push_back(share_json(s));
+  return {{"overcommit", r.overcommit}, {"devices", std::move(devices)}, {"unknown_device_shares", std::move(unknown)}};
+}
+
+std::string format_age(std::int64_t s) {
+  if (s < 60) return text::cat(s, "s");
+  auto two = [](std::int64_t v) { return v < 10 ? text::cat("0", v) : text::cat(v); };
+  if (s < 3600) return text::cat(s / 60, "m", two(s % 60), "s");
+  if (s < 86400) return text::cat(s / 3600, "h", two(s / 60 % 60), "m");
+  return text::cat(s / 86400, "d", two(s / 3600 % 24), "h");
+}
+
+}  // namespace gpufrac::cli

@@ -1,0 +1,56 @@
+// `gpufrac status` as data: per device (GPU, or MIG instance) total, reserved and free memory
+// and its shares, built purely from the inventory and the ledger, then rendered as a table or
+// JSON. Liveness and live usage come in as functions so tests need no processes, and a usage
+// source (the shim's accounting region) plugs in without changing the model: a share's
+// used_bytes stays nullopt until one is given, and the USED column appears only when some
+// share has a figure.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "core/config.hpp"
+#include "core/ledger_entry.hpp"
+#include "nvml/inventory.hpp"
+
+namespace gpufrac::cli {
+
+struct ShareStatus {
+  LedgerEntry entry;
+  std::string state;  // "running", "pending", "pending (expired)", "exited", "pid reused"
+  std::int64_t age_s = 0;
+  std::optional<std::uint64_t> used_bytes;  // live usage; nullopt = not known
+};
+
+struct DeviceStatus {
+  std::uint32_t gpu_index = 0;
+  std::string uuid;  // GPU- or MIG-
+  std::string name;  // GPU model, or the MIG profile
+  std::optional<MigRef> mig;
+  bool mig_mode = false;  // a GPU in MIG mode: its memory belongs to its instances
+  std::uint64_t total = 0, capacity = 0, reserved = 0, free = 0;
+  std::vector<ShareStatus> shares;
+};
+
+struct StatusReport {
+  double overcommit = 1.0;
+  std::vector<DeviceStatus> devices;  // GPU, then its MIG instances by (gi, ci)
+  std::vector<ShareStatus> unknown;   // bookings on devices the inventory does not list
+};
+
+using StateOf = std::function<std::string(const LedgerEntry&)>;
+using UsageOf = std::function<std::optional<std::uint64_t>(const LedgerEntry&)>;
+
+StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const AllocationConfig& cfg,
+                          std::int64_t now, const StateOf& state_of, const UsageOf& usage_of = {});
+std::string render_status(const StatusReport& report);
+nlohmann::json status_json(const StatusReport& report);
+// "45s", "2m05s", "3h02m", "2d03h"
+std::string format_age(std::int64_t seconds);
+
+}  // namespace gpufrac::cli

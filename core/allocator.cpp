@@ -1,0 +1,164 @@
+#include "core/allocator.hpp"
+
+#include <algorithm>
+
+#include "core/allocator_detail.hpp"
+#include "core/text.hpp"
+
+namespace gpufrac {
+
+using namespace alloc_detail;
+
+namespace {
+
+// How one GPU stands against a share or whole-GPU request.
+struct Fit {
+  const Gpu* gpu = nullptr;
+  bool ok = false;
+  bool whole = false;
+  std::uint64_t bytes = 0;  // what the request takes on this GPU
+  std::uint64_t free = 0;   // capacity - reserved
+  std::uint64_t reserved = 0;
+  std::string why_not;  // set when the GPU is unusable for a reason other than free memory
+};
+
+std::string size_text(const Request& r) {
+  return text::split(r.describe(), ' ')[0];
+}
+
+bool wants_whole(const Request& r, const Gpu& g) {
+  return r.kind == SizeKind::fraction ? r.fraction >= kWholeGpuPpm : r.memory_bytes == g.memory_bytes;
+}
+
+std::string why_not(const Fit& f, const Request& r, const DeviceLoad& d, const AllocationConfig& cfg) {
+  const Gpu& g = *f.gpu;
+  const std::string name = text::cat("GPU ", g.index);
+  const std::uint32_t n = d.shares();
+  if (g.mig_enabled) return name + " is in MIG mode";
+  if (d.exclusive != nullptr) return name + " is used whole by " + d.exclusive->container_id;
+  if (f.whole && n > 0) return text::cat(name, " has ", n, n == 1 ? " share" : " shares");
+  if (!f.whole && cfg.max_shares_per_gpu != 0 && n >= cfg.max_shares_per_gpu)
+    return text::cat(name, " has ", n, " shares (max-shares-per-gpu ", cfg.max_shares_per_gpu, ")");
+  if (r.kind == SizeKind::memory && r.memory_bytes > g.memory_bytes)
+    return text::cat(name, " has ", text::format_bytes(g.memory_bytes), " in all");
+  if (f.bytes == 0) return text::cat(name, ": ", size_text(r), " is less than 1 MiB");
+  return "";
+}
+
+Fit evaluate(const Gpu& g, const Request& r, const DeviceLoad& d, const AllocationConfig& cfg) {
+  Fit f;
+  f.gpu = &g;
+  f.whole = wants_whole(r, g);
+  if (f.whole)
+    f.bytes = g.memory_bytes;
+  else if (r.kind == SizeKind::memory)
+    f.bytes = r.memory_bytes;
+  else
+    f.bytes = fraction_bytes(g.memory_bytes, r.fraction);
+  f.reserved = d.reserved;
+  const std::uint64_t cap = gpu_capacity(g, cfg.overcommit);
+  f.free = cap > d.reserved ? cap - d.reserved : 0;
+  f.why_not = why_not(f, r, d, cfg);
+  f.ok = f.why_not.empty() && (f.whole || f.bytes <= f.free);
+  return f;
+}
+
+// a is strictly better than b: binpack prefers the higher reserved/total, spread the lower.
+bool better(const Fit& a, const Fit& b, Policy policy) {
+  const auto lhs = static_cast<unsigned __int128>(a.reserved) * b.gpu->memory_bytes;
+  const auto rhs = static_cast<unsigned __int128>(b.reserved) * a.gpu->memory_bytes;
+  return policy == Policy::binpack ? lhs > rhs : lhs < rhs;
+}
+
+std::string refusal(const Request& r, const std::vector<Fit>& fits, bool pinned) {
+  bool all_whole = true;
+  std::vector<std::uint64_t> needs;
+  for (const auto& f : fits) {
+    all_whole = all_whole && f.whole;
+    if (f.why_not.empty() && !f.whole && std::find(needs.begin(), needs.end(), f.bytes) == needs.end())
+      needs.push_back(f.bytes);
+  }
+  std::vector<std::string> items;
+  for (const auto& f : fits) {
+    if (!f.why_not.empty())
+      items.push_back(f.why_not);
+    else if (needs.size() == 1)
+      items.push_back(text::cat("GPU ", f.gpu->index, " ", text::format_bytes(f.free)));
+    else
+      items.push_back(text::cat("GPU ", f.gpu->index, " ", text::format_bytes(f.free), " free (needs ",
+                                text::format_bytes(f.bytes), ")"));
+  }
+  std::string head = "no GPU can take " + size_text(r);
+  if (all_whole)
+    head = "no GPU is free for a whole GPU";
+  else if (needs.size() == 1) {
+    head = "no GPU has " + text::format_bytes(needs[0]) + " free";
+    if (r.kind == SizeKind::fraction) head += " for " + size_text(r);
+  } else if (needs.size() > 1)
+    head = "no GPU has room for " + size_text(r);
+  return head + ": " + text::join(items, ", ") + (pinned ? " (pinned by gpufrac.io/gpu)" : "");
+}
+
+std::string reason(const Fit& f, Policy policy, bool pinned) {
+  const Gpu& g = *f.gpu;
+  if (f.whole) return text::cat("whole GPU ", g.index, ": no other bookings");
+  const std::string state =
+      text::cat(" (", text::format_bytes(f.reserved), " of ", text::format_bytes(g.memory_bytes), " reserved before)");
+  if (pinned) return text::cat("pinned: GPU ", g.index, state);
+  if (policy == Policy::spread) return text::cat("spread: GPU ", g.index, " is the emptiest GPU with room", state);
+  return text::cat("binpack: GPU ", g.index, " is the fullest GPU with room", state);
+}
+
+Result<Grant> allocate_share(const Request& r, const Candidates& gpus, const Load& load, const AllocationConfig& cfg) {
+  const Policy policy = r.policy.value_or(cfg.policy);
+  std::vector<Fit> fits;
+  const Fit* best = nullptr;
+  for (const Gpu* g : gpus) fits.push_back(evaluate(*g, r, load.of(g->uuid), cfg));
+  for (const auto& f : fits)
+    if (f.ok && (best == nullptr || better(f, *best, policy))) best = &f;
+  if (best == nullptr) return user_error(refusal(r, fits, r.gpu.has_value()));
+  const Gpu& g = *best->gpu;
+  return Grant{
+      g.uuid, g.index, g.uuid, std::nullopt, best->bytes, best->whole, reason(*best, policy, r.gpu.has_value())};
+}
+
+std::string index_list(const Inventory& inv) {
+  std::vector<std::string> out;
+  bool contiguous = true;
+  for (std::size_t i = 0; i < inv.gpus.size(); ++i) {
+    contiguous = contiguous && inv.gpus[i].index == i;
+    out.push_back(text::cat(inv.gpus[i].index));
+  }
+  if (contiguous && out.size() > 2) return text::cat("0-", out.size() - 1);
+  return text::join(out, ", ");
+}
+
+Result<Candidates> candidates(const Request& r, const Inventory& inv) {
+  if (inv.gpus.empty()) return user_error("this node has no GPU");
+  Candidates all;
+  for (const auto& g : inv.gpus) all.push_back(&g);
+  std::sort(all.begin(), all.end(), [](const Gpu* a, const Gpu* b) { return a->index < b->index; });
+  if (!r.gpu) return all;
+  const Gpu* g = r.gpu->index ? inv.gpu_by_index(*r.gpu->index) : inv.gpu_by_uuid(r.gpu->uuid);
+  if (g == nullptr)
+    return user_error(text::cat(annotation::kGpu, ": GPU ", r.gpu->describe(), " is not on this node; use ",
+                                index_list(inv), " or a UUID that gpufrac info lists"));
+  return Candidates{g};
+}
+
+}  // namespace
+
+Result<Grant> allocate(const Request& r, const Inventory& inv, const std::vector<LedgerEntry>& live,
+                       const AllocationConfig& cfg) {
+  auto gpus = candidates(r, inv);
+  if (!gpus) return std::unexpected(gpus.error());
+  const Load load = compute_load(inv, live);
+  if (r.kind == SizeKind::mig_profile) return mig_by_profile(r, *gpus, load);
+  auto share = allocate_share(r, *gpus, load, cfg);
+  if (share || !cfg.mig_serves_fractions) return share;
+  auto mig = mig_for_share(r, *gpus, load);
+  if (mig) return mig;
+  return user_error(share.error().message + "; " + mig.error().message);
+}
+
+}  // namespace gpufrac

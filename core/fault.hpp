@@ -1,0 +1,15 @@
+// Fault injection for crash tests: with GPUFRAC_FAULT=<point> in the environment, the process
+// kills itself with SIGKILL when it reaches that point, the way a hook killed by its runtime would
+// die. Points: ledger-after-lock, ledger-after-temp-write, ledger-before-rename.
+#pragma once
+
+#include <string_view>
+
+namespace gpufrac::fault {
+
+inline constexpr const char* kEnv = "GPUFRAC_FAULT";
+
+// raise(SIGKILL) when $GPUFRAC_FAULT equals point; otherwise nothing.
+void point(std::string_view point);
+
+}  // namespace gpufrac::fault

@@ -1,0 +1,187 @@
+#include "core/ledger.hpp"
+
+#include <algorithm>
+#include <ctime>
+
+#include "core/allocator.hpp"
+#include "core/fault.hpp"
+#include "core/ledger_file.hpp"
+#include "core/process.hpp"
+#include "core/text.hpp"
+
+namespace gpufrac {
+
+namespace {
+
+// The lock plus the content read under it.
+struct Transaction {
+  LedgerLock lock;
+  LedgerState state;
+};
+
+Result<Transaction> begin(const LedgerOptions& o) {
+  auto lock = LedgerLock::acquire(o.lock_path);
+  if (!lock) return std::unexpected(lock.error());
+  fault::point("ledger-after-lock");
+  auto state = load_ledger_file(o.path);
+  if (!state) return std::unexpected(state.error());
+  return Transaction{std::move(*lock), std::move(*state)};
+}
+
+LedgerEntry* find(LedgerState& s, const std::string& id, const std::string& key) {
+  auto it = std::find_if(s.entries.begin(), s.entries.end(),
+                         [&](const LedgerEntry& e) { return e.container_id == id && e.device_key == key; });
+  return it == s.entries.end() ? nullptr : &*it;
+}
+
+LedgerEntry entry_for(const ReserveArgs& a, const Grant& g, std::uint64_t pid_start, std::int64_t now) {
+  return LedgerEntry{a.container_id, a.device_key,         g.device_uuid, g.gpu_index, g.gpu_uuid, g.mig, g.bytes,
+                     g.exclusive,    a.request.describe(), a.source,      a.pid,       pid_start,  now};
+}
+
+// Finds the booking of (container id, device key) or allocates a new one in state.
+Result<Booking> book(LedgerState& state, const ReserveArgs& a, std::uint64_t start, const Inventory& inv,
+                     const AllocationConfig& cfg, std::int64_t now, bool& changed) {
+  Booking b;
+  if (LedgerEntry* e = find(state, a.container_id, a.device_key)) {
+    if (e->request != a.request.describe())
+      return user_error(text::cat("container ", a.container_id, " already holds a booking for ", e->request,
+                                  "; release it before asking for ", a.request.describe()));
+    if (e->pending() && a.pid != 0) {
+      e->pid = a.pid;
+      e->pid_start = start;
+      changed = true;
+    }
+    b.grant = grant_of(*e);
+    b.existing = true;
+    return b;
+  }
+  auto g = allocate(a.request, inv, state.entries, cfg);
+  if (!g) return std::unexpected(g.error());
+  state.entries.push_back(entry_for(a, *g, start, now));
+  changed = true;
+  b.grant = std::move(*g);
+  return b;
+}
+
+}  // namespace
+
+LedgerOptions LedgerOptions::from(const Config& cfg) {
+  LedgerOptions o;
+  o.path = cfg.ledger_path();
+  o.lock_path = cfg.ledger_lock_path();
+  o.proc_root = cfg.proc_root;
+  o.pending_timeout_s = cfg.allocation.pending_timeout_s;
+  return o;
+}
+
+Ledger::Ledger(LedgerOptions options) : options_(std::move(options)) {}
+
+std::int64_t Ledger::now() const {
+  if (options_.clock) return options_.clock();
+  return static_cast<std::int64_t>(std::time(nullptr));
+}
+
+std::vector<Reclaimed> Ledger::reclaim(LedgerState& state) const {
+  std::vector<Reclaimed> out;
+  const std::int64_t t = now();
+  std::erase_if(state.entries, [&](const LedgerEntry& e) {
+    std::string why;
+    if (e.pending() && t - e.created > static_cast<std::int64_t>(options_.pending_timeout_s))
+      why = text::cat("pending for ", t - e.created, " s");
+    if (!e.pending()) {
+      Liveness l = process_liveness(options_.proc_root, e.pid, e.pid_start);
+      if (l == Liveness::exited) why = text::cat("process ", e.pid, " exited");
+      if (l == Liveness::reused) why = text::cat("pid ", e.pid, " was reused");
+    }
+    if (!why.empty()) out.push_back(Reclaimed{e, why});
+    return !why.empty();
+  });
+  return out;
+}
+
+Result<std::uint64_t> Ledger::start_time_of(std::int64_t pid, std::optional<std::uint64_t> given) const {
+  if (pid < 0 || pid > kMaxPid) return user_error(text::cat("pid ", pid, " is not valid; use 1-", kMaxPid));
+  if (pid == 0) return 0;
+  if (given) return *given;
+  auto stat = read_proc_stat(options_.proc_root, pid);
+  if (!stat) return user_error(text::cat("process ", pid, " does not exist (", stat.error().message, ")"));
+  return stat->start_time;
+}
+
+Result<Booking> Ledger::reserve(const ReserveArgs& a, const Inventory& inv, const AllocationConfig& cfg) {
+  if (auto r = validate_container_id(a.container_id); !r) return std::unexpected(r.error());
+  if (auto r = validate_device_key(a.device_key); !r) return std::unexpected(r.error());
+  auto start = start_time_of(a.pid, a.pid_start);
+  if (!start) return std::unexpected(start.error());
+  auto tx = begin(options_);
+  if (!tx) return std::unexpected(tx.error().wrap("while booking " + a.container_id));
+  auto reclaimed = reclaim(tx->state);
+  bool changed = !reclaimed.empty();
+  auto booking = book(tx->state, a, *start, inv, cfg, now(), changed);
+  if (changed)
+    if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
+  if (booking) booking->reclaimed = std::move(reclaimed);
+  return booking;
+}
+
+Result<std::vector<LedgerEntry>> Ledger::attach(const std::string& id, std::int64_t pid,
+                                                std::optional<std::uint64_t> pid_start) {
+  if (auto r = validate_container_id(id); !r) return std::unexpected(r.error());
+  if (pid == 0) return user_error("pid 0 is not valid; use the container's host pid");
+  auto start = start_time_of(pid, pid_start);
+  if (!start) return std::unexpected(start.error());
+  auto tx = begin(options_);
+  if (!tx) return std::unexpected(tx.error().wrap("while attaching " + id));
+  std::vector<LedgerEntry> mine;
+  bool changed = false;
+  for (auto& e : tx->state.entries) {
+    if (e.container_id != id) continue;
+    if (e.pending()) {
+      e.pid = pid;
+      e.pid_start = *start;
+      changed = true;
+    }
+    mine.push_back(e);
+  }
+  if (mine.empty())
+    return user_error(text::cat("container ", id, " has no booking to attach (released, or pending for more than ",
+                                options_.pending_timeout_s, " s)"));
+  if (changed)
+    if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
+  return mine;
+}
+
+Result<std::vector<LedgerEntry>> Ledger::release(const std::string& id) {
+  if (auto r = validate_container_id(id); !r) return std::unexpected(r.error());
+  auto tx = begin(options_);
+  if (!tx) return std::unexpected(tx.error().wrap("while releasing " + id));
+  std::vector<LedgerEntry> removed;
+  std::erase_if(tx->state.entries, [&](const LedgerEntry& e) {
+    if (e.container_id == id) removed.push_back(e);
+    return e.container_id == id;
+  });
+  if (!removed.empty())
+    if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
+  return removed;
+}
+
+Result<GcReport> Ledger::gc() {
+  auto tx = begin(options_);
+  if (!tx) return std::unexpected(tx.error().wrap("while collecting"));
+  GcReport report;
+  report.reclaimed = reclaim(tx->state);
+  report.kept = tx->state.entries.size();
+  if (!report.reclaimed.empty())
+    if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
+  auto temps = remove_stale_temp_files(options_.path);
+  if (!temps) return std::unexpected(temps.error());
+  report.temp_files_removed = std::move(*temps);
+  return report;
+}
+
+Result<LedgerState> Ledger::read() const {
+  return load_ledger_file(options_.path);
+}
+
+}  // namespace gpufrac

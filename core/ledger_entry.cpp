@@ -1,0 +1,67 @@
+#include "core/ledger_entry.hpp"
+
+#include "core/text.hpp"
+
+namespace gpufrac {
+
+const char* to_string(BookingSource s) {
+  switch (s) {
+    case BookingSource::wrapper:
+      return "wrapper";
+    case BookingSource::cdi:
+      return "cdi";
+    case BookingSource::hook:
+      break;
+  }
+  return "hook";
+}
+
+std::optional<BookingSource> booking_source_from(std::string_view s) {
+  if (s == "hook") return BookingSource::hook;
+  if (s == "wrapper") return BookingSource::wrapper;
+  if (s == "cdi") return BookingSource::cdi;
+  return std::nullopt;
+}
+
+Grant grant_of(const LedgerEntry& e) {
+  return Grant{e.device_uuid,
+               e.gpu_index,
+               e.gpu_uuid,
+               e.mig,
+               e.bytes,
+               e.exclusive,
+               text::cat("existing booking of ", e.container_id, " (", e.request, ")")};
+}
+
+namespace {
+
+bool id_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+}
+
+bool alnum(char c) {
+  return id_char(c) && c != '_' && c != '.' && c != '-';
+}
+
+}  // namespace
+
+Result<> validate_container_id(std::string_view id) {
+  bool ok = !id.empty() && id.size() <= 128 && alnum(id[0]) && id.find("..") == std::string_view::npos;
+  for (char c : id) ok = ok && id_char(c);
+  if (!ok)
+    return user_error("container id " + text::quote(id) +
+                      " is not valid; use 1-128 characters [A-Za-z0-9_.-] starting with a letter or digit, "
+                      "without \"..\"");
+  return {};
+}
+
+Result<> validate_device_key(std::string_view key) {
+  bool ok = key.size() <= 128;
+  for (unsigned char c : key) ok = ok && c > 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '\'';
+  if (!ok)
+    return user_error("device key " + text::quote(key) +
+                      " is not valid; use at most 128 printable ASCII characters without spaces or quotes");
+  return {};
+}
+
+}  // namespace gpufrac

@@ -1,0 +1,57 @@
+// One booking in the ledger and the ledger's whole content. The JSON form is in ledger_json.hpp;
+// the file operations in ledger.hpp. Container ids and device keys come from runtimes and users:
+// they are validated before they are stored or used in a path.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/grant.hpp"
+
+namespace gpufrac {
+
+// Which front-end made the booking.
+enum class BookingSource { hook, wrapper, cdi };
+const char* to_string(BookingSource s);
+std::optional<BookingSource> booking_source_from(std::string_view s);
+
+struct LedgerEntry {
+  std::string container_id;
+  std::string device_key;   // tells several devices of one container apart ("" for annotations)
+  std::string device_uuid;  // GPU- or MIG-
+  std::uint32_t gpu_index = 0;
+  std::string gpu_uuid;
+  std::optional<MigRef> mig;
+  std::uint64_t bytes = 0;
+  bool exclusive = false;
+  std::string request;  // Request::describe()
+  BookingSource source = BookingSource::hook;
+  std::int64_t pid = 0;         // host pid; 0 = pending (booked before the container exists)
+  std::uint64_t pid_start = 0;  // start time of pid (field 22 of /proc/<pid>/stat), 0 when pending
+  std::int64_t created = 0;     // seconds since the epoch
+  bool pending() const { return pid == 0; }
+  bool operator==(const LedgerEntry&) const = default;
+};
+
+// The grant an entry stands for (reason says it is an existing booking).
+Grant grant_of(const LedgerEntry& e);
+
+// The ledger file's content. Version 1 holds bookings only; records of idle dynamic MIG
+// instances will come as a new top-level key with version 2 (docs/architecture.md).
+struct LedgerState {
+  std::vector<LedgerEntry> entries;
+  bool operator==(const LedgerState&) const = default;
+};
+
+inline constexpr std::int64_t kMaxPid = 4194304;  // PID_MAX_LIMIT on 64-bit Linux
+
+// [A-Za-z0-9][A-Za-z0-9_.-]{0,127}, not containing "..": safe as a file name.
+Result<> validate_container_id(std::string_view id);
+// Printable ASCII without spaces, quotes or backslashes, at most 128 bytes ("" allowed).
+Result<> validate_device_key(std::string_view key);
+
+}  // namespace gpufrac

@@ -1,0 +1,234 @@
+#include "core/ledger_json.hpp"
+
+#include <algorithm>
+#include <array>
+#include <set>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/text.hpp"
+
+namespace gpufrac {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr std::array<std::string_view, 13> kEntryKeys{
+    "container_id", "device_key", "device_uuid", "gpu_index", "gpu_uuid",  "mig",    "bytes",
+    "exclusive",    "request",    "source",      "pid",       "pid_start", "created"};
+
+// Typed field access on one JSON object; remembers the first problem with its dotted path.
+class Reader {
+ public:
+  Reader(const json& obj, std::string path) : obj_(obj), path_(std::move(path)) {}
+
+  std::uint64_t u64(const char* key, std::uint64_t max) {
+    const json* v = field(key);
+    if (v == nullptr) return 0;
+    if (!v->is_number_unsigned() || v->get<std::uint64_t>() > max)
+      return fail(key, text::cat("must be an integer 0-", max)), 0;
+    return v->get<std::uint64_t>();
+  }
+  bool boolean(const char* key) {
+    const json* v = field(key);
+    if (v != nullptr && !v->is_boolean()) return fail(key, "must be true or false"), false;
+    return v != nullptr && v->get<bool>();
+  }
+  // Printable ASCII of at most max bytes.
+  std::string str(const char* key, std::size_t max) {
+    const json* v = field(key);
+    if (v == nullptr) return "";
+    if (!v->is_string()) return fail(key, "must be a string"), "";
+    const auto& s = v->get_ref<const std::string&>();
+    bool ok = s.size() <= max;
+    for (unsigned char c : s) ok = ok && c >= 0x20 && c < 0x7f;
+    if (!ok) return fail(key, text::cat("must be printable ASCII of at most ", max, " bytes")), "";
+    return s;
+  }
+  void fail(std::string_view key, std::string_view problem) {
+    if (!error_) error_ = text::cat(path_, ".", key, ": ", problem);
+  }
+  void check(bool ok, std::string_view key, std::string_view problem) {
+    if (!ok) fail(key, problem);
+  }
+  const std::optional<std::string>& error() const { return error_; }
+
+ private:
+  const json* field(const char* key) {
+    auto it = obj_.find(key);
+    if (it == obj_.end()) return fail(key, "missing"), nullptr;
+    return &*it;
+  }
+  const json& obj_;
+  std::string path_;
+  std::optional<std::string> error_;
+};
+
+std::optional<MigRef> read_mig(const json& obj, Reader& parent, const std::string& path) {
+  auto it = obj.find("mig");
+  if (it == obj.end()) return parent.fail("mig", "missing"), std::nullopt;
+  const json& m = *it;
+  if (m.is_null()) return std::nullopt;
+  if (!m.is_object() || m.size() != 3) return parent.fail("mig", "must be null or {gi, ci, profile}"), std::nullopt;
+  Reader r(m, path + ".mig");
+  MigRef ref{static_cast<std::uint32_t>(r.u64("gi", UINT32_MAX)), static_cast<std::uint32_t>(r.u64("ci", UINT32_MAX)),
+             r.str("profile", 64)};
+  if (r.error()) return parent.fail("mig", *r.error()), std::nullopt;
+  return ref;
+}
+
+Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
+  if (!obj.is_object()) return internal_error(path + ": must be an object");
+  for (const auto& [key, value] : obj.items())
+    if (std::find(kEntryKeys.begin(), kEntryKeys.end(), key) == kEntryKeys.end())
+      return internal_error(path + ": unknown key " + text::quote(key));
+  Reader r(obj, path);
+  LedgerEntry e;
+  e.container_id = r.str("container_id", 128);
+  e.device_key = r.str("device_key", 128);
+  e.device_uuid = r.str("device_uuid", 96);
+  e.gpu_index = static_cast<std::uint32_t>(r.u64("gpu_index", UINT32_MAX));
+  e.gpu_uuid = r.str("gpu_uuid", 96);
+  if (!r.error()) e.mig = read_mig(obj, r, path);
+  e.bytes = r.u64("bytes", UINT64_MAX);
+  e.exclusive = r.boolean("exclusive");
+  e.request = r.str("request", 512);
+  auto source = booking_source_from(r.str("source", 16));
+  e.pid = static_cast<std::int64_t>(r.u64("pid", kMaxPid));
+  e.pid_start = r.u64("pid_start", UINT64_MAX);
+  e.created = static_cast<std::int64_t>(r.u64("created", INT64_MAX));
+  r.check(validate_container_id(e.container_id).has_value(), "container_id", "is not a valid container id");
+  r.check(validate_device_key(e.device_key).has_value(), "device_key", "is not a valid device key");
+  r.check(e.gpu_uuid.starts_with("GPU-"), "gpu_uuid", "must start with GPU-");
+  r.check(e.device_uuid.starts_with(e.mig ? "MIG-" : "GPU-"), "device_uuid",
+          "must be GPU-<uuid>, or MIG-<uuid> with mig");
+  r.check(source.has_value(), "source", "must be hook, wrapper or cdi");
+  r.check(e.pid != 0 || e.pid_start == 0, "pid_start", "must be 0 while pid is 0");
+  if (r.error()) return internal_error(*r.error());
+  e.source = *source;
+  return e;
+}
+
+Result<LedgerState> read_state(const json& doc, const std::string& name) {
+  if (!doc.is_object() || !doc.contains("version") || !doc.contains("entries"))
+    return internal_error(name + ": not a gpufrac ledger; expected {\"version\": 1, \"entries\": [...]}");
+  if (doc.size() != 2) return internal_error(name + ": unknown top-level key; expected version and entries");
+  const json& v = doc.at("version");
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() != kLedgerVersion)
+    return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not ", kLedgerVersion,
+                                    "; it was written by another gpufrac version"));
+  const json& entries = doc.at("entries");
+  if (!entries.is_array() || entries.size() > kMaxLedgerEntries)
+    return internal_error(text::cat(name, ": entries must be an array of at most ", kMaxLedgerEntries));
+  LedgerState state;
+  std::set<std::pair<std::string, std::string>> seen;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    auto e = read_entry(entries[i], text::cat("entries[", i, "]"));
+    if (!e) return std::unexpected(e.error().wrap(name));
+    if (!seen.emplace(e->container_id, e->device_key).second)
+      return internal_error(text::cat(name, ": entries[", i, "]: a second booking of container ", e->container_id,
+                                      " device key ", text::quote(e->device_key)));
+    state.entries.push_back(std::move(*e));
+  }
+  return state;
+}
+
+}  // namespace
+
+json entry_to_json(const LedgerEntry& e) {
+  json mig = e.mig ? json{{"gi", e.mig->gi}, {"ci", e.mig->ci}, {"profile", e.mig->profile}} : json(nullptr);
+  return json{{"container_id", e.container_id},
+              {"device_key", e.device_key},
+              {"device_uuid", e.device_uuid},
+              {"gpu_index", e.gpu_index},
+              {"gpu_uuid", e.gpu_uuid},
+              {"mig", std::move(mig)},
+              {"bytes", e.bytes},
+              {"exclusive", e.exclusive},
+              {"request", e.request},
+              {"source", to_string(e.source)},
+              {"pid", e.pid},
+              {"pid_start", e.pid_start},
+              {"created", e.created}};
+}
+
+namespace {
+
+// A JSON string; anything outside printable ASCII is escaped, so the file is always valid JSON.
+void append_string(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c < 0x20 || c >= 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  out.push_back('"');
+}
+
+template <class... Args>
+void field(std::string& out, std::string_view key, const Args&... value) {
+  out += text::cat(",\"", key, "\":", value...);
+}
+
+void append_entry(std::string& out, const LedgerEntry& e) {
+  out += "{\"container_id\":";
+  append_string(out, e.container_id);
+  out += ",\"device_key\":";
+  append_string(out, e.device_key);
+  out += ",\"device_uuid\":";
+  append_string(out, e.device_uuid);
+  field(out, "gpu_index", e.gpu_index);
+  out += ",\"gpu_uuid\":";
+  append_string(out, e.gpu_uuid);
+  if (e.mig) {
+    out += text::cat(",\"mig\":{\"gi\":", e.mig->gi, ",\"ci\":", e.mig->ci, ",\"profile\":");
+    append_string(out, e.mig->profile);
+    out += "}";
+  } else {
+    out += ",\"mig\":null";
+  }
+  field(out, "bytes", e.bytes);
+  field(out, "exclusive", e.exclusive);
+  out += ",\"request\":";
+  append_string(out, e.request);
+  field(out, "source", "\"", to_string(e.source), "\"");
+  field(out, "pid", e.pid);
+  field(out, "pid_start", e.pid_start);
+  field(out, "created", e.created);
+  out += "}";
+}
+
+}  // namespace
+
+// One entry per line: fast to write and easy to read or diff by hand.
+std::string ledger_to_json(const LedgerState& state) {
+  std::string out = text::cat("{\"version\":", kLedgerVersion, ",\"entries\":[");
+  out.reserve(64 + state.entries.size() * 400);
+  for (std::size_t i = 0; i < state.entries.size(); ++i) {
+    out += i == 0 ? "\n" : ",\n";
+    append_entry(out, state.entries[i]);
+  }
+  return out + "\n]}\n";
+}
+
+Result<LedgerState> parse_ledger(std::string_view text, const std::string& name) {
+  try {
+    json doc = json::parse(text, nullptr, false);
+    if (doc.is_discarded()) return internal_error(name + ": not valid JSON; move it away and run gpufrac gc");
+    return read_state(doc, name);
+  } catch (const std::exception& e) {
+    return internal_error(name + ": " + e.what());
+  }
+}
+
+}  // namespace gpufrac

@@ -1,0 +1,70 @@
+// A container's GPU request, parsed from its annotations (or a CDI device name). Annotations are
+// untrusted: only gpufrac's own keys (and, when enabled, the compatibility aliases) are read, each
+// value is bounded and strictly parsed, and every refusal is one line naming the annotation, the
+// quoted value and the accepted form.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/quantity.hpp"
+
+namespace gpufrac {
+
+using Annotations = std::map<std::string, std::string>;
+
+namespace annotation {
+inline constexpr const char* kPrefix = "gpufrac.io/";
+inline constexpr const char* kFraction = "gpufrac.io/fraction";
+inline constexpr const char* kMemory = "gpufrac.io/memory";
+inline constexpr const char* kMigProfile = "gpufrac.io/mig-profile";
+inline constexpr const char* kGpu = "gpufrac.io/gpu";
+inline constexpr const char* kPolicy = "gpufrac.io/policy";
+// Written by gpufrac-runtime on the containers it prepared; accepted and ignored by the parser.
+inline constexpr const char* kInjected = "gpufrac.io/injected";
+// Compatibility aliases (Config::aliases): KAI-Scheduler / Run:ai and ClearML.
+inline constexpr const char* kAliasFraction = "gpu-fraction";
+inline constexpr const char* kAliasMemory = "gpu-memory";  // MiB
+inline constexpr const char* kAliasClearml = "clearml-injector/fraction";
+inline constexpr std::size_t kMaxValueBytes = 256;
+}  // namespace annotation
+
+enum class SizeKind { fraction, memory, mig_profile };
+
+// A GPU pin: an index, or a GPU UUID (GPU-<8-4-4-4-12 hex>, stored lower-case).
+struct GpuPin {
+  std::optional<std::uint32_t> index;
+  std::string uuid;              // set when index is not
+  std::string describe() const;  // "1" or "GPU-..."
+  bool operator==(const GpuPin&) const = default;
+};
+
+struct Request {
+  SizeKind kind = SizeKind::fraction;
+  Ppm fraction = 0;                // kind == fraction; kWholeGpuPpm = a whole GPU
+  std::uint64_t memory_bytes = 0;  // kind == memory
+  std::string mig_profile;         // kind == mig_profile, canonical name
+  std::optional<GpuPin> gpu;
+  std::optional<Policy> policy;  // overrides the node's allocation.policy
+  // "fraction=0.25", "memory=4Gi gpu=1", "mig-profile=1g.10gb policy=spread": recorded in the ledger.
+  std::string describe() const;
+  bool operator==(const Request&) const = default;
+};
+
+// nullopt: the annotations carry no gpufrac request (no gpufrac.io/ key other than the injected
+// marker, no enabled alias). An error names the annotation and the accepted form (exit 1).
+Result<std::optional<Request>> parse_request(const Annotations& annotations, bool aliases);
+
+// Cheap test for the hook's fast path: true when parse_request could return a request or an
+// error (some gpufrac.io/ key other than the marker, or an enabled alias is present).
+bool has_gpufrac_request(const Annotations& annotations, bool aliases);
+
+// Value grammars shared with other front-ends; the message names the key and the accepted form.
+Result<GpuPin> parse_gpu_pin(std::string_view key, std::string_view value);
+Result<Policy> parse_policy(std::string_view key, std::string_view value);
+
+}  // namespace gpufrac
