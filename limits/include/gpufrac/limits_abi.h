@@ -8,23 +8,49 @@
  *        container <container id>
  *        region /run/gpufrac/usage
  *        device <GPU-... or MIG-... uuid> <limit in bytes>
- *     A process whose limit file is missing runs unlimited (the shim is inert). The environment
- *     variable GPUFRAC_LIMITS_FILE names another limit file (tests, tools).
+ *     version and region are required; unknown keys are ignored (informational additions need no
+ *     new version). Device line i is device i of the region: used[i], limit[i], uuid[i]. A device
+ *     absent from the file is unlimited. The shim matches a CUDA device (cuDeviceGetUuid_v2) or an
+ *     NVML handle (nvmlDeviceGetUUID) to a line by the 16 UUID octets.
+ *     A process whose limit file is missing runs unlimited (the shim is inert). A limit file that
+ *     exists but cannot be read or parsed refuses every counted allocation (CUDA_ERROR_OUT_OF_MEMORY,
+ *     one line on stderr): the limit cannot be enforced, so nothing is allocated past it.
+ *     The environment variable GPUFRAC_LIMITS_FILE names another limit file (tests, tools); it is
+ *     honoured only where GPUFRAC_CONTAINER_LIMITS does not exist, so a process inside a container
+ *     cannot point the shim at a looser file.
  *
  *  2. The usage region (read-write in the container, GPUFRAC_CONTAINER_USAGE): a file holding one
  *     struct gpufrac_region, mmap'd MAP_SHARED by every process of the container. An all-zero file
- *     of the right size is a valid empty region. Accounting rules (no lock anywhere):
- *       - each process claims one slot: CAS owner 0 -> gpufrac_owner(pid, start, OWNED);
- *       - allocate n bytes on device d: fetch_add(slot.used[d], n); sum used[d] over live slots
- *         [0, slot_high_water); if the sum exceeds the limit, fetch_sub and refuse with
- *         CUDA_ERROR_OUT_OF_MEMORY; otherwise call the driver and fetch_sub on its failure.
- *         Two racing requests that together overflow cannot both pass (sequentially consistent
- *         add-then-sum); near the limit both may be refused.
- *       - a SIGKILLed process leaves only its own slot, which holds exactly its committed bytes.
- *         Any process (or the host) that finds a slot whose owner is dead (pid gone, or its start
- *         time differs) claims it with CAS owner -> (self, RECLAIMING), zeroes used[], then CAS
- *         owner -> 0. A reclaimer that dies leaves RECLAIMING with a dead owner: reclaimable again.
- *     All fields are accessed with __atomic builtins (C) or std::atomic_ref (C++).
+ *     of the right size is a valid empty region: each process sets version, region_size,
+ *     slot_count and then magic with a CAS from 0 to the same constants, so none waits for another.
+ *     A region with another magic, version or size (or that cannot be opened read-write) refuses
+ *     allocations on the limited devices, with one line on stderr; unlimited devices still work.
+ *     Accounting rules (no lock anywhere):
+ *       - each process claims one slot on its first counted allocation: CAS owner 0 ->
+ *         gpufrac_owner(pid, start, OWNED), lowest free slot first, else slot_high_water is raised
+ *         by CAS and the new slot taken. A slot owned by the claimant's own pid and start time is
+ *         what its image left before exec(): it is taken over and zeroed. A fork child claims
+ *         its own slot.
+ *       - allocate n bytes on device d: fetch_add(slot.used[d], n); then load slot_high_water and
+ *         sum used[d] over slots [0, slot_high_water) (all sequentially consistent); if the sum
+ *         exceeds the limit, fetch_sub and refuse with CUDA_ERROR_OUT_OF_MEMORY (after reclaiming
+ *         dead slots and trying once more); otherwise call the driver and fetch_sub on its failure.
+ *         Two racing requests that together overflow cannot both pass (the later add in the total
+ *         order sees the earlier one); near the limit both may be refused.
+ *       - free: the process subtracts exactly what it added for that pointer or handle (kept in a
+ *         process-local table), so a counter never goes below zero.
+ *       - a SIGKILLed process leaves only its own slot, which holds exactly its committed bytes
+ *         (plus at most one reservation in flight per thread).
+ *         Any process (or the host) that finds a slot whose owner is dead (pid gone, a zombie, or
+ *         its start time differs) claims it with CAS owner -> (self, RECLAIMING), zeroes used[],
+ *         then CAS owner -> 0. A reclaimer that dies leaves RECLAIMING with a dead owner:
+ *         reclaimable again. A process never reclaims slots of its own pid. Processes reclaim at
+ *         slot claim (pid gone: kill(pid, 0)), before reporting memory (at most every 100 ms) and
+ *         before refusing an allocation (both with the full /proc check); the host counts live
+ *         slots only.
+ *       - a process that exits normally keeps its slot until someone finds it dead: every death is
+ *         handled by the same path.
+ *     All fields are accessed with __atomic builtins (C and C++) or std::atomic_ref (C++).
  *
  * The region layout is versioned: a reader refuses a different magic, version or size. */
 #ifndef GPUFRAC_LIMITS_ABI_H

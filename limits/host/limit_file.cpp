@@ -1,0 +1,52 @@
+#include "limits/host/limit_file.hpp"
+
+#include <memory>
+
+#include "core/fs.hpp"
+#include "gf_config.h"
+
+namespace gpufrac::limits {
+
+namespace {
+
+std::string one_line(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_limit_file(const LimitFile& file) {
+  std::string out = "version " + std::to_string(GPUFRAC_LIMITS_VERSION) + "\n";
+  if (!file.container.empty()) out += "container " + one_line(file.container) + "\n";
+  out += "region " + one_line(file.region) + "\n";
+  for (const auto& d : file.devices) out += "device " + one_line(d.uuid) + " " + std::to_string(d.bytes) + "\n";
+  return out;
+}
+
+Result<LimitFile> parse_limit_file(std::string_view text) {
+  if (text.size() > GF_LIMIT_FILE_MAX) {
+    return internal_error("limit file: larger than " + std::to_string(GF_LIMIT_FILE_MAX) + " bytes");
+  }
+  auto cfg = std::make_unique<gf_config>();
+  char err[512] = {0};
+  if (gf_config_parse(text.data(), text.size(), cfg.get(), err, sizeof err) != 0) {
+    return internal_error(std::string("limit file: ") + err);
+  }
+  LimitFile out{cfg->container, cfg->region, {}};
+  for (unsigned i = 0; i < cfg->device_count; i++) out.devices.push_back({cfg->devices[i].uuid, cfg->devices[i].limit});
+  return out;
+}
+
+Result<LimitFile> read_limit_file(const std::string& path) {
+  auto text = fs::read_file(path, GF_LIMIT_FILE_MAX + 1);
+  if (!text) return wrap_error(text, "limit file " + path);
+  auto parsed = parse_limit_file(*text);
+  if (!parsed) return wrap_error(parsed, path);
+  return parsed;
+}
+
+}  // namespace gpufrac::limits

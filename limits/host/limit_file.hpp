@@ -1,0 +1,38 @@
+// The limit file of one container (limits_abi.h, item 1), host side: the hook, the runtime
+// wrapper and the CDI hook render it; `gpufrac status` and tests parse it with the shim's own
+// grammar (shim/config_parse.c), so host and shim can never disagree on a file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+
+namespace gpufrac::limits {
+
+struct DeviceLimit {
+  std::string uuid;         // "GPU-..." or "MIG-..."
+  std::uint64_t bytes = 0;  // the limit
+  bool operator==(const DeviceLimit&) const = default;
+};
+
+struct LimitFile {
+  std::string container;             // informational: the container id
+  std::string region;                // the usage region's path as the container sees it
+  std::vector<DeviceLimit> devices;  // at most GPUFRAC_MAX_DEVICES; index = used[] index in the region
+  bool operator==(const LimitFile&) const = default;
+};
+
+// "version 1\ncontainer <id>\nregion <path>\ndevice <uuid> <bytes>\n...". Control characters in
+// the container id or region path are replaced by '?' so the text is always one line per key.
+std::string render_limit_file(const LimitFile& file);
+
+// Parses a limit file; errors name the line and the accepted form ("limit file: line 3: ...").
+Result<LimitFile> parse_limit_file(std::string_view text);
+
+// Reads and parses path.
+Result<LimitFile> read_limit_file(const std::string& path);
+
+}  // namespace gpufrac::limits

@@ -1,0 +1,41 @@
+// The usage region of one container (limits_abi.h, item 2), host side: created next to the limit
+// file before the container starts, read by `gpufrac status`, reclaimed by `gpufrac gc`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "limits/host/limit_file.hpp"
+
+namespace gpufrac::limits {
+
+// Creates (atomically replaces) path with a zeroed region of exactly sizeof(gpufrac_region):
+// header filled, the limit file's devices and limits copied in for readers, mode 0666 so that a
+// non-root user in the container can map it read-write.
+Result<> create_region(const std::string& path, const LimitFile& file);
+
+struct DeviceUsage {
+  std::string uuid;         // from the region header ("" if the host never wrote it)
+  std::uint64_t limit = 0;  // from the region header
+  std::uint64_t used = 0;   // bytes held by live processes
+  std::uint64_t stale = 0;  // bytes still recorded for dead processes, until a reclaim
+  bool operator==(const DeviceUsage&) const = default;
+};
+
+struct RegionUsage {
+  std::vector<DeviceUsage> devices;  // index = device line of the limit file
+  unsigned live_processes = 0;       // slots whose owner runs (pid and start time match)
+  unsigned dead_slots = 0;           // slots whose owner is gone, not yet reclaimed
+};
+
+// Sums the region's slots: a slot counts as live when <proc_root>/<pid>/stat exists with the
+// recorded start time and is not a zombie. Never writes. An all-zero region reads as empty.
+Result<RegionUsage> read_region_usage(const std::string& path, const std::string& proc_root = "/proc");
+
+// Reclaims the slots of dead processes with the shim's lock-free protocol (what any container
+// process does when it needs the bytes). Returns the number of slots reclaimed.
+Result<unsigned> reclaim_region(const std::string& path, const std::string& proc_root = "/proc");
+
+}  // namespace gpufrac::limits

@@ -1,0 +1,92 @@
+/* The shape every counted allocation and free shares: decide whether the bytes count, reserve
+ * them before the driver call, settle after it, and remember what this process charged. */
+#include "gf_exports.h"
+#include "gf_shim.h"
+
+struct gf_table gf_ptrs, gf_handles, gf_arrays, gf_mipmaps, gf_pools;
+
+#define GF_SIZE_BITS 56 /* table values: (limit index + 1) << 56 | bytes */
+static int g_log_track;
+
+CUresult gf_reserve(int idx, uint64_t n, const char* api) {
+  struct gpufrac_region* r = gf_g.region;
+  struct gpufrac_slot* s = r != NULL ? gf_slot() : NULL;
+  if (GF_UNLIKELY(s == NULL)) return CUDA_ERROR_OUT_OF_MEMORY; /* logged where the region or slot failed */
+  uint64_t limit = gf_g.cfg.devices[idx].limit, in_use = 0;
+  if (GF_LIKELY(gf_region_reserve(r, s, (unsigned)idx, n, limit, &in_use) == 0)) return CUDA_SUCCESS;
+  /* Over the limit: bytes of processes that died may still be counted. */
+  if (gf_reclaim_thorough() > 0 && gf_region_reserve(r, s, (unsigned)idx, n, limit, &in_use) == 0) {
+    return CUDA_SUCCESS;
+  }
+  gf_log_refusal(api, n, idx, in_use);
+  return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+void gf_release(int idx, uint64_t n) {
+  struct gpufrac_slot* s = __atomic_load_n(&gf_g.region, __ATOMIC_RELAXED) != NULL ? gf_slot() : NULL;
+  if (s != NULL) gf_region_release(s, (unsigned)idx, n);
+}
+
+uint64_t gf_in_use(int idx) {
+  return gf_g.region != NULL ? gf_region_sum(gf_g.region, (unsigned)idx) : 0;
+}
+
+void gf_track(struct gf_table* t, uint64_t key, int idx, uint64_t n) {
+  if (n >> GF_SIZE_BITS == 0 && gf_table_insert(t, key, (uint64_t)(idx + 1) << GF_SIZE_BITS | n) == 0) return;
+  gf_log_once(&g_log_track, "cannot record an allocation of %llu bytes; it stays counted until the process exits",
+              (unsigned long long)n);
+}
+
+int gf_untrack(struct gf_table* t, uint64_t key, int* idx, uint64_t* n) {
+  uint64_t v;
+  if (GF_LIKELY(!gf_table_remove(t, key, &v))) return 0;
+  *idx = (int)(v >> GF_SIZE_BITS) - 1;
+  *n = v & ((1ull << GF_SIZE_BITS) - 1);
+  return 1;
+}
+
+enum gf_charge gf_charge_device(CUdevice dev, uint64_t n, const char* api, int* idx, CUresult* rc) {
+  int mode = gf_mode();
+  if (GF_LIKELY(mode == GF_MODE_ACTIVE)) {
+    *idx = gf_device_index(dev, rc);
+    if (*idx == GF_UNLIMITED) return *rc == CUDA_SUCCESS ? GF_PASS : GF_REFUSED;
+    if (n == 0) return GF_PASS; /* the driver refuses a zero size itself */
+    *rc = gf_reserve(*idx, n, api);
+    return *rc == CUDA_SUCCESS ? GF_COUNTED : GF_REFUSED;
+  }
+  if (mode == GF_MODE_INERT) return GF_PASS;
+  *rc = CUDA_ERROR_OUT_OF_MEMORY; /* GF_MODE_REFUSE_ALL */
+  return GF_REFUSED;
+}
+
+enum gf_charge gf_charge_current(uint64_t n, const char* api, int* idx, CUresult* rc) {
+  if (gf_mode() == GF_MODE_INERT) return GF_PASS;
+  CUdevice dev;
+  *rc = gf_current_device(&dev);
+  if (*rc != CUDA_SUCCESS) return GF_REFUSED; /* no context on this thread: nothing to index */
+  return gf_charge_device(dev, n, api, idx, rc);
+}
+
+void gf_settle(CUresult rc, struct gf_table* t, uint64_t key, int idx, uint64_t n) {
+  if (rc == CUDA_SUCCESS) {
+    gf_track(t, key, idx, n);
+  } else {
+    gf_release(idx, n);
+  }
+}
+
+struct gf_held gf_free_begin(struct gf_table* t, uint64_t key) {
+  struct gf_held h = {0, 0, 0};
+  h.tracked = gf_untrack(t, key, &h.idx, &h.n);
+  return h;
+}
+
+CUresult gf_free_end(CUresult rc, struct gf_table* t, uint64_t key, struct gf_held h) {
+  if (!h.tracked) return rc;
+  if (rc == CUDA_SUCCESS) {
+    gf_release(h.idx, h.n);
+  } else {
+    gf_track(t, key, h.idx, h.n);
+  }
+  return rc;
+}

@@ -1,0 +1,163 @@
+/* Limit-file grammar (limits_abi.h, item 1): "key value" lines, '#' comments, blank lines.
+ * Known keys: version (required, must be 1), container, region (required, absolute path),
+ * device <uuid> <bytes> (at most GPUFRAC_MAX_DEVICES, no duplicates). Unknown keys are ignored so
+ * a later host can add informational keys without a version bump. No allocation. */
+#include <stdio.h>
+#include <string.h>
+
+#include "gf_config.h"
+
+struct span {
+  const char* p;
+  size_t n;
+};
+
+static int is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\r';
+}
+
+static struct span trim(struct span s) {
+  while (s.n > 0 && is_blank(s.p[0])) s.p++, s.n--;
+  while (s.n > 0 && is_blank(s.p[s.n - 1])) s.n--;
+  return s;
+}
+
+/* Splits s at its first blank: returns the head, leaves the trimmed rest in *rest. */
+static struct span split(struct span s, struct span* rest) {
+  size_t i = 0;
+  while (i < s.n && !is_blank(s.p[i])) i++;
+  struct span head = {s.p, i};
+  *rest = trim((struct span){s.p + i, s.n - i});
+  return head;
+}
+
+static int eq(struct span s, const char* word) {
+  return s.n == strlen(word) && memcmp(s.p, word, s.n) == 0;
+}
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+int gf_uuid_parse(const char* t, size_t n, uint8_t out[16]) {
+  static const int kGroupDigits[5] = {8, 4, 4, 4, 12};
+  if (n != 40 || (memcmp(t, "GPU-", 4) != 0 && memcmp(t, "MIG-", 4) != 0)) return -1;
+  size_t pos = 4;
+  int k = 0;
+  for (int g = 0; g < 5; g++) {
+    if (g > 0 && t[pos++] != '-') return -1;
+    for (int i = 0; i < kGroupDigits[g] / 2; i++, pos += 2) {
+      int hi = hexval(t[pos]), lo = hexval(t[pos + 1]);
+      if (hi < 0 || lo < 0) return -1;
+      out[k++] = (uint8_t)(hi << 4 | lo);
+    }
+  }
+  return 0;
+}
+
+void gf_uuid_format(const uint8_t b[16], const char* prefix, char* out, size_t out_len) {
+  snprintf(out, out_len, "%s%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", prefix, b[0], b[1],
+           b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+int gf_config_find(const struct gf_config* cfg, const uint8_t bytes[16]) {
+  for (unsigned i = 0; i < cfg->device_count; i++) {
+    if (memcmp(cfg->devices[i].bytes, bytes, 16) == 0) return (int)i;
+  }
+  return -1;
+}
+
+static int parse_u64(struct span s, uint64_t* out) {
+  if (s.n == 0 || s.n > 20) return -1;
+  uint64_t v = 0;
+  for (size_t i = 0; i < s.n; i++) {
+    if (s.p[i] < '0' || s.p[i] > '9') return -1;
+    unsigned d = (unsigned)(s.p[i] - '0');
+    if (v > (UINT64_MAX - d) / 10) return -1;
+    v = v * 10 + d;
+  }
+  *out = v;
+  return 0;
+}
+
+static int printable(struct span s, int allow_space) {
+  for (size_t i = 0; i < s.n; i++) {
+    unsigned char c = (unsigned char)s.p[i];
+    if (c < 0x20 || c == 0x7f || (c == ' ' && !allow_space) || c == '\t') return 0;
+  }
+  return 1;
+}
+
+static const char* parse_device(struct gf_config* cfg, struct span value) {
+  struct span rest;
+  struct span uuid = split(value, &rest);
+  struct gf_device_limit* d = &cfg->devices[cfg->device_count];
+  if (cfg->device_count == GPUFRAC_MAX_DEVICES) return "device: more than 16 device lines";
+  if (gf_uuid_parse(uuid.p, uuid.n, d->bytes) != 0) {
+    return "device: bad UUID; accepted: GPU-<8-4-4-4-12 hex digits> or MIG-<8-4-4-4-12 hex digits>";
+  }
+  if (parse_u64(rest, &d->limit) != 0) return "device: bad limit; accepted: a decimal byte count";
+  if (gf_config_find(cfg, d->bytes) >= 0) return "device: UUID listed twice";
+  memcpy(d->uuid, uuid.p, uuid.n);
+  d->uuid[uuid.n] = '\0';
+  cfg->device_count++;
+  return NULL;
+}
+
+/* Applies one "key value" line. Returns NULL or the reason it is refused. */
+static const char* parse_line(struct gf_config* cfg, struct span key, struct span value, unsigned* seen) {
+  if (eq(key, "version")) {
+    uint64_t v = 0;
+    if (*seen & 1) return "version: given twice";
+    if (parse_u64(value, &v) != 0 || v != GPUFRAC_LIMITS_VERSION) return "version: unsupported; accepted: 1";
+    cfg->version = (unsigned)v;
+    *seen |= 1;
+  } else if (eq(key, "container")) {
+    if (*seen & 2) return "container: given twice";
+    if (value.n == 0 || value.n >= GF_CONTAINER_MAX || !printable(value, 0)) {
+      return "container: bad id; accepted: 1 to 255 printable characters without spaces";
+    }
+    memcpy(cfg->container, value.p, value.n);
+    *seen |= 2;
+  } else if (eq(key, "region")) {
+    if (*seen & 4) return "region: given twice";
+    if (value.n == 0 || value.n >= GF_PATH_MAX || value.p[0] != '/' || !printable(value, 1)) {
+      return "region: bad path; accepted: an absolute path";
+    }
+    memcpy(cfg->region, value.p, value.n);
+    *seen |= 4;
+  } else if (eq(key, "device")) {
+    return parse_device(cfg, value);
+  }
+  return NULL; /* unknown keys are informational */
+}
+
+int gf_config_parse(const char* text, size_t len, struct gf_config* out, char* err, size_t err_len) {
+  memset(out, 0, sizeof *out);
+  unsigned seen = 0, lineno = 0;
+  for (size_t pos = 0; pos < len;) {
+    size_t end = pos;
+    while (end < len && text[end] != '\n') end++;
+    struct span line = trim((struct span){text + pos, end - pos});
+    pos = end + 1;
+    lineno++;
+    if (line.n == 0 || line.p[0] == '#') continue;
+    if (memchr(line.p, '\0', line.n) != NULL) {
+      snprintf(err, err_len, "line %u: NUL byte; accepted: text lines \"key value\"", lineno);
+      return -1;
+    }
+    struct span value;
+    struct span key = split(line, &value);
+    const char* why = parse_line(out, key, value, &seen);
+    if (why != NULL) {
+      snprintf(err, err_len, "line %u: %s", lineno, why);
+      return -1;
+    }
+  }
+  if (!(seen & 1)) return snprintf(err, err_len, "missing line \"version 1\""), -1;
+  if (!(seen & 4)) return snprintf(err, err_len, "missing line \"region <absolute path>\""), -1;
+  return 0;
+}

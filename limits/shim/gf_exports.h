@@ -1,0 +1,61 @@
+/* Every symbol the shim exports (exports.map lists the same names; a test checks the set). */
+#ifndef GPUFRAC_SHIM_GF_EXPORTS_H
+#define GPUFRAC_SHIM_GF_EXPORTS_H
+
+#include "gf_cuda.h"
+#include "gf_shim.h"
+
+GF_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize);
+GF_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t width, size_t height,
+                                      unsigned int element_size);
+GF_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags);
+GF_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr);
+GF_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
+                               unsigned long long flags);
+GF_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
+GF_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream stream);
+GF_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream stream);
+GF_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream stream);
+GF_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream stream);
+GF_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream stream);
+GF_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream stream);
+GF_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props);
+GF_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool);
+GF_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool, CUdevice dev);
+GF_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev);
+GF_EXPORT CUresult cuArrayCreate_v2(CUarray* array, const CUDA_ARRAY_DESCRIPTOR* desc);
+GF_EXPORT CUresult cuArray3DCreate_v2(CUarray* array, const CUDA_ARRAY3D_DESCRIPTOR* desc);
+GF_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* array, const CUDA_ARRAY3D_DESCRIPTOR* desc,
+                                          unsigned int levels);
+GF_EXPORT CUresult cuArrayDestroy(CUarray array);
+GF_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray array);
+GF_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes);
+GF_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev);
+GF_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags);
+GF_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                                       CUdriverProcAddressQueryResult* status);
+GF_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
+GF_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
+
+/* charge.c: the common shape of a counted allocation. */
+enum gf_charge { GF_PASS = 0, GF_COUNTED = 1, GF_REFUSED = 2 };
+/* Decides how n bytes on device dev are counted: GF_PASS (call the driver uncounted),
+ * GF_COUNTED (n reserved on *idx: call the driver, then gf_settle), GF_REFUSED (return *rc). */
+enum gf_charge gf_charge_device(CUdevice dev, uint64_t n, const char* api, int* idx, CUresult* rc);
+/* The same on the calling thread's current device; no context refuses with the driver's error. */
+enum gf_charge gf_charge_current(uint64_t n, const char* api, int* idx, CUresult* rc);
+/* After the driver returned rc for a GF_COUNTED allocation: success records key in t, failure
+ * gives the reservation back. */
+void gf_settle(CUresult rc, struct gf_table* t, uint64_t key, int idx, uint64_t n);
+/* A free in two steps around the driver call: take key out of t first (so the driver cannot
+ * hand the same address to another thread while it is still recorded), then on success give its
+ * bytes back, on failure record it again. Keys this process never charged pass through. */
+struct gf_held {
+  int tracked;
+  int idx;
+  uint64_t n;
+};
+struct gf_held gf_free_begin(struct gf_table* t, uint64_t key);
+CUresult gf_free_end(CUresult rc, struct gf_table* t, uint64_t key, struct gf_held held);
+
+#endif /* GPUFRAC_SHIM_GF_EXPORTS_H */

@@ -1,0 +1,63 @@
+/* The usage region (limits_abi.h, item 2): mapping and validation, slot claim and dead-slot
+ * reclaim, and the add-then-sum reservation. Shared by the shim and the host library. */
+#ifndef GPUFRAC_SHIM_GF_REGION_H
+#define GPUFRAC_SHIM_GF_REGION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpufrac/limits_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Brings a mapped region to a valid header: fields still zero (an all-zero file) are set with a
+ * CAS from 0, every process writing the same constants, so none ever waits for another. Then
+ * checks magic, version, size and slot count. Returns 0, or -1 with the reason in err. */
+int gf_region_init(struct gpufrac_region* r, char* err, size_t err_len);
+
+/* Opens and maps path read-write (MAP_SHARED), refusing a file whose size is not exactly
+ * sizeof(struct gpufrac_region), then gf_region_init. Returns the mapping or NULL + err. */
+struct gpufrac_region* gf_region_map(const char* path, char* err, size_t err_len);
+
+/* Slots that may be in use: [0, min(slot_high_water, GPUFRAC_MAX_SLOTS)). */
+unsigned gf_region_slots_in_use(const struct gpufrac_region* r);
+
+/* Claims a slot for owner (state OWNED): the first free slot, the slot this very process
+ * (same pid and start time) left before an exec, or a new slot past the high-water mark.
+ * Returns its index, or -1 when all GPUFRAC_MAX_SLOTS are taken. */
+int gf_slot_claim(struct gpufrac_region* r, uint64_t owner);
+
+/* How gf_region_reclaim decides that a slot's owner is dead. */
+enum gf_reclaim_check {
+  GF_CHECK_SIGNAL = 0, /* kill(pid, 0) fails with ESRCH: cheap, misses pid reuse and zombies */
+  GF_CHECK_PROC = 1,   /* <proc_root>/<pid>/stat missing, zombie, or another start time (host) */
+  GF_CHECK_BOTH = 2,   /* no such pid (ESRCH), or its <proc_root>/<pid>/stat shows a zombie or
+                          another start time; a pid that exists but whose stat cannot be read
+                          (hidepid) stays alive (the shim's thorough check) */
+};
+
+/* Reclaims every slot whose owner is dead (OWNED or RECLAIMING): CAS owner -> reclaimer
+ * (RECLAIMING), zero used[], CAS -> 0. reclaimer is the caller's identity
+ * (gpufrac_owner(pid, start, 0)); slots owned by that pid are never touched. Returns the number
+ * of slots reclaimed. */
+unsigned gf_region_reclaim(struct gpufrac_region* r, uint64_t reclaimer, enum gf_reclaim_check check,
+                           const char* proc_root);
+
+/* Sum of used[dev] over all slots in use (saturating). */
+uint64_t gf_region_sum(const struct gpufrac_region* r, unsigned dev);
+
+/* Reserves n bytes of device dev on slot: fetch_add on the slot, then sum; over limit, takes
+ * them back. Returns 0, or -1 with the bytes held by the container at that moment in *in_use. */
+int gf_region_reserve(struct gpufrac_region* r, struct gpufrac_slot* slot, unsigned dev, uint64_t n, uint64_t limit,
+                      uint64_t* in_use);
+
+/* Gives back n bytes reserved on slot. */
+void gf_region_release(struct gpufrac_slot* slot, unsigned dev, uint64_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUFRAC_SHIM_GF_REGION_H */

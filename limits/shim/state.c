@@ -1,0 +1,170 @@
+/* Process-wide state: the limit file and region loaded once on first use, this process's slot
+ * claimed on its first counted allocation, and the fork handlers that give a child its own. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gf_proc.h"
+#include "gf_shim.h"
+
+struct gf_shim gf_g;
+static int g_mode;  /* 0 until loaded; then enum gf_mode */
+static int g_state; /* 0 not loaded, 1 loading, 2 loaded */
+static struct gpufrac_slot* g_slot;
+static uint64_t g_self; /* gpufrac_owner(pid, start, 0); 0 until known */
+static int g_proc_ok;   /* /proc/self/stat was readable: the thorough check can be trusted */
+static int g_log_config, g_log_slot;
+static pthread_mutex_t g_claim_mu = PTHREAD_MUTEX_INITIALIZER;
+static char g_text[GF_LIMIT_FILE_MAX + 1];
+
+/* The container's limit file wins; GPUFRAC_LIMITS_FILE names one only where it is absent, so a
+ * process inside a container cannot point the shim at a looser file. */
+static const char* limit_path(void) {
+  if (access(GPUFRAC_CONTAINER_LIMITS, F_OK) == 0 || errno != ENOENT) return GPUFRAC_CONTAINER_LIMITS;
+  const char* env = secure_getenv(GPUFRAC_LIMITS_ENV);
+  return env != NULL && env[0] != '\0' ? env : GPUFRAC_CONTAINER_LIMITS;
+}
+
+/* 1 loaded, 0 no such file, -1 unreadable or invalid (reason in err). */
+static int load_limits(const char* path, char* err, size_t err_len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return 0;
+    return snprintf(err, err_len, "cannot read: %s", strerror(errno)), -1;
+  }
+  size_t len = 0;
+  for (;;) {
+    ssize_t n = read(fd, g_text + len, sizeof g_text - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || (len += (size_t)n) == sizeof g_text) break;
+  }
+  close(fd);
+  if (len > GF_LIMIT_FILE_MAX) return snprintf(err, err_len, "larger than %d bytes", GF_LIMIT_FILE_MAX), -1;
+  return gf_config_parse(g_text, len, &gf_g.cfg, err, err_len) == 0 ? 1 : -1;
+}
+
+static int load(void) {
+  char err[512];
+  snprintf(gf_g.limit_path, sizeof gf_g.limit_path, "%s", limit_path());
+  int rc = load_limits(gf_g.limit_path, err, sizeof err);
+  if (rc == 0) return GF_MODE_INERT;
+  if (rc < 0) {
+    gf_log_once(&g_log_config, "limit file %s: %s; device memory allocations are refused", gf_g.limit_path, err);
+    return GF_MODE_REFUSE_ALL;
+  }
+  gf_g.region = gf_region_map(gf_g.cfg.region, err, sizeof err);
+  if (gf_g.region == NULL) {
+    gf_log_once(&g_log_config, "usage region %s: %s; allocations on limited devices are refused", gf_g.cfg.region, err);
+  }
+  return GF_MODE_ACTIVE;
+}
+
+int gf_mode(void) {
+  int m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE);
+  if (GF_LIKELY(m != 0)) return m;
+  int expected = 0;
+  if (__atomic_compare_exchange_n(&g_state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    __atomic_store_n(&g_mode, load(), __ATOMIC_RELEASE);
+    __atomic_store_n(&g_state, 2, __ATOMIC_RELEASE);
+  }
+  while ((m = __atomic_load_n(&g_mode, __ATOMIC_ACQUIRE)) == 0) sched_yield();
+  return m;
+}
+
+uint64_t gf_self(void) {
+  uint64_t self = __atomic_load_n(&g_self, __ATOMIC_ACQUIRE);
+  if (GF_LIKELY(self != 0)) return self;
+  struct gf_proc_stat st = {0, 0};
+  int ok = gf_proc_stat_read("/proc/self/stat", &st) == 0;
+  __atomic_store_n(&g_proc_ok, ok, __ATOMIC_RELAXED);
+  self = gpufrac_owner((uint64_t)getpid(), ok ? st.start : 0, 0);
+  __atomic_store_n(&g_self, self, __ATOMIC_RELEASE);
+  return self;
+}
+
+unsigned gf_reclaim_thorough(void) {
+  uint64_t self = gf_self();
+  int proc_ok = __atomic_load_n(&g_proc_ok, __ATOMIC_RELAXED);
+  return gf_region_reclaim(gf_g.region, self, proc_ok ? GF_CHECK_BOTH : GF_CHECK_SIGNAL, "/proc");
+}
+
+/* Reporting reclaims with the thorough check (a pid reused by another process must not keep a
+ * dead process's bytes on display), at most every GF_REPORT_RECLAIM_MS: it reads /proc once per
+ * process of the container, and cuMemGetInfo may be called in loops. */
+#define GF_REPORT_RECLAIM_MS 100
+static uint64_t g_last_reclaim_ms;
+
+static uint64_t coarse_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 + 1;
+}
+
+void gf_reclaim_for_report(void) {
+  uint64_t now = coarse_ms(), last = __atomic_load_n(&g_last_reclaim_ms, __ATOMIC_RELAXED);
+  if (last != 0 && now - last < GF_REPORT_RECLAIM_MS) return;
+  __atomic_store_n(&g_last_reclaim_ms, now, __ATOMIC_RELAXED);
+  gf_reclaim_thorough();
+}
+
+static struct gpufrac_slot* claim(void) {
+  pthread_mutex_lock(&g_claim_mu);
+  struct gpufrac_slot* s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
+  if (s == NULL) {
+    uint64_t owned = gf_self() | GPUFRAC_SLOT_OWNED;
+    gf_region_reclaim(gf_g.region, gf_self(), GF_CHECK_SIGNAL, "/proc"); /* pid gone: cheap, at start */
+    int i = gf_slot_claim(gf_g.region, owned);
+    if (i < 0 && gf_reclaim_thorough() > 0) i = gf_slot_claim(gf_g.region, owned);
+    if (i >= 0) {
+      s = &gf_g.region->slots[i];
+      __atomic_store_n(&g_slot, s, __ATOMIC_RELEASE);
+    } else {
+      gf_log_once(&g_log_slot,
+                  "usage region %s: all %d process slots are taken; allocations on limited devices "
+                  "are refused",
+                  gf_g.cfg.region, GPUFRAC_MAX_SLOTS);
+    }
+  }
+  pthread_mutex_unlock(&g_claim_mu);
+  return s;
+}
+
+struct gpufrac_slot* gf_slot(void) {
+  struct gpufrac_slot* s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
+  return GF_LIKELY(s != NULL) ? s : claim();
+}
+
+static void before_fork(void) {
+  pthread_mutex_lock(&g_claim_mu);
+}
+static void after_fork_parent(void) {
+  pthread_mutex_unlock(&g_claim_mu);
+}
+
+/* The child is a new process: new pid and start time, no slot, none of the parent's pointers. */
+static void after_fork_child(void) {
+  pthread_mutex_unlock(&g_claim_mu);
+  if (g_mode == 0) g_state = 0; /* a thread that was loading the configuration is gone */
+  g_slot = NULL;
+  g_self = 0;
+  g_log_slot = 0;
+  g_last_reclaim_ms = 0;
+  gf_table_forget(&gf_ptrs);
+  gf_table_forget(&gf_handles);
+  gf_table_forget(&gf_arrays);
+  gf_table_forget(&gf_mipmaps);
+  gf_table_forget(&gf_pools);
+  gf_log_after_fork();
+  gf_real_after_fork();
+}
+
+__attribute__((constructor)) static void gf_shim_load(void) {
+  gf_resolve_real_dlsym();
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+}
