@@ -18,5 +18,15 @@ find_package(PkgConfig REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(yaml-cpp REQUIRED)
 find_package(Threads REQUIRED)
-pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
-pkg_check_modules(LIBCAP REQUIRED IMPORTED_TARGET libcap)
+pkg_check_modules(SECCOMP REQUIRED libseccomp)
+pkg_check_modules(LIBCAP REQUIRED libcap)
+
+# yaml-cpp, libseccomp and libcap are linked by name (-l...), not by absolute path: the one fully
+# static program (gpufrac-hook, linked with -static) then takes their .a archives and every other
+# program the shared libraries.
+add_library(gpufrac_dep_yaml INTERFACE)
+target_link_libraries(gpufrac_dep_yaml INTERFACE -lyaml-cpp)
+add_library(gpufrac_dep_seccomp INTERFACE)
+target_link_libraries(gpufrac_dep_seccomp INTERFACE -lseccomp)
+add_library(gpufrac_dep_cap INTERFACE)
+target_link_libraries(gpufrac_dep_cap INTERFACE -lcap)

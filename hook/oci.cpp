@@ -48,7 +48,7 @@ Result<> check_container_id(std::string_view id) {
 }
 
 Result<OciState> parse_oci_state(std::string_view text) {
-  if (text.size() > kMaxStateBytes) return user_error("OCI state on stdin is larger than 1 MiB");
+  if (text.size() > kMaxStateBytes) return user_error("OCI state on stdin is larger than 16 MiB");
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return user_error("OCI state on stdin is not a JSON object");
   OciState s;

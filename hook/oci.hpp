@@ -15,7 +15,8 @@
 
 namespace gpufrac::hook {
 
-inline constexpr std::size_t kMaxStateBytes = 1u << 20;    // 1 MiB
+// runc copies the annotations into the state, so it is bounded like config.json.
+inline constexpr std::size_t kMaxStateBytes = 16u << 20;  // 16 MiB
 inline constexpr std::size_t kMaxConfigBytes = 16u << 20;  // 16 MiB
 
 struct OciState {

@@ -83,6 +83,18 @@ Result<fs::UniqueFd> open_in_root(int root_fd, std::string_view path) {
   return fd;
 }
 
+Result<std::string> read_regular_in_root(int root_fd, std::string_view path, std::size_t max_bytes) {
+  auto fd = open_in_root(root_fd, path);
+  if (!fd) return fd.error().message.ends_with("does not exist") ? Result<std::string>("") : std::unexpected(fd.error());
+  struct stat st{};
+  if (::fstat(fd->get(), &st) != 0) return sys_error("cannot stat container path " + text::quote(path, 256));
+  if (!S_ISREG(st.st_mode)) return refuse(path, "is not a regular file");
+  const std::string reopen = text::cat("/proc/self/fd/", fd->get());
+  fs::UniqueFd readable(::open(reopen.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!readable) return sys_error("cannot read container path " + text::quote(path, 256));
+  return fs::read_fd(readable.get(), max_bytes, "container path " + std::string(path));
+}
+
 Result<fs::UniqueFd> ensure_target_in_root(int root_fd, std::string_view path, TargetKind kind) {
   auto parts = split_container_path(path);
   if (!parts) return std::unexpected(parts.error());

@@ -26,6 +26,10 @@ Result<std::vector<std::string>> split_container_path(std::string_view path);
 // Opens an existing path beneath root_fd as O_PATH (no symlink anywhere, no escape).
 Result<fs::UniqueFd> open_in_root(int root_fd, std::string_view path);
 
+// Reads a regular file beneath root_fd (bounded; a FIFO, device or symlink is refused, so a hostile
+// image cannot block or redirect the read). A missing file reads as "".
+Result<std::string> read_regular_in_root(int root_fd, std::string_view path, std::size_t max_bytes);
+
 // Makes sure `path` exists as a mount target of the given kind, creating missing directories (0755)
 // and, for files, an empty regular file (0644). An existing target must be a directory for
 // TargetKind::directory; for TargetKind::file anything but a directory or symlink is accepted (device

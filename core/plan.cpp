@@ -1,0 +1,115 @@
+#include "core/plan.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "core/fs.hpp"
+#include "core/text.hpp"
+#include "limits/include/gpufrac/limits_abi.h"
+
+namespace gpufrac {
+
+namespace {
+
+Result<EditDeviceNode> node_edit(const DeviceNodeInfo& n, const Config& cfg) {
+  if (n.major < 0 || n.minor < 0)
+    return internal_error(text::cat("the NVIDIA driver lists no device major for ", n.path, " in ",
+                                    cfg.host_path("/proc/devices"), "; is the driver loaded?"));
+  return EditDeviceNode{n.path, cfg.host_path(n.path), 'c', n.major, n.minor, 0666u, "rw"};
+}
+
+Result<std::vector<DeviceNodeInfo>> grant_nodes(const Grant& g, const Inventory& inv) {
+  const Gpu* gpu = inv.gpu_by_uuid(g.gpu_uuid);
+  if (!gpu) return internal_error("granted GPU " + g.gpu_uuid + " is not in the inventory; run gpufrac info --refresh");
+  std::vector<DeviceNodeInfo> nodes = {gpu->node};
+  if (!g.mig) return nodes;
+  auto mig = inv.mig_by_uuid(g.device_uuid);
+  if (!mig) return internal_error("granted MIG instance " + g.device_uuid + " is not in the inventory");
+  if (mig->second->cap_nodes.size() != 2)
+    return internal_error("MIG instance " + g.device_uuid +
+                          " has no capability device nodes in /proc/driver/nvidia-caps/mig-minors");
+  nodes.insert(nodes.end(), mig->second->cap_nodes.begin(), mig->second->cap_nodes.end());
+  return nodes;
+}
+
+}  // namespace
+
+ContainerFiles container_files(const Config& cfg, const std::string& id) {
+  const std::string dir = cfg.container_dir(id);
+  return {dir, dir + "/limits", dir + "/usage", dir + "/ld.so.preload"};
+}
+
+Result<std::vector<EditDeviceNode>> plan_device_nodes(const std::vector<Grant>& grants, const Inventory& inv,
+                                                      const Config& cfg) {
+  std::vector<DeviceNodeInfo> wanted = inv.control_nodes;
+  for (const auto& g : grants) {
+    auto nodes = grant_nodes(g, inv);
+    if (!nodes) return std::unexpected(nodes.error());
+    wanted.insert(wanted.end(), nodes->begin(), nodes->end());
+  }
+  std::vector<EditDeviceNode> out;
+  for (const auto& n : wanted) {
+    if (std::any_of(out.begin(), out.end(), [&](const EditDeviceNode& e) { return e.path == n.path; })) continue;
+    auto e = node_edit(n, cfg);
+    if (!e) return std::unexpected(e.error());
+    out.push_back(std::move(*e));
+  }
+  return out;
+}
+
+std::vector<EditMount> plan_shim_mounts(const Config& cfg) {
+  return {{"tmpfs", GPUFRAC_CONTAINER_DIR, "tmpfs", {"nosuid", "nodev", "noexec", "size=1m", "mode=755"}},
+          {cfg.shim_path, GPUFRAC_CONTAINER_SHIM, "bind", {"ro", "nosuid", "nodev", "bind"}}};
+}
+
+std::vector<EditMount> plan_state_mounts(const ContainerFiles& f) {
+  return {{f.limits, GPUFRAC_CONTAINER_LIMITS, "bind", {"ro", "nosuid", "nodev", "noexec", "bind"}},
+          {f.usage, GPUFRAC_CONTAINER_USAGE, "bind", {"nosuid", "nodev", "noexec", "bind"}},
+          {f.preload, "/etc/ld.so.preload", "bind", {"ro", "nosuid", "nodev", "noexec", "bind"}}};
+}
+
+std::vector<std::string> plan_env(const std::vector<Grant>& grants) {
+  std::vector<std::string> uuids, limits;
+  for (const auto& g : grants) {
+    uuids.push_back(g.device_uuid);
+    limits.push_back(text::cat(g.bytes));
+  }
+  return {"GPUFRAC_DEVICES=" + text::join(uuids, ","), "GPUFRAC_MEMORY_LIMITS=" + text::join(limits, ",")};
+}
+
+EditHook plan_hook(const Config& cfg, const std::string& oci_stage, const std::string& hook_stage,
+                   const std::vector<std::string>& extra_args) {
+  EditHook h{oci_stage, cfg.hook_path, {"gpufrac-hook", hook_stage}, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, std::nullopt};
+  h.args.insert(h.args.end(), extra_args.begin(), extra_args.end());
+  if (!cfg.source.empty() && cfg.source.front() == '/') h.env.push_back(std::string(kConfigEnv) + "=" + cfg.source);
+  return h;
+}
+
+Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inventory& inv, const Config& cfg,
+                                   const std::string& container_id) {
+  auto nodes = plan_device_nodes(grants, inv, cfg);
+  if (!nodes) return std::unexpected(nodes.error());
+  Edits e;
+  e.env = plan_env(grants);
+  e.device_nodes = std::move(*nodes);
+  e.mounts = plan_shim_mounts(cfg);
+  auto state = plan_state_mounts(container_files(cfg, container_id));
+  e.mounts.insert(e.mounts.end(), state.begin(), state.end());
+  return e;
+}
+
+std::string render_preload(const std::string& image_preload) {
+  std::vector<std::string> lines = {GPUFRAC_CONTAINER_SHIM};
+  std::istringstream in(image_preload);
+  for (std::string entry; in >> entry;) {  // ld.so splits on whitespace as well as newlines
+    if (entry.starts_with("#")) {
+      std::string rest;
+      std::getline(in, rest);  // comment to end of line
+      continue;
+    }
+    if (std::find(lines.begin(), lines.end(), entry) == lines.end()) lines.push_back(entry);
+  }
+  return text::join(lines, "\n") + "\n";
+}
+
+}  // namespace gpufrac

@@ -1,0 +1,52 @@
+// The pure planner: Grant(s) + Inventory + Config -> Edits. Every front-end renders this one value:
+// the hook applies it in the container's mount namespace, the runtime wrapper writes it into
+// config.json, the CDI generator prints it. No I/O here (unit-tested without a filesystem).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/edits.hpp"
+#include "core/error.hpp"
+#include "core/grant.hpp"
+#include "nvml/inventory.hpp"
+
+namespace gpufrac {
+
+// One container's files on the host (<state-dir>/containers/<id>/), bind-mounted into it.
+struct ContainerFiles {
+  std::string dir;
+  std::string limits;   // the limit file (ro in the container)
+  std::string usage;    // the accounting region (rw)
+  std::string preload;  // the container's /etc/ld.so.preload (ro)
+};
+ContainerFiles container_files(const Config& cfg, const std::string& container_id);
+
+// Device nodes of the granted GPUs / MIG instances plus the control nodes, with explicit numbers and
+// host paths under host-root. Fails when the driver's majors or a MIG instance's capability minors
+// are unknown (the container could not open its GPU).
+Result<std::vector<EditDeviceNode>> plan_device_nodes(const std::vector<Grant>& grants, const Inventory& inv,
+                                                      const Config& cfg);
+
+// The fresh tmpfs at /run/gpufrac and the shim inside it (all front-ends).
+std::vector<EditMount> plan_shim_mounts(const Config& cfg);
+// The per-container limits, usage and preload files (hook and wrapper; CDI binds them from its hook).
+std::vector<EditMount> plan_state_mounts(const ContainerFiles& files);
+// Informational environment for the CDI and wrapper paths (the hook cannot change the env).
+std::vector<std::string> plan_env(const std::vector<Grant>& grants);
+
+// A lifecycle hook calling gpufrac-hook with an explicit env (never the runtime's environment, which
+// may carry LD_PRELOAD): args = {"gpufrac-hook", stage, extra...}.
+EditHook plan_hook(const Config& cfg, const std::string& oci_stage, const std::string& hook_stage,
+                   const std::vector<std::string>& extra_args = {});
+
+// Everything one container gets on the hook and wrapper paths (no hooks: front-ends add their own).
+Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inventory& inv, const Config& cfg,
+                                   const std::string& container_id);
+
+// The container's /etc/ld.so.preload: the shim first, then the image's own entries (deduplicated,
+// comments and blank lines dropped).
+std::string render_preload(const std::string& image_preload);
+
+}  // namespace gpufrac

@@ -1,0 +1,66 @@
+#include "hook/booking.hpp"
+
+#include "core/ledger.hpp"
+#include "core/log.hpp"
+#include "core/plan.hpp"
+#include "core/request.hpp"
+#include "core/text.hpp"
+#include "nvml/inventory_cache.hpp"
+
+namespace gpufrac::hook {
+
+namespace {
+
+Result<std::optional<Request>> request_of(const Invocation& inv) {
+  if (inv.args.cdi_device.empty()) return parse_request(inv.spec.annotations, inv.cfg.aliases);
+  return internal_error("CDI device " + text::quote(inv.args.cdi_device) + ": CDI devices are not supported yet");
+}
+
+std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings) {
+  std::vector<Grant> out;
+  for (const auto& b : bookings) out.push_back(grant_of(b));
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<LedgerEntry>> book(Invocation& inv) {
+  auto request = request_of(inv);
+  if (!request) return std::unexpected(request.error());
+  if (!*request) return std::vector<LedgerEntry>{};
+  auto inventory = inventory_for_allocation(inv.cfg);
+  if (!inventory) return std::unexpected(inventory.error());
+  inv.inventory = std::move(*inventory);
+  Ledger ledger(LedgerOptions::from(inv.cfg));
+  ReserveArgs args{inv.state.id, inv.args.cdi_device, **request,
+                   inv.args.cdi_device.empty() ? BookingSource::hook : BookingSource::cdi, *inv.state.pid, std::nullopt};
+  auto booking = ledger.reserve(args, inv.inventory, inv.cfg.allocation);
+  if (!booking) return std::unexpected(booking.error());
+  for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
+  log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes), ") for ",
+                      (*request)->describe(), ": ", booking->grant.reason));
+  auto state = ledger.read();
+  if (!state) return std::unexpected(state.error());
+  std::vector<LedgerEntry> mine;
+  for (const auto& e : state->entries)
+    if (e.container_id == inv.state.id) mine.push_back(e);
+  return mine;
+}
+
+Result<> attach_pid(const Invocation& inv) {
+  Ledger ledger(LedgerOptions::from(inv.cfg));
+  auto bookings = ledger.attach(inv.state.id, *inv.state.pid);
+  if (!bookings) return std::unexpected(bookings.error());
+  log::info(text::cat("attached pid ", *inv.state.pid, " to ", bookings->size(), " booking(s)"));
+  return {};
+}
+
+Result<Edits> edits_for(const Invocation& inv, const std::vector<LedgerEntry>& bookings) {
+  if (inv.args.cdi_device.empty()) return plan_container_edits(grants_of(bookings), inv.inventory, inv.cfg, inv.state.id);
+  Edits e;
+  auto state = plan_state_mounts(container_files(inv.cfg, inv.state.id));
+  e.mounts.assign(state.begin(), state.begin() + 2);  // limits and usage; the spec mounts the rest
+  return e;
+}
+
+}  // namespace gpufrac::hook

@@ -1,0 +1,33 @@
+// The hook's booking step: which request (annotations or a CDI device name), the ledger
+// reservation, and the Edits to apply for the container's bookings.
+#pragma once
+
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/edits.hpp"
+#include "core/ledger_entry.hpp"
+#include "hook/flow.hpp"
+#include "hook/oci.hpp"
+#include "nvml/inventory.hpp"
+
+namespace gpufrac::hook {
+
+struct Invocation {
+  const HookArgs& args;
+  OciState state;
+  BundleSpec spec;
+  Config cfg;
+  Inventory inventory;  // filled by book()
+};
+
+// Reserves (idempotently) and returns every booking the container now has; empty when the
+// annotations hold only alias keys and aliases are off.
+Result<std::vector<LedgerEntry>> book(Invocation& inv);
+// The wrapper's createRuntime hook: give the container's pending bookings their pid.
+Result<> attach_pid(const Invocation& inv);
+// What to apply in the namespace: everything for annotation requests; for CDI devices only the
+// per-container limits and usage files (the CDI spec already carries the rest).
+Result<Edits> edits_for(const Invocation& inv, const std::vector<LedgerEntry>& bookings);
+
+}  // namespace gpufrac::hook

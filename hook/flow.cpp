@@ -1,0 +1,149 @@
+#include "hook/flow.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "core/config.hpp"
+#include "core/container_state.hpp"
+#include "core/ledger.hpp"
+#include "core/log.hpp"
+#include "core/text.hpp"
+#include "hook/booking.hpp"
+#include "hook/cgroup_devices.hpp"
+#include "hook/ns_apply.hpp"
+#include "hook/oci.hpp"
+#include "hook/privileges.hpp"
+#include "hook/rootfs_path.hpp"
+
+namespace gpufrac::hook {
+
+namespace {
+
+int report(const Error& e) {
+  std::fprintf(stderr, "gpufrac: %s\n", e.message.c_str());
+  log::error(e.message);
+  return e.exit_code();
+}
+
+bool same_inode(const std::string& a, const std::string& b) {
+  struct stat sa{}, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+Result<> check_host_pid(const BundleSpec& spec, const Config& cfg) {
+  if (!cfg.require_host_pid) return {};
+  bool own = spec.private_pid_namespace ||
+             (spec.pid_namespace_path && !same_inode(*spec.pid_namespace_path, cfg.proc_root + "/self/ns/pid"));
+  if (!own) return {};
+  return user_error(
+      "the container has its own PID namespace; gpufrac needs the host PID namespace: run it with --pid=host "
+      "(podman, docker, nerdctl) or hostPID: true (Kubernetes), or set require-host-pid: false in the config");
+}
+
+// The image's own /etc/ld.so.preload, read through the rootfs walk (never following a symlink).
+std::string image_preload(const BundleSpec& spec) {
+  fs::UniqueFd root(::open(spec.rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return "";
+  auto text = read_regular_in_root(root.get(), "/etc/ld.so.preload", 64u << 10);
+  if (!text) log::warn("ignoring the image's /etc/ld.so.preload: " + text.error().message);
+  return text ? *text : "";
+}
+
+Result<> apply(const Invocation& inv, const Edits& edits) {
+  auto prepared = prepare_mounts(edits);
+  if (!prepared) return std::unexpected(prepared.error());
+  NamespaceTarget target{text::cat(inv.cfg.proc_root, "/", *inv.state.pid, "/ns/mnt"), inv.spec.rootfs};
+  if (auto r = attach_in_namespace(target, *prepared); !r) return r;
+  if (edits.device_nodes.empty()) return {};
+  return allow_devices(inv.cfg.proc_root, inv.cfg.cgroup_root, *inv.state.pid, inv.spec.device_rules, edits.device_nodes);
+}
+
+void rollback(const Invocation& inv) {
+  Ledger ledger(LedgerOptions::from(inv.cfg));
+  if (auto r = ledger.release(inv.state.id); !r) log::warn("rollback: " + r.error().message);
+  if (auto r = remove_container_files(inv.cfg, inv.state.id); !r) log::warn("rollback: " + r.error().message);
+}
+
+Result<> book_and_apply(Invocation& inv) {
+  if (auto r = check_host_pid(inv.spec, inv.cfg); !r) return r;
+  if (!inv.state.pid) return user_error("the OCI state on stdin has no pid; gpufrac-hook must run at prestart or createRuntime");
+  if (inv.args.attach) return attach_pid(inv);  // the runtime wrapper booked and edited the spec
+  auto bookings = book(inv);
+  if (!bookings) return std::unexpected(bookings.error());
+  if (bookings->empty()) return {};  // only alias keys, and aliases are off
+  auto done = [&]() -> Result<> {
+    auto files = write_container_files(inv.cfg, inv.state.id, *bookings, image_preload(inv.spec));
+    if (!files) return std::unexpected(files.error());
+    auto edits = edits_for(inv, *bookings);
+    if (!edits) return std::unexpected(edits.error());
+    return apply(inv, *edits);
+  }();
+  if (!done) rollback(inv);
+  return done;
+}
+
+Result<> create(const HookArgs& args, const OciState& state) {
+  auto spec = load_bundle_spec(state.bundle);
+  if (!spec) return std::unexpected(spec.error());
+  // The fast path: this hook runs for every container on the node. No config, no NVML, no ledger.
+  if (args.cdi_device.empty() && !args.attach && !has_gpufrac_request(spec->annotations, true)) return {};
+  auto cfg = select_config(args.config_path);
+  if (!cfg) return std::unexpected(cfg.error());
+  log::init(cfg->log, "gpufrac-hook");
+  log::set_context(state.id);
+  Invocation inv{args, state, std::move(*spec), std::move(*cfg)};
+  auto r = book_and_apply(inv);
+  if (r) log::info("applied at " + std::string(args.stage == Stage::prestart ? "prestart" : "createRuntime"));
+  return r;
+}
+
+int poststop(const HookArgs& args, const OciState& state) {
+  auto cfg = select_config(args.config_path);
+  if (!cfg) {
+    std::fprintf(stderr, "gpufrac: poststop: %s\n", cfg.error().message.c_str());
+    return 0;
+  }
+  log::init(cfg->log, "gpufrac-hook");
+  log::set_context(state.id);
+  Ledger ledger(LedgerOptions::from(*cfg));
+  auto released = ledger.release(state.id);
+  if (!released) log::warn("poststop: " + released.error().message);
+  if (auto r = remove_container_files(*cfg, state.id); !r) log::warn("poststop: " + r.error().message);
+  if (released && !released->empty()) log::info(text::cat("released ", released->size(), " booking(s)"));
+  return 0;  // poststop never fails the lifecycle
+}
+
+}  // namespace
+
+Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
+  constexpr const char* usage = "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach]";
+  if (argc < 2) return user_error(usage);
+  HookArgs a;
+  std::string_view stage = argv[1];
+  if (stage == "prestart") a.stage = Stage::prestart;
+  else if (stage == "createRuntime") a.stage = Stage::create_runtime;
+  else if (stage == "poststop") a.stage = Stage::poststop;
+  else return user_error(text::quote(stage) + " is not a stage; " + usage);
+  for (int i = 2; i < argc; ++i) {
+    std::string_view opt = argv[i];
+    bool has_value = i + 1 < argc;
+    if (opt == "--config" && has_value) a.config_path = argv[++i];
+    else if (opt == "--cdi-device" && has_value) a.cdi_device = argv[++i];
+    else if (opt == "--attach") a.attach = true;
+    else return user_error(text::quote(opt) + " is not an option; " + usage);
+  }
+  return a;
+}
+
+int run_hook(const HookArgs& args, std::string_view state_json) {
+  if (auto r = restrict_bounding_set(); !r) return report(r.error());
+  auto state = parse_oci_state(state_json);
+  if (!state) return args.stage == Stage::poststop ? 0 : report(state.error());
+  if (args.stage == Stage::poststop) return poststop(args, *state);
+  auto r = create(args, *state);
+  return r ? 0 : report(r.error());
+}
+
+}  // namespace gpufrac::hook

@@ -1,0 +1,27 @@
+// The hook's lifecycle: prestart/createRuntime books a GPU share and applies it, poststop releases.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/error.hpp"
+
+namespace gpufrac::hook {
+
+enum class Stage { prestart, create_runtime, poststop };
+
+struct HookArgs {
+  Stage stage = Stage::create_runtime;
+  std::string config_path;  // --config (else $GPUFRAC_CONFIG, else /etc/gpufrac/config.yaml)
+  std::string cdi_device;   // --cdi-device NAME: booked for a CDI device instead of annotations
+  bool attach = false;      // --attach: the runtime wrapper booked it; only record the pid
+};
+
+// gpufrac-hook <prestart|createRuntime|poststop> [--config FILE] [--cdi-device NAME] [--attach]
+Result<HookArgs> parse_hook_args(int argc, const char* const* argv);
+
+// Runs one invocation on the OCI state read from stdin; returns the exit code. Errors are printed as
+// one "gpufrac: ..." line on stderr (runtimes show it to the user). poststop always returns 0.
+int run_hook(const HookArgs& args, std::string_view state_json);
+
+}  // namespace gpufrac::hook

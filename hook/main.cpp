@@ -1,0 +1,24 @@
+// gpufrac-hook: the OCI hook (prestart/createRuntime books and applies a GPU share, poststop
+// releases it). Fully static: LD_PRELOAD and LD_LIBRARY_PATH in its environment load nothing.
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include "core/fs.hpp"
+#include "hook/flow.hpp"
+#include "hook/oci.hpp"
+
+int main(int argc, char** argv) {
+  auto args = gpufrac::hook::parse_hook_args(argc, argv);
+  if (!args) {
+    std::fprintf(stderr, "gpufrac: %s\n", args.error().message.c_str());
+    return 2;
+  }
+  auto state = gpufrac::fs::read_fd(STDIN_FILENO, gpufrac::hook::kMaxStateBytes, "the OCI state on stdin");
+  if (!state) {
+    std::fprintf(stderr, "gpufrac: %s\n", state.error().message.c_str());
+    return args->stage == gpufrac::hook::Stage::poststop ? 0 : 1;
+  }
+  return gpufrac::hook::run_hook(*args, *state);
+}

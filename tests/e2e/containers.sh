@@ -1,0 +1,54 @@
+# Helpers for end-to-end tests with real runtimes (sourced after lib.sh). Rootfs: busybox-static.
+SHIM_DIR=${GPUFRAC_SHIM_DIR:-$GPUFRAC_BUILD_BIN_DIR}
+HOOK=$BIN_DIR/gpufrac-hook
+SHIM=$SHIM_DIR/libgpufrac-limits.so
+
+# A minimal rootfs: busybox and its applets.
+make_rootfs() {
+  local dir=$1
+  mkdir -p "$dir/bin" "$dir/etc" "$dir/tmp" "$dir/proc" "$dir/sys" "$dir/dev" "$dir/run"
+  cp /bin/busybox "$dir/bin/busybox"
+  for applet in sh ls cat echo sleep stat grep wc head test true mount; do ln -sf busybox "$dir/bin/$applet"; done
+}
+
+# A simulated host root (proc files and /dev/nvidia* character nodes) for the configured machine.
+make_sim_root() {
+  "$GPUFRAC" simulate init-root --machine "$MACHINES/$1" --root "$E2E_TMP/root" >/dev/null
+}
+
+# e2e_gpu_config <machine> [extra yaml...]: config for tests that run containers.
+e2e_gpu_config() {
+  local machine=$1
+  shift
+  e2e_config "$machine" "shim: {path: $SHIM}" "hook: {path: $HOOK}" "cli: {path: $GPUFRAC}" "$@"
+  make_sim_root "$machine"
+}
+
+# make_bundle <dir> <shell command> [annotation k=v...]: a runc bundle sharing the host PID
+# namespace, with gpufrac-hook at createRuntime and poststop (explicit env, as a runtime would).
+make_bundle() {
+  local dir=$1 cmd=$2
+  shift 2
+  mkdir -p "$dir"
+  make_rootfs "$dir/rootfs"
+  (cd "$dir" && runc spec)
+  local annotations='{}'
+  for kv in "$@"; do annotations=$(jq --arg k "${kv%%=*}" --arg v "${kv#*=}" '. + {($k): $v}' <<<"$annotations"); done
+  local env="[\"PATH=/usr/bin:/bin\",\"GPUFRAC_CONFIG=$GPUFRAC_CONFIG\"]"
+  jq --arg cmd "$cmd" --argjson ann "$annotations" --arg hook "$HOOK" --argjson env "$env" '
+    .process.terminal = false | .process.args = ["/bin/sh", "-c", $cmd] | .root.readonly = false
+    | .annotations = $ann
+    | .linux.namespaces |= map(select(.type != "pid"))
+    | .hooks = {createRuntime: [{path: $hook, args: ["gpufrac-hook", "createRuntime"], env: $env, timeout: 30}],
+                poststop: [{path: $hook, args: ["gpufrac-hook", "poststop"], env: $env, timeout: 30}]}
+  ' "$dir/config.json" >"$dir/config.json.new" && mv "$dir/config.json.new" "$dir/config.json"
+}
+
+# Removes every runc container whose id starts with the prefix (cleanup on exit).
+runc_cleanup() {
+  local prefix=$1 id
+  for id in $(runc list -q 2>/dev/null | grep "^$prefix" || true); do
+    runc kill "$id" KILL >/dev/null 2>&1 || true
+    runc delete -f "$id" >/dev/null 2>&1 || true
+  done
+}

@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/plan.hpp"
+#include "nvml/discover.hpp"
+
+namespace gpufrac {
+namespace {
+
+class PlanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cfg_ = default_config();
+    cfg_.nvml.backend = NvmlBackend::simulated;
+    cfg_.nvml.machine = std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/dgx-8gpu-mixed.yaml";
+    cfg_.host_root = "/nonexistent-root";
+    cfg_.state_dir = "/run/gpufrac-test";
+    cfg_.shim_path = "/usr/lib/gpufrac/libgpufrac-limits.so";
+    auto inv = discover(cfg_);
+    ASSERT_TRUE(inv) << inv.error().message;
+    inv_ = *inv;
+  }
+  Grant share_of(std::uint32_t gpu) {
+    const Gpu& g = inv_.gpus.at(gpu);
+    return Grant{g.uuid, g.index, g.uuid, std::nullopt, g.memory_bytes / 4, false, "test"};
+  }
+  Grant mig_of(std::uint32_t gpu, std::size_t instance) {
+    const Gpu& g = inv_.gpus.at(gpu);
+    const MigInstance& m = g.mig_instances.at(instance);
+    return Grant{m.uuid, g.index, g.uuid, MigRef{m.gi_id, m.ci_id, m.profile_name}, m.memory_bytes, true, "test"};
+  }
+  Config cfg_;
+  Inventory inv_;
+};
+
+TEST_F(PlanTest, ShareGetsItsGpuAndControlNodes) {
+  auto nodes = plan_device_nodes({share_of(2)}, inv_, cfg_);
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  ASSERT_EQ(nodes->size(), 4u);
+  EXPECT_EQ((*nodes)[0], (EditDeviceNode{"/dev/nvidiactl", "/nonexistent-root/dev/nvidiactl", 'c', 195, 255, 0666u, "rw"}));
+  EXPECT_EQ((*nodes)[1].path, "/dev/nvidia-uvm");
+  EXPECT_EQ((*nodes)[1].major, 508);
+  EXPECT_EQ((*nodes)[2].path, "/dev/nvidia-uvm-tools");
+  EXPECT_EQ((*nodes)[2].minor, 1);
+  EXPECT_EQ((*nodes)[3], (EditDeviceNode{"/dev/nvidia2", "/nonexistent-root/dev/nvidia2", 'c', 195, 2, 0666u, "rw"}));
+}
+
+TEST_F(PlanTest, MigInstanceGetsParentAndBothCapNodes) {
+  auto nodes = plan_device_nodes({mig_of(4, 0)}, inv_, cfg_);
+  ASSERT_TRUE(nodes) << nodes.error().message;
+  ASSERT_EQ(nodes->size(), 6u);
+  EXPECT_EQ((*nodes)[3].path, "/dev/nvidia4");
+  // gpu4/gi1/access and gpu4/gi1/ci0/access: minors from the simulated driver's mig-minors table.
+  EXPECT_EQ((*nodes)[4], (EditDeviceNode{"/dev/nvidia-caps/nvidia-cap552", "/nonexistent-root/dev/nvidia-caps/nvidia-cap552", 'c', 509, 552, 0666u, "rw"}));
+  EXPECT_EQ((*nodes)[5].minor, 553);
+}
+
+TEST_F(PlanTest, TwoGrantsOnOneGpuShareNodesOnce) {
+  auto nodes = plan_device_nodes({share_of(1), share_of(1), share_of(3)}, inv_, cfg_);
+  ASSERT_TRUE(nodes);
+  EXPECT_EQ(nodes->size(), 5u);
+}
+
+TEST_F(PlanTest, UnknownMajorsFailClearly) {
+  inv_.gpus[2].node.major = -1;
+  auto nodes = plan_device_nodes({share_of(2)}, inv_, cfg_);
+  ASSERT_FALSE(nodes);
+  EXPECT_NE(nodes.error().message.find("no device major for /dev/nvidia2"), std::string::npos) << nodes.error().message;
+}
+
+TEST_F(PlanTest, MigWithoutCapNodesFailsClearly) {
+  inv_.gpus[4].mig_instances[0].cap_nodes.clear();
+  auto nodes = plan_device_nodes({mig_of(4, 0)}, inv_, cfg_);
+  ASSERT_FALSE(nodes);
+  EXPECT_NE(nodes.error().message.find("no capability device nodes"), std::string::npos);
+}
+
+TEST_F(PlanTest, ContainerEditsMountTmpfsShimAndState) {
+  auto e = plan_container_edits({share_of(0)}, inv_, cfg_, "c1");
+  ASSERT_TRUE(e) << e.error().message;
+  ASSERT_EQ(e->mounts.size(), 5u);
+  EXPECT_EQ(e->mounts[0].type, "tmpfs");
+  EXPECT_EQ(e->mounts[0].container_path, "/run/gpufrac");
+  EXPECT_EQ(e->mounts[1], (EditMount{"/usr/lib/gpufrac/libgpufrac-limits.so", "/run/gpufrac/libgpufrac-limits.so", "bind",
+                                     {"ro", "nosuid", "nodev", "bind"}}));
+  EXPECT_EQ(e->mounts[2].host_path, "/run/gpufrac-test/containers/c1/limits");
+  EXPECT_EQ(e->mounts[2].options.front(), "ro");
+  EXPECT_EQ(e->mounts[3].container_path, "/run/gpufrac/usage");
+  EXPECT_EQ(e->mounts[3].options.front(), "nosuid");  // rw: the shim writes it
+  EXPECT_EQ(e->mounts[4].container_path, "/etc/ld.so.preload");
+  EXPECT_EQ(e->env.at(0), "GPUFRAC_DEVICES=" + inv_.gpus[0].uuid);
+  EXPECT_TRUE(e->hooks.empty());
+  auto cdi = to_cdi_json(*e);
+  EXPECT_EQ(cdi["deviceNodes"][0]["hostPath"], "/nonexistent-root/dev/nvidiactl");
+  EXPECT_EQ(cdi["deviceNodes"][0]["fileMode"], 438);
+  EXPECT_EQ(cdi["mounts"][0]["type"], "tmpfs");
+}
+
+TEST_F(PlanTest, HooksCarryAnExplicitEnvironment) {
+  cfg_.source = "/etc/gpufrac/config.yaml";
+  cfg_.hook_path = "/usr/bin/gpufrac-hook";
+  EditHook h = plan_hook(cfg_, "poststop", "poststop", {"--cdi-device", "0-0.25"});
+  EXPECT_EQ(h.path, "/usr/bin/gpufrac-hook");
+  EXPECT_EQ(h.args, (std::vector<std::string>{"gpufrac-hook", "poststop", "--cdi-device", "0-0.25"}));
+  EXPECT_EQ(h.env, (std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "GPUFRAC_CONFIG=/etc/gpufrac/config.yaml"}));
+  cfg_.source = "<built-in defaults>";
+  EXPECT_EQ(plan_hook(cfg_, "createRuntime", "createRuntime").env.size(), 1u);
+}
+
+TEST(Preload, ShimFirstThenImageEntries) {
+  EXPECT_EQ(render_preload(""), "/run/gpufrac/libgpufrac-limits.so\n");
+  EXPECT_EQ(render_preload("/lib/a.so /lib/b.so\n# comment /lib/c.so\n\n/lib/a.so\n/run/gpufrac/libgpufrac-limits.so\n"),
+            "/run/gpufrac/libgpufrac-limits.so\n/lib/a.so\n/lib/b.so\n");
+}
+
+}  // namespace
+}  // namespace gpufrac
