@@ -24,5 +24,8 @@ struct Context {
 // Each subcommand registers itself on the app; the callback stores its exit code in ctx.
 void add_info_command(CLI::App& app, Context& ctx);
 void add_simulate_command(CLI::App& app, Context& ctx);
+void add_status_command(CLI::App& app, Context& ctx);
+void add_gc_command(CLI::App& app, Context& ctx);
+void add_ledger_command(CLI::App& app, Context& ctx);  // hidden: reserve/attach/release by hand
 
 }  // namespace gpufrac::cli

@@ -12,6 +12,9 @@ int main(int argc, char** argv) {
   app.add_option("--config", ctx.config_path, "Config file (default $GPUFRAC_CONFIG or /etc/gpufrac/config.yaml)");
   gpufrac::cli::add_info_command(app, ctx);
   gpufrac::cli::add_simulate_command(app, ctx);
+  gpufrac::cli::add_status_command(app, ctx);
+  gpufrac::cli::add_gc_command(app, ctx);
+  gpufrac::cli::add_ledger_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
