@@ -1,7 +1,6 @@
 #include "hook/flow.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 
 #include <cstdio>
 
@@ -25,21 +24,6 @@ int report(const Error& e) {
   std::fprintf(stderr, "gpufrac: %s\n", e.message.c_str());
   log::error(e.message);
   return e.exit_code();
-}
-
-bool same_inode(const std::string& a, const std::string& b) {
-  struct stat sa{}, sb{};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
-}
-
-Result<> check_host_pid(const BundleSpec& spec, const Config& cfg) {
-  if (!cfg.require_host_pid) return {};
-  bool own = spec.private_pid_namespace ||
-             (spec.pid_namespace_path && !same_inode(*spec.pid_namespace_path, cfg.proc_root + "/self/ns/pid"));
-  if (!own) return {};
-  return user_error(
-      "the container has its own PID namespace; gpufrac needs the host PID namespace: run it with --pid=host "
-      "(podman, docker, nerdctl) or hostPID: true (Kubernetes), or set require-host-pid: false in the config");
 }
 
 // The image's own /etc/ld.so.preload, read through the rootfs walk (never following a symlink).
@@ -67,7 +51,7 @@ void rollback(const Invocation& inv) {
 }
 
 Result<> book_and_apply(Invocation& inv) {
-  if (auto r = check_host_pid(inv.spec, inv.cfg); !r) return r;
+  if (auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r) return r;
   if (!inv.state.pid) return user_error("the OCI state on stdin has no pid; gpufrac-hook must run at prestart or createRuntime");
   if (inv.args.attach) return attach_pid(inv);  // the runtime wrapper booked and edited the spec
   auto bookings = book(inv);

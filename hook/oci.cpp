@@ -1,8 +1,9 @@
 #include "hook/oci.hpp"
 
-#include <cctype>
+#include <sys/stat.h>
 
 #include "core/fs.hpp"
+#include "core/ledger_entry.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::hook {
@@ -39,12 +40,23 @@ Result<> read_namespaces(const json& linux_obj, BundleSpec& spec) {
 
 }  // namespace
 
-Result<> check_container_id(std::string_view id) {
-  bool ok = !id.empty() && id.size() <= 128 && id != "." && id != "..";
-  for (char c : id) ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.');
-  if (!ok || id.front() == '.' || id.front() == '-')
-    return user_error("container id " + text::quote(id) + " is not accepted; use 1-128 of [A-Za-z0-9_.-], not starting with . or -");
-  return {};
+namespace {
+
+bool same_inode(const std::string& a, const std::string& b) {
+  struct stat sa{}, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+}
+
+}  // namespace
+
+Result<> check_host_pid(const BundleSpec& spec, bool require_host_pid, const std::string& proc_root) {
+  if (!require_host_pid) return {};
+  bool own = spec.private_pid_namespace ||
+             (spec.pid_namespace_path && !same_inode(*spec.pid_namespace_path, proc_root + "/self/ns/pid"));
+  if (!own) return {};
+  return user_error(
+      "the container has its own PID namespace; gpufrac needs the host PID namespace: run it with --pid=host "
+      "(podman, docker, nerdctl) or hostPID: true (Kubernetes), or set require-host-pid: false in the config");
 }
 
 Result<OciState> parse_oci_state(std::string_view text) {
@@ -54,7 +66,7 @@ Result<OciState> parse_oci_state(std::string_view text) {
   OciState s;
   if (!j.contains("id") || !j["id"].is_string()) return user_error("OCI state: missing string field id");
   s.id = j["id"].get<std::string>();
-  if (auto r = check_container_id(s.id); !r) return std::unexpected(r.error());
+  if (auto r = validate_container_id(s.id); !r) return std::unexpected(r.error());
   for (const char* key : {"bundle", "bundlePath"})
     if (j.contains(key) && j[key].is_string()) s.bundle = j[key].get<std::string>();
   if (s.bundle.empty() || s.bundle.front() != '/') return user_error("OCI state: missing absolute bundle path");

@@ -13,6 +13,7 @@
 
 #include "core/error.hpp"
 
+
 namespace gpufrac::hook {
 
 // runc copies the annotations into the state, so it is bounded like config.json.
@@ -37,7 +38,8 @@ Result<OciState> parse_oci_state(std::string_view text);
 Result<BundleSpec> parse_bundle_spec(std::string_view config_json, const std::string& bundle);
 Result<BundleSpec> load_bundle_spec(const std::string& bundle);
 
-// The hook's container-id grammar (ids become directory names under the state dir).
-Result<> check_container_id(std::string_view id);
+// The host-PID policy (config require-host-pid): a spec that creates its own PID namespace, or joins
+// one that is not the host's, is refused with one line naming --pid=host and hostPID: true.
+Result<> check_host_pid(const BundleSpec& spec, bool require_host_pid, const std::string& proc_root);
 
 }  // namespace gpufrac::hook
