@@ -52,3 +52,30 @@ runc_cleanup() {
     runc delete -f "$id" >/dev/null 2>&1 || true
   done
 }
+
+# add_program <rootfs> <binary> [dest]: copies a dynamically linked program and every library ldd
+# resolves for it (same paths), so it runs in the busybox rootfs.
+add_program() {
+  local rootfs=$1 bin=$2 dest=${3:-/bin/$(basename "$2")}
+  mkdir -p "$rootfs$(dirname "$dest")"
+  cp "$bin" "$rootfs$dest"
+  add_libs_of "$rootfs" "$bin"
+}
+
+# add_libs_of <rootfs> <elf>: the shared libraries an executable or library needs, at their paths.
+add_libs_of() {
+  local rootfs=$1 lib
+  for lib in $(ldd "$2" | grep -o '/[^ ]*' | sort -u); do
+    mkdir -p "$rootfs$(dirname "$lib")"
+    cp -L "$lib" "$rootfs$lib"
+  done
+}
+
+# add_fake_cuda <rootfs>: the fake libcuda.so.1 where the dynamic loader finds it, plus what it and
+# the shim need from glibc (any glibc image has these; the busybox rootfs does not).
+add_fake_cuda() {
+  mkdir -p "$1/usr/lib/x86_64-linux-gnu"
+  cp "$GPUFRAC_FAKES_DIR/libcuda.so.1" "$1/usr/lib/x86_64-linux-gnu/libcuda.so.1"
+  add_libs_of "$1" "$GPUFRAC_FAKES_DIR/libcuda.so.1"
+  add_libs_of "$1" "$SHIM"
+}
