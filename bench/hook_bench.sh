@@ -1,0 +1,81 @@
+#!/bin/bash
+# gpufrac-hook latency and its cost on container start, measured in one script (run as root):
+#   1. `gpufrac-hook createRuntime` on a bundle without gpufrac annotations (the path every container
+#      on the node takes), against the exec floor (/bin/true started the same way);
+#   2. the full path: createRuntime (book, write files, mount into a real mount namespace, device
+#      cgroup) + poststop (release), on a simulated GPU;
+#   3. `runc run` of a trivial container with and without the hook (0.25 share), as a ratio.
+# Usage: bench/hook_bench.sh [build-dir] [iterations]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=$(realpath "${1:-build}")
+N=${2:-200}
+export GPUFRAC_SOURCE_DIR=$PWD GPUFRAC_BUILD_DIR=$BUILD GPUFRAC_BUILD_BIN_DIR=$BUILD/bin GPUFRAC_FAKES_DIR=$BUILD/fakes
+source tests/e2e/lib.sh
+source tests/e2e/containers.sh
+e2e_tmp
+# shellcheck disable=SC2086
+e2e_on_exit() {
+  [ -n "${SLEEPER:-}" ] && kill $SLEEPER 2>/dev/null
+  runc_cleanup gpufrac-bench-
+  umount "$E2E_TMP/state" 2>/dev/null || true
+}
+e2e_gpu_config a100-40gb-x1.yaml "log: {target: file, file: $E2E_TMP/gpufrac.log, level: warn}"
+# The state dir is /run/gpufrac in production: a tmpfs, where the ledger's fsyncs cost nothing.
+mount -t tmpfs -o size=64m gpufrac-bench "$E2E_TMP/state"
+
+now_ns() { date +%s%N; }
+# per_call_us <label> <iterations> <command...>: mean microseconds per run of the command.
+per_call_us() {
+  local n=$2 start end
+  shift 2
+  start=$(now_ns)
+  for ((i = 0; i < n; i++)); do "$@" >/dev/null 2>&1 || true; done
+  end=$(now_ns)
+  echo $(((end - start) / n / 1000))
+}
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+make_bundle "$E2E_TMP/plain" 'true'
+make_bundle "$E2E_TMP/share" 'true' gpufrac.io/fraction=0.25
+plain_state=$(jq -cn --arg b "$E2E_TMP/plain" '{id:"bench-plain",bundle:$b,pid:1,status:"creating"}')
+fast=$(per_call_us fast "$N" "$HOOK" createRuntime <<<"$plain_state")
+fast_floor=$(per_call_us floor "$N" /bin/true)
+
+# The full path needs, like a real container, a fresh process in its own mount namespace for each
+# createRuntime: M of them are started before the clock runs.
+M=$((N / 4))
+SLEEPERS=()
+for ((i = 0; i < M; i++)); do
+  unshare --mount --propagation private sleep 3600 &
+  SLEEPERS+=($!)
+done
+SLEEPER="${SLEEPERS[*]}"
+sleep 0.5
+stop_state=$(jq -cn --arg b "$E2E_TMP/share" '{id:"bench-full",bundle:$b,status:"stopped"}')
+CYCLE=0
+full_cycle() {
+  local state
+  state=$(jq -cn --arg b "$E2E_TMP/share" --argjson p "${SLEEPERS[$CYCLE]}" '{id:"bench-full",bundle:$b,pid:$p}')
+  CYCLE=$((CYCLE + 1))
+  "$HOOK" createRuntime <<<"$state" || { echo "bench: createRuntime failed" >&2; exit 1; }
+  "$HOOK" poststop <<<"$stop_state"
+}
+start=$(now_ns)
+for ((c = 0; c < M; c++)); do full_cycle; done
+full=$((($(now_ns) - start) / M / 1000))
+jq_cost=$(per_call_us jq "$M" jq -cn --arg b x '{b:$b}')
+full=$((full - jq_cost))
+[ "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" = 0 ] || { echo "bench: full path left bookings" >&2; exit 1; }
+
+R=$((N / 10))
+run_plain() { runc run --bundle "$E2E_TMP/plain" "gpufrac-bench-p$RANDOM$RANDOM"; }
+run_share() { runc run --bundle "$E2E_TMP/share" "gpufrac-bench-s$RANDOM$RANDOM"; }
+runc_plain=$(per_call_us runc "$R" run_plain)
+runc_share=$(per_call_us runc-hook "$R" run_share)
+
+echo "gpufrac-hook, no annotation (fast path):  ${fast} us per call   (exec floor /bin/true: ${fast_floor} us; ratio $(ratio "$fast" "$fast_floor"))"
+echo "gpufrac-hook, full path (book + mount + release): ${full} us per createRuntime+poststop"
+echo "runc run, trivial container:              ${runc_plain} us"
+echo "runc run, with the hook and a 0.25 share: ${runc_share} us   (ratio $(ratio "$runc_share" "$runc_plain"))"
+echo "iterations: fast ${N}, full ${M}, runc ${R}; machine: $(nproc) cores, $(uname -r)"
