@@ -9,7 +9,8 @@
 //    stay whole; spread picks the emptiest. Ties go to the lowest index.
 //  - A whole GPU (fraction 1, or memory equal to the total) needs a GPU with no booking at all and
 //    blocks every other booking there.
-//  - gpufrac.io/gpu restricts every choice to that GPU (index or UUID).
+//  - gpufrac.io/gpu restricts every choice to that GPU (index or UUID). A CDI MIG device's pin
+//    (GpuPin::mig_uuid) restricts a mig-profile request to that one instance.
 //  - mig-profile takes an idle existing instance of that profile (no live booking on its UUID,
 //    capability device nodes present), lowest GPU index, then GI, then CI.
 //  - With mig-serves-fractions, a share that fits on no GPU may take the smallest idle instance

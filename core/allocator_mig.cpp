@@ -66,6 +66,11 @@ std::string size_text(const Request& r) {
   return text::split(r.describe(), ' ')[0];
 }
 
+// A CDI MIG device pins one instance: every other instance is out of reach.
+bool outside_pin(const Request& r, const MigInstance& m) {
+  return r.gpu && !r.gpu->mig_uuid.empty() && m.uuid != r.gpu->mig_uuid;
+}
+
 }  // namespace
 
 Result<Grant> mig_by_profile(const Request& r, const Candidates& gpus, const Load& load) {
@@ -74,7 +79,7 @@ Result<Grant> mig_by_profile(const Request& r, const Candidates& gpus, const Loa
     if (!g->mig_enabled) continue;
     present.push_back(profiles_of(*g));
     for (const MigInstance* m : by_gi_ci(*g)) {
-      if (canonical(m->profile_name) != r.mig_profile) continue;
+      if (canonical(m->profile_name) != r.mig_profile || outside_pin(r, *m)) continue;
       std::string problem = unusable(*m, load);
       if (problem.empty()) return mig_grant(*g, *m, "idle MIG instance " + m->profile_name + " on " + where(*g, *m));
       busy.push_back(where(*g, *m) + " " + problem);
@@ -82,6 +87,9 @@ Result<Grant> mig_by_profile(const Request& r, const Candidates& gpus, const Loa
   }
   const std::string scope = r.gpu ? text::cat("GPU ", gpus.front()->index, " is not") : std::string("no GPU is");
   if (present.empty()) return user_error(text::cat(scope, " in MIG mode; mig-profile=", r.mig_profile, " needs one"));
+  if (busy.empty() && r.gpu && !r.gpu->mig_uuid.empty())
+    return user_error(text::cat("MIG instance ", r.gpu->mig_uuid, " of profile ", r.mig_profile, " is not on GPU ",
+                                gpus.front()->index, "; ", profiles_of(*gpus.front())));
   if (busy.empty())
     return user_error(text::cat("no MIG instance of profile ", r.mig_profile, " exists; ", text::join(present, "; ")));
   return user_error(text::cat("no idle MIG instance of profile ", r.mig_profile, ": ", text::join(busy, ", ")));
@@ -100,7 +108,7 @@ Result<Grant> mig_for_share(const Request& r, const Candidates& gpus, const Load
     for (const MigInstance* m : by_gi_ci(*g)) {
       const std::uint64_t memory = profile_memory(*g, *m);
       const bool fits = r.kind == SizeKind::fraction ? m->placement.size >= need : memory >= r.memory_bytes;
-      if (!fits || !unusable(*m, load).empty()) continue;
+      if (!fits || outside_pin(r, *m) || !unusable(*m, load).empty()) continue;
       Key key = r.kind == SizeKind::fraction
                     ? Key{m->placement.size, memory, m->compute_slices, g->index, m->gi_id, m->ci_id}
                     : Key{memory, m->placement.size, m->compute_slices, g->index, m->gi_id, m->ci_id};

@@ -127,6 +127,7 @@ std::string lower(std::string_view s) {
 }  // namespace
 
 std::string GpuPin::describe() const {
+  if (!mig_uuid.empty()) return mig_uuid;
   return index ? text::cat(*index) : uuid;
 }
 

@@ -35,11 +35,14 @@ inline constexpr std::size_t kMaxValueBytes = 256;
 
 enum class SizeKind { fraction, memory, mig_profile };
 
-// A GPU pin: an index, or a GPU UUID (GPU-<8-4-4-4-12 hex>, stored lower-case).
+// A GPU pin: an index, or a GPU UUID (GPU-<8-4-4-4-12 hex>, stored lower-case). A CDI MIG device
+// also pins its MIG instance: mig_uuid (MIG-<uuid>) with index = the parent GPU; only mig-profile
+// requests carry it, and the allocator then takes that instance or none.
 struct GpuPin {
   std::optional<std::uint32_t> index;
   std::string uuid;              // set when index is not
-  std::string describe() const;  // "1" or "GPU-..."
+  std::string mig_uuid;          // CDI MIG devices only (never parsed from annotations)
+  std::string describe() const;  // "1", "GPU-..." or "MIG-..."
   bool operator==(const GpuPin&) const = default;
 };
 

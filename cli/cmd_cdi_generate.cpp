@@ -1,0 +1,114 @@
+// `gpufrac cdi generate [--output FILE|-] [--format yaml|json] [--machine FILE] [--kind VENDOR/CLASS]`:
+// writes the CDI spec for this node (cdi/spec.hpp) atomically, mode 0644 (default cdi.output), and
+// the static preload file it mounts (<state-dir>/cdi/ld.so.preload). A node with nothing to offer
+// gets no spec: a stale one is removed, so runtimes stop offering devices that are gone.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cdi/cdi_names.hpp"
+#include "cdi/render.hpp"
+#include "cdi/spec.hpp"
+#include "cdi/spec_file.hpp"
+#include "cdi/validate.hpp"
+#include "cli/cmd_cdi.hpp"
+#include "core/fs.hpp"
+#include "core/text.hpp"
+#include "nvml/discover.hpp"
+
+namespace gpufrac::cli {
+
+namespace {
+
+Result<cdi::Format> format_of(const GenerateOptions& o, const std::string& output) {
+  if (o.format == "json") return cdi::Format::json;
+  if (o.format == "yaml") return cdi::Format::yaml;
+  if (!o.format.empty()) return user_error("--format: " + text::quote(o.format) + " is not a format; use yaml or json");
+  return output.ends_with(".json") ? cdi::Format::json : cdi::Format::yaml;
+}
+
+// The hook must read the same config: a relative --config becomes absolute in the spec's hooks.
+void absolute_source(Config& cfg) {
+  if (cfg.source.empty() || cfg.source.front() == '/' || !fs::exists(cfg.source)) return;
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(cfg.source, ec);
+  if (!ec) cfg.source = abs.lexically_normal().string();
+}
+
+// The spec mounts the preload file, so it is written with the spec. Printing the spec (a preview,
+// perhaps without the rights to write state) only warns when it cannot.
+Result<> write_preload(const Config& cfg, bool preview) {
+  const std::string path = cdi::cdi_preload_path(cfg);
+  auto r = fs::make_dirs(fs::dirname(path), 0755);
+  if (r) r = fs::write_file_atomic(path, cdi::cdi_preload_content(), 0644);
+  if (!r && preview) {
+    std::fprintf(stderr, "gpufrac: warning: %s\n", r.error().message.c_str());
+    return {};
+  }
+  return r;
+}
+
+int no_devices(Context& ctx, const std::string& output) {
+  std::fprintf(stderr, "gpufrac: this node offers no CDI device (no GPU outside MIG mode, no MIG instance)");
+  if (output != "-" && fs::exists(output)) {
+    if (::unlink(output.c_str()) != 0) return ctx.fail(sys_error("cannot remove " + output).error());
+    std::fprintf(stderr, "; removed %s", output.c_str());
+  }
+  std::fprintf(stderr, "\n");
+  return 0;
+}
+
+Result<std::string> render_spec(const cdi::Spec& spec, cdi::Format format) {
+  auto json = cdi::spec_json(spec);
+  for (const auto& p : cdi::validate_spec(json))
+    if (p.severity == cdi::Severity::error)
+      return internal_error("the generated spec fails validation: " + cdi::format_problem(p));
+  return cdi::render(json, format, cdi::kSpecHeader);
+}
+
+int run_generate(Context& ctx, const GenerateOptions& o) {
+  auto cfg = ctx.load(o.machine);
+  if (!cfg) return ctx.fail(cfg.error());
+  absolute_source(*cfg);
+  auto kind = cdi::parse_kind(o.kind);
+  if (!kind) return ctx.fail(kind.error().wrap("--kind"));
+  const std::string output = o.output.empty() ? cfg->cdi.output : o.output;
+  if (output != "-" && !cdi::is_spec_file_name(fs::basename(output)))
+    return ctx.fail(user_error("--output: " + text::quote(output) +
+                               ": runtimes read only *.yaml and *.json files; use a name ending in .yaml or .json")
+                        .error());
+  auto format = format_of(o, output);
+  if (!format) return ctx.fail(format.error());
+  auto inv = discover(*cfg);
+  if (!inv) return ctx.fail(inv.error());
+  auto built = cdi::build_spec(*inv, *cfg, kind->str());
+  if (!built) return ctx.fail(built.error());
+  for (const auto& w : built->warnings) std::fprintf(stderr, "gpufrac: warning: %s\n", w.c_str());
+  if (built->spec.devices.empty()) return no_devices(ctx, output);
+  auto text = render_spec(built->spec, *format);
+  if (!text) return ctx.fail(text.error());
+  if (auto r = write_preload(*cfg, output == "-"); !r) return ctx.fail(r.error());
+  if (output == "-") {
+    std::fwrite(text->data(), 1, text->size(), stdout);
+    return 0;
+  }
+  if (auto r = cdi::write_spec_file(output, *text); !r) return ctx.fail(r.error());
+  std::printf("CDI spec for %zu devices of kind %s written to %s\n", built->spec.devices.size(), kind->str().c_str(),
+              output.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_cdi_generate_command(CLI::App& cdi, Context& ctx) {
+  auto* cmd = cdi.add_subcommand("generate", "Write the CDI spec for this node's GPUs, MIG instances and shares");
+  auto o = std::make_shared<GenerateOptions>();
+  cmd->add_option("--output", o->output, "Spec file, or - for stdout (default cdi.output: /var/run/cdi/gpufrac.yaml)");
+  cmd->add_option("--format", o->format, "yaml or json (default: from the file name; yaml for -)");
+  cmd->add_option("--machine", o->machine, "Simulated machine file instead of the real driver");
+  cmd->add_option("--kind", o->kind, "CDI kind vendor/class (default gpufrac.io/gpu)");
+  cmd->callback([&ctx, o] { ctx.exit_code = run_generate(ctx, *o); });
+}
+
+}  // namespace gpufrac::cli
