@@ -1,5 +1,8 @@
 #include "core/container_state.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "core/fs.hpp"
@@ -24,10 +27,24 @@ LimitFile limit_file_for(const std::string& container_id, const std::vector<Ledg
   return f;
 }
 
+// Truncates and rewrites an existing file (same inode), then fsyncs it.
+Result<> rewrite_in_place(const std::string& path, std::string_view content) {
+  fs::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return sys_error("cannot rewrite " + path);
+  if (auto r = fs::write_all(fd.get(), content, path); !r) return r;
+  if (::fsync(fd.get()) != 0) return sys_error("cannot fsync " + path);
+  return {};
+}
+
+Result<> write_file(const std::string& path, std::string_view content, FileUpdate update) {
+  return update == FileUpdate::in_place ? rewrite_in_place(path, content) : fs::write_file_atomic(path, content, 0644);
+}
+
 }  // namespace
 
 Result<ContainerFiles> write_container_files(const Config& cfg, const std::string& container_id,
-                                             const std::vector<LedgerEntry>& bookings, const std::string& image_preload) {
+                                             const std::vector<LedgerEntry>& bookings, const std::string& image_preload,
+                                             FileUpdate update) {
   if (auto r = validate_container_id(container_id); !r) return std::unexpected(r.error());
   if (bookings.empty() || bookings.size() > GPUFRAC_MAX_DEVICES)
     return internal_error(text::cat("container ", container_id, " has ", bookings.size(), " bookings; 1 to ",
@@ -35,10 +52,10 @@ Result<ContainerFiles> write_container_files(const Config& cfg, const std::strin
   ContainerFiles files = container_files(cfg, container_id);
   if (auto r = fs::make_dirs(files.dir, 0755); !r) return std::unexpected(r.error());
   LimitFile limit_file = limit_file_for(container_id, bookings);
-  if (auto r = fs::write_file_atomic(files.limits, render_limit_file(limit_file), 0644); !r) return std::unexpected(r.error());
+  if (auto r = write_file(files.limits, render_limit_file(limit_file), update); !r) return std::unexpected(r.error());
   if (!fs::exists(files.usage))
     if (auto r = create_region(files.usage, limit_file); !r) return std::unexpected(r.error());
-  if (auto r = fs::write_file_atomic(files.preload, render_preload(image_preload), 0644); !r) return std::unexpected(r.error());
+  if (auto r = write_file(files.preload, render_preload(image_preload), update); !r) return std::unexpected(r.error());
   return files;
 }
 

@@ -13,11 +13,17 @@
 
 namespace gpufrac {
 
-// Writes (atomically) the limit file listing every booking of the container, creates the usage
-// region if it does not exist yet (an existing region keeps its live counts), and writes the
-// preload file from the image's own /etc/ld.so.preload content. Directory mode 0755.
+// How the limit and preload files are updated: replaced atomically (a new inode, before anything is
+// mounted), or rewritten in place when they are already bind-mounted into the container (a mount
+// pins the inode: a container with several CDI devices gets one hook per device).
+enum class FileUpdate { replace, in_place };
+
+// Writes the limit file listing every booking of the container, creates the usage region if it does
+// not exist yet (an existing region keeps its live counts), and writes the preload file from the
+// image's own /etc/ld.so.preload content. Directory mode 0755.
 Result<ContainerFiles> write_container_files(const Config& cfg, const std::string& container_id,
-                                             const std::vector<LedgerEntry>& bookings, const std::string& image_preload);
+                                             const std::vector<LedgerEntry>& bookings, const std::string& image_preload,
+                                             FileUpdate update = FileUpdate::replace);
 // Removes the container's directory; a missing directory is not an error.
 Result<> remove_container_files(const Config& cfg, const std::string& container_id);
 

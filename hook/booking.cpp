@@ -1,5 +1,6 @@
 #include "hook/booking.hpp"
 
+#include "cdi/device_names.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
 #include "core/plan.hpp"
@@ -11,9 +12,14 @@ namespace gpufrac::hook {
 
 namespace {
 
+// Annotations, or the CDI device named by --cdi-device (booked with the name as its device key).
 Result<std::optional<Request>> request_of(const Invocation& inv) {
   if (inv.args.cdi_device.empty()) return parse_request(inv.spec.annotations, inv.cfg.aliases);
-  return internal_error("CDI device " + text::quote(inv.args.cdi_device) + ": CDI devices are not supported yet");
+  auto inventory = inventory_for_allocation(inv.cfg);
+  if (!inventory) return std::unexpected(inventory.error());
+  auto request = cdi::request_for_cdi_device(inv.args.cdi_device, *inventory);
+  if (!request) return std::unexpected(request.error());
+  return std::optional<Request>(std::move(*request));
 }
 
 std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings) {

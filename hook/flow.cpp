@@ -57,9 +57,14 @@ Result<> book_and_apply(Invocation& inv) {
   auto bookings = book(inv);
   if (!bookings) return std::unexpected(bookings.error());
   if (bookings->empty()) return {};  // only alias keys, and aliases are off
+  // A container with several CDI devices runs one hook per device: the first mounts the files, the
+  // later ones only update the (already mounted) limit file in place.
+  const bool mounted = !inv.args.cdi_device.empty() && bookings->size() > 1;
   auto done = [&]() -> Result<> {
-    auto files = write_container_files(inv.cfg, inv.state.id, *bookings, image_preload(inv.spec));
+    auto files = write_container_files(inv.cfg, inv.state.id, *bookings, image_preload(inv.spec),
+                                       mounted ? FileUpdate::in_place : FileUpdate::replace);
     if (!files) return std::unexpected(files.error());
+    if (mounted) return {};
     auto edits = edits_for(inv, *bookings);
     if (!edits) return std::unexpected(edits.error());
     return apply(inv, *edits);
