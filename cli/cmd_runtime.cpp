@@ -1,0 +1,118 @@
+// `gpufrac runtime configure containerd|docker|crio|podman [--dry-run] [--config PATH]
+// [--drop-in PATH] [--runtime-path PATH] [--config-version 2|3]`: registers gpufrac-runtime as the
+// runtime handler "gpufrac" (runtime-wrapper/configure/). Idempotent: a second run changes nothing
+// and says so. --dry-run prints the change as a unified diff and writes nothing.
+#include <cstdio>
+
+#include "cli/context.hpp"
+#include "core/build_info.hpp"
+#include "core/fs.hpp"
+#include "core/text.hpp"
+#include "runtime-wrapper/configure/configure.hpp"
+#include "runtime-wrapper/configure/containerd.hpp"
+#include "runtime-wrapper/configure/diff.hpp"
+#include "runtime-wrapper/configure/files.hpp"
+
+namespace gpufrac::cli {
+
+namespace {
+
+using namespace gpufrac::configure;
+
+struct ConfigureArgs {
+  std::string engine;
+  bool dry_run = false;
+  std::string config;
+  std::string drop_in;
+  std::string runtime_path = std::string(build::kBinDir) + "/gpufrac-runtime";
+  int config_version = 0;  // 0 = from the file (2 for a missing one)
+};
+
+Result<Plan> make_plan(Engine engine, const ConfigureArgs& a) {
+  const std::string config = a.config.empty() ? default_config_path(engine) : a.config;
+  const std::string drop_in = a.drop_in.empty() ? default_drop_in_path(engine, config) : a.drop_in;
+  if (engine == Engine::containerd) {
+    std::optional<int> version = a.config_version ? std::optional(a.config_version) : std::nullopt;
+    auto input = load_containerd(config, drop_in, a.runtime_path, version);
+    if (!input) return std::unexpected(input.error());
+    return plan_containerd(*input);
+  }
+  auto main = read_source(config);
+  if (!main) return std::unexpected(main.error());
+  if (engine == Engine::docker) return plan_docker(*main, a.runtime_path);
+  auto drop = read_source(drop_in);
+  if (!drop) return std::unexpected(drop.error());
+  if (engine == Engine::crio) return plan_crio(*drop, a.runtime_path);
+  return plan_podman(*main, *drop, a.runtime_path);
+}
+
+std::string file_list(const Plan& plan) {
+  std::vector<std::string> paths;
+  for (const auto& f : plan.files) paths.push_back(f.path);
+  return text::join(paths, ", ");
+}
+
+void print(const std::string& s) {
+  std::fwrite(s.data(), 1, s.size(), stdout);
+}
+
+int report_dry_run(const Plan& plan, Engine engine) {
+  std::string out;
+  for (const auto& f : plan.files) out += unified_diff(f.path, f.before, f.after);
+  if (out.empty())
+    out = text::cat(to_string(engine), ": already configured (", file_list(plan), "); nothing to change\n");
+  else
+    out += "(dry run: nothing was written)\n";
+  print(out);
+  return 0;
+}
+
+int run_configure(Context& ctx, const ConfigureArgs& a) {
+  auto engine = engine_from(a.engine);
+  if (!engine)
+    return ctx.fail(
+        user_error(text::quote(a.engine) + " is not an engine; use containerd, docker, crio or podman").error());
+  if (a.runtime_path.empty() || a.runtime_path.front() != '/')
+    return ctx.fail(user_error("--runtime-path " + text::quote(a.runtime_path) + ": must be an absolute path").error());
+  if (a.config_version != 0 && a.config_version != 2 && a.config_version != 3)
+    return ctx.fail(
+        user_error(text::cat("--config-version ", a.config_version, ": use 2 (containerd 1.x) or 3 (2.x)")).error());
+  auto plan = make_plan(*engine, a);
+  if (!plan) return ctx.fail(plan.error().wrap(std::string("runtime configure ") + to_string(*engine)));
+  if (a.dry_run) return report_dry_run(*plan, *engine);
+  auto written = apply_plan(*plan);
+  if (!written) return ctx.fail(written.error());
+  std::string out;
+  for (const auto& w : *written)
+    out += w.created ? "wrote " + w.path + " (new file)\n"
+                     : "updated " + w.path + (w.backup.empty() ? "" : " (backup: " + w.backup + ")") + "\n";
+  if (written->empty())
+    out = text::cat(to_string(*engine), ": already configured (", file_list(*plan), "); nothing changed\n");
+  else
+    out += plan->reload + "\n";
+  if (!fs::exists(a.runtime_path))
+    out += "note: " + a.runtime_path + " does not exist yet; install gpufrac-runtime there\n";
+  print(out);
+  return 0;
+}
+
+}  // namespace
+
+void add_runtime_command(CLI::App& app, Context& ctx) {
+  auto* runtime = app.add_subcommand("runtime", "Container engine integration of gpufrac-runtime");
+  runtime->require_subcommand(1);
+  auto a = std::make_shared<ConfigureArgs>();
+  auto* cmd = runtime->add_subcommand("configure", "Register gpufrac-runtime as the runtime handler \"gpufrac\"");
+  cmd->add_option("engine", a->engine, "containerd, docker, crio or podman")->required();
+  cmd->add_flag("--dry-run", a->dry_run, "Print the change as a diff; write nothing");
+  cmd->add_option("--config", a->config,
+                  "The engine's config (default /etc/containerd/config.toml, /etc/docker/daemon.json, "
+                  "/etc/crio/crio.conf, /etc/containers/containers.conf)");
+  cmd->add_option("--drop-in", a->drop_in,
+                  "The drop-in file (default next to the config, e.g. conf.d/99-gpufrac.toml)");
+  cmd->add_option("--runtime-path", a->runtime_path, "Path of gpufrac-runtime")->capture_default_str();
+  cmd->add_option("--config-version", a->config_version, "containerd: version of a config.toml to create (2 or 3)");
+  cmd->callback([&ctx, a] { ctx.exit_code = run_configure(ctx, *a); });
+}
+
+}  // namespace gpufrac::cli

@@ -1,0 +1,33 @@
+// The CRI plugin section a containerd drop-in repeats, and the drop-in's text (pure). Internal to
+// containerd.cpp; split out to keep one concern per file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "runtime-wrapper/configure/toml_lite.hpp"
+
+namespace gpufrac::configure::detail {
+
+// What the drop-in takes from the file that last set the CRI plugin.
+struct CriSection {
+  std::string source;     // that file ("" when none sets the plugin)
+  std::string text;       // its CRI tables, verbatim, without any runtimes.gpufrac table
+  bool has_runc = false;  // it defines runtimes.runc
+  std::string default_runtime = "runc";
+  std::string runc_type;                  // runtimes.runc.runtime_type value text ("" when unset)
+  std::vector<std::string> runc_options;  // runtimes.runc.options statements except BinaryName
+};
+
+// plugins.<cri> for a config version.
+toml::KeyPath cri_path(int version);
+// True when any statement of the file sets something under plugins.<cri>.
+bool sets_plugin(const std::vector<toml::Statement>& doc, const toml::KeyPath& plugin);
+// Extracts the section. Refused: CRI keys set with dotted keys from a table outside the plugin,
+// and values (inline tables) that the gpufrac tables would have to extend.
+Result<CriSection> extract_cri(const std::vector<toml::Statement>& doc, const std::string& file, int version);
+
+std::string render_drop_in(const CriSection& cri, int version, const std::string& runtime_path);
+
+}  // namespace gpufrac::configure::detail

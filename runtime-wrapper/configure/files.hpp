@@ -1,0 +1,33 @@
+// The effectful half of `gpufrac runtime configure`: reading the engine's files (containerd's
+// imports resolved the way containerd does) and writing a plan: each changed file is first copied
+// to <file>.gpufrac.bak (once: an existing backup is kept, so it stays the operator's original),
+// then replaced atomically with its mode kept (new files 0644, directories created 0755).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "runtime-wrapper/configure/configure.hpp"
+#include "runtime-wrapper/configure/containerd.hpp"
+
+namespace gpufrac::configure {
+
+// A file's content; a missing file is nullopt, any other read error is an error.
+Result<SourceFile> read_source(const std::string& path);
+
+// containerd's inputs: config.toml, and the files it imports split around the drop-in (load order:
+// config.toml, its imports in order with globs sorted, then their imports; the drop-in is appended
+// to config.toml's imports when they do not name it yet).
+Result<ContainerdInput> load_containerd(const std::string& config_path, const std::string& drop_in_path,
+                                        const std::string& runtime_path, std::optional<int> version);
+
+struct Written {
+  std::string path;
+  bool created = false;
+  std::string backup;  // "" when none was made now
+};
+
+Result<std::vector<Written>> apply_plan(const Plan& plan);
+
+}  // namespace gpufrac::configure

@@ -1,0 +1,173 @@
+#include "runtime-wrapper/inject.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "core/container_state.hpp"
+#include "core/fs.hpp"
+#include "core/ledger.hpp"
+#include "core/log.hpp"
+#include "core/plan.hpp"
+#include "core/text.hpp"
+#include "hook/oci.hpp"
+#include "hook/rootfs_path.hpp"
+#include "nvml/inventory_cache.hpp"
+#include "runtime-wrapper/requests.hpp"
+#include "runtime-wrapper/spec_edit.hpp"
+#include "runtime-wrapper/spec_scan.hpp"
+
+namespace gpufrac::wrapper {
+
+namespace {
+
+std::string absolute(const std::string& path, const std::string& base) {
+  if (path.empty() || path == ".") return base;
+  return path.front() == '/' ? path : base + "/" + path;
+}
+
+// The image's own /etc/ld.so.preload, read inside the rootfs without following a symlink.
+std::string image_preload(const std::string& rootfs) {
+  fs::UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return "";
+  auto text = hook::read_regular_in_root(root.get(), "/etc/ld.so.preload", 64u << 10);
+  if (!text) log::warn("ignoring the image's /etc/ld.so.preload: " + text.error().message);
+  return text ? *text : "";
+}
+
+// The bookings to make: the annotation request, then the CDI devices (these need the inventory).
+Result<std::vector<WantedDevice>> wanted_devices(const Annotations& annotations, const Config& cfg,
+                                                 const Inventory& inventory) {
+  auto wanted = annotation_request(annotations, cfg.aliases);
+  if (!wanted) return wanted;
+  auto cdi = cdi_requests(gpufrac_cdi_devices(annotations), inventory);
+  if (!cdi) return cdi;
+  wanted->insert(wanted->end(), cdi->begin(), cdi->end());
+  return wanted;
+}
+
+// Books every wanted device pending; `booked` tells the caller whether there is anything to undo.
+Result<std::vector<LedgerEntry>> book(const std::string& id, const std::vector<WantedDevice>& wanted,
+                                      const Inventory& inventory, const Config& cfg, bool& booked) {
+  Ledger ledger(LedgerOptions::from(cfg));
+  for (const auto& w : wanted) {
+    ReserveArgs args{id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt};
+    auto booking = ledger.reserve(args, inventory, cfg.allocation);
+    if (!booking) return std::unexpected(booking.error());
+    booked = true;
+    for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
+    log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes),
+                        ") pending for ", w.request.describe(), ": ", booking->grant.reason));
+  }
+  auto state = ledger.read();
+  if (!state) return std::unexpected(state.error());
+  std::vector<LedgerEntry> mine;
+  for (const auto& e : state->entries)
+    if (e.container_id == id) mine.push_back(e);
+  return mine;
+}
+
+// The Edits for the bookings plus the wrapper's two hooks.
+Result<Edits> wrapper_edits(const std::vector<LedgerEntry>& bookings, const Inventory& inventory, const Config& cfg,
+                            const std::string& id) {
+  std::vector<Grant> grants;
+  for (const auto& b : bookings) grants.push_back(grant_of(b));
+  auto edits = plan_container_edits(grants, inventory, cfg, id);
+  if (!edits) return edits;
+  edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", {"--attach"}));
+  edits->hooks.push_back(plan_hook(cfg, "poststop", "poststop"));
+  return edits;
+}
+
+Result<std::string> dump(const Spec& spec) {
+  try {
+    return spec.dump();
+  } catch (const std::exception& e) {
+    return internal_error(std::string("cannot write config.json: ") + e.what());
+  }
+}
+
+struct Parsed {
+  Spec spec;
+  hook::BundleSpec bundle;
+};
+
+// Files, Edits, the new config.json, after the bookings were made.
+Result<> prepare(Parsed& p, const Injection& inj, const std::vector<LedgerEntry>& bookings, const Inventory& inventory,
+                 const Config& cfg) {
+  auto files = write_container_files(cfg, inj.container_id, bookings, image_preload(p.bundle.rootfs));
+  if (!files) return std::unexpected(files.error());
+  auto edits = wrapper_edits(bookings, inventory, cfg, inj.container_id);
+  if (!edits) return std::unexpected(edits.error());
+  if (auto r = apply_edits(p.spec, *edits); !r) return r;
+  auto text = dump(p.spec);
+  if (!text) return std::unexpected(text.error());
+  return fs::write_file_atomic(inj.config_path, *text, inj.mode);
+}
+
+// Books and prepares; on failure after a booking everything is undone.
+Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg) {
+  auto inventory = inventory_for_allocation(cfg);
+  if (!inventory) return std::unexpected(inventory.error());
+  auto wanted = wanted_devices(p.bundle.annotations, cfg, *inventory);
+  if (!wanted) return std::unexpected(wanted.error());
+  if (wanted->empty()) return Injection{};  // only alias keys, and aliases are off
+  bool booked = false;
+  auto done = [&]() -> Result<> {
+    auto bookings = book(inj.container_id, *wanted, *inventory, cfg, booked);
+    if (!bookings) return std::unexpected(bookings.error());
+    return prepare(p, inj, *bookings, *inventory, cfg);
+  }();
+  if (!done) {
+    if (booked) undo(inj, cfg);
+    return std::unexpected(done.error());
+  }
+  inj.changed = true;
+  log::info(text::cat("prepared ", inj.config_path));
+  return inj;
+}
+
+// nullopt: leave the spec alone (unreadable or not JSON: the runtime reports it; no request;
+// already prepared).
+std::optional<Parsed> parse_if_wanted(const std::string& text, const std::string& bundle, const Config& cfg) {
+  if (!may_request_gpu(text)) return std::nullopt;
+  Spec spec = Spec::parse(text, nullptr, false);
+  if (spec.is_discarded() || !spec.is_object() || already_injected(spec, cfg.hook_path)) return std::nullopt;
+  auto parsed = hook::parse_bundle_spec(text, bundle);
+  if (!parsed || !wants_gpufrac(parsed->annotations, cfg.aliases)) return std::nullopt;
+  return Parsed{std::move(spec), std::move(*parsed)};
+}
+
+}  // namespace
+
+std::string spec_path(const RuntimeArgs& args, const std::string& cwd) {
+  const std::string bundle = absolute(args.bundle, cwd);
+  return absolute(args.config_file.empty() ? "config.json" : args.config_file, bundle);
+}
+
+Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const Config& cfg) {
+  Injection inj{false, args.container_id, spec_path(args, cwd), "", 0644};
+  auto text = fs::read_file(inj.config_path, hook::kMaxConfigBytes);
+  if (!text) return Injection{};
+  auto parsed = parse_if_wanted(*text, absolute(args.bundle, cwd), cfg);
+  if (!parsed) return Injection{};
+  log::init(cfg.log, "gpufrac-runtime");
+  log::set_context(args.container_id);
+  if (auto r = validate_container_id(args.container_id); !r) return std::unexpected(r.error());
+  if (auto r = annotation_request(parsed->bundle.annotations, cfg.aliases); !r) return std::unexpected(r.error());
+  if (auto r = hook::check_host_pid(parsed->bundle, cfg.require_host_pid, cfg.proc_root); !r)
+    return std::unexpected(r.error());
+  struct stat st {};
+  if (::stat(inj.config_path.c_str(), &st) == 0) inj.mode = st.st_mode & 07777;
+  inj.original = std::move(*text);
+  return book_and_prepare(*parsed, std::move(inj), cfg);
+}
+
+void undo(const Injection& inj, const Config& cfg) {
+  if (inj.changed)
+    if (auto r = fs::write_file_atomic(inj.config_path, inj.original, inj.mode); !r)
+      log::warn("undo: " + r.error().message);
+  if (auto r = Ledger(LedgerOptions::from(cfg)).release(inj.container_id); !r) log::warn("undo: " + r.error().message);
+  if (auto r = remove_container_files(cfg, inj.container_id); !r) log::warn("undo: " + r.error().message);
+}
+
+}  // namespace gpufrac::wrapper

@@ -1,0 +1,36 @@
+// The wrapper's create path: from a bundle whose config.json asks for a GPU to a spec that gives
+// the container its share. Order: fast scan, parse, never twice, request (refusal: nothing booked),
+// host-PID policy, pending booking(s) in the ledger (source wrapper, pid 0: the createRuntime hook
+// added here attaches the pid), the container's files, the planner's Edits plus the attach and
+// release hooks rendered into the spec, config.json replaced atomically with its mode kept. A
+// failure after booking releases the container's bookings and removes its files.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "runtime-wrapper/argv.hpp"
+
+namespace gpufrac::wrapper {
+
+// What inject() changed, so that a runtime that cannot be started undoes it.
+struct Injection {
+  bool changed = false;  // false: config.json was left as it was (no request, or already prepared)
+  std::string container_id;
+  std::string config_path;
+  std::string original;  // config.json before
+  mode_t mode = 0644;
+};
+
+// Where the create's config.json is: --config/-f (crun) or config.json, in --bundle or cwd.
+std::string spec_path(const RuntimeArgs& args, const std::string& cwd);
+
+Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const Config& cfg);
+
+// Puts config.json back, releases the bookings and removes the container's files (best effort).
+void undo(const Injection& injection, const Config& cfg);
+
+}  // namespace gpufrac::wrapper

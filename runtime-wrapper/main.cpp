@@ -1,0 +1,50 @@
+// gpufrac-runtime: an OCI runtime wrapper, argv-compatible with runc. On create/run of a bundle whose
+// config.json asks for a GPU (gpufrac annotations or gpufrac CDI devices in cdi.k8s.io/* annotations)
+// it books the share, writes the container's files and adds the Edits to config.json; then, for every
+// command, it replaces itself with the low-level runtime (config runtimes:, by absolute path) with the
+// same arguments.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+#include "core/config.hpp"
+#include "runtime-wrapper/argv.hpp"
+#include "runtime-wrapper/error_log.hpp"
+#include "runtime-wrapper/inject.hpp"
+#include "runtime-wrapper/runtime_exec.hpp"
+
+namespace {
+
+std::string current_dir() {
+  char buf[PATH_MAX];
+  return ::getcwd(buf, sizeof buf) ? std::string(buf) : std::string(".");
+}
+
+std::optional<std::string> path_env() {
+  const char* p = std::getenv("PATH");
+  return p ? std::optional<std::string>(p) : std::nullopt;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace gpufrac::wrapper;
+  std::vector<std::string_view> rest(argv + (argc > 0 ? 1 : 0), argv + argc);
+  const RuntimeArgs args = parse_runtime_args(rest);
+  auto cfg = gpufrac::select_config("");
+  if (!cfg) return report_error(args, cfg.error());
+  auto runtime = resolve_runtime(cfg->runtimes, path_env(), self_file());
+  if (!runtime) return report_error(args, runtime.error());
+  Injection injection;
+  if (args.creates) {
+    auto r = inject(args, current_dir(), *cfg);
+    if (!r) return report_error(args, r.error());
+    injection = std::move(*r);
+  }
+  gpufrac::Error failed = exec_runtime(*runtime, argc, argv);
+  if (injection.changed) undo(injection, *cfg);
+  return report_error(args, failed);
+}
