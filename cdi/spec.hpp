@@ -24,8 +24,6 @@
 
 namespace gpufrac::cdi {
 
-inline constexpr int kHookTimeoutS = 30;
-
 struct Device {
   std::string name;
   Edits edits;

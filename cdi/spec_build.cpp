@@ -59,9 +59,7 @@ Result<Grant> grant_for(const std::string& name, const Inventory& inv, const Con
 }
 
 EditHook hook(const Config& cfg, const std::string& stage, const std::vector<std::string>& extra = {}) {
-  EditHook h = plan_hook(cfg, stage, stage, extra);
-  h.timeout = kHookTimeoutS;
-  return h;
+  return plan_hook(cfg, stage, stage, extra);
 }
 
 bool is_control_node(const std::string& path, const Inventory& inv) {

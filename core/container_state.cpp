@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/fs.hpp"
@@ -23,7 +24,14 @@ LimitFile limit_file_for(const std::string& container_id, const std::vector<Ledg
   LimitFile f;
   f.container = container_id;
   f.region = GPUFRAC_CONTAINER_USAGE;
-  for (const auto& b : bookings) f.devices.push_back({b.device_uuid, b.bytes});
+  // Two bookings of one device (e.g. two CDI shares of the same GPU) add up to one limit.
+  for (const auto& b : bookings) {
+    auto same = std::find_if(f.devices.begin(), f.devices.end(), [&](const auto& d) { return d.uuid == b.device_uuid; });
+    if (same != f.devices.end())
+      same->bytes += b.bytes;
+    else
+      f.devices.push_back({b.device_uuid, b.bytes});
+  }
   return f;
 }
 

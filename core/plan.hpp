@@ -36,8 +36,11 @@ std::vector<EditMount> plan_state_mounts(const ContainerFiles& files);
 // Informational environment for the CDI and wrapper paths (the hook cannot change the env).
 std::vector<std::string> plan_env(const std::vector<Grant>& grants);
 
+// Every hook gpufrac writes has a timeout: a runtime waits forever for a hook without one.
+inline constexpr int kHookTimeoutS = 30;
+
 // A lifecycle hook calling gpufrac-hook with an explicit env (never the runtime's environment, which
-// may carry LD_PRELOAD): args = {"gpufrac-hook", stage, extra...}.
+// may carry LD_PRELOAD) and a timeout: args = {"gpufrac-hook", stage, extra...}.
 EditHook plan_hook(const Config& cfg, const std::string& oci_stage, const std::string& hook_stage,
                    const std::vector<std::string>& extra_args = {});
 

@@ -8,6 +8,7 @@
 #include "core/container_state.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
+#include "core/request.hpp"
 #include "core/text.hpp"
 #include "hook/booking.hpp"
 #include "hook/cgroup_devices.hpp"
@@ -78,6 +79,8 @@ Result<> create(const HookArgs& args, const OciState& state) {
   if (!spec) return std::unexpected(spec.error());
   // The fast path: this hook runs for every container on the node. No config, no NVML, no ledger.
   if (args.cdi_device.empty() && !args.attach && !has_gpufrac_request(spec->annotations, true)) return {};
+  // gpufrac-runtime already booked and edited this spec; its own `--attach` hook records the pid.
+  if (args.cdi_device.empty() && !args.attach && spec->annotations.contains(annotation::kInjected)) return {};
   auto cfg = select_config(args.config_path);
   if (!cfg) return std::unexpected(cfg.error());
   log::init(cfg->log, "gpufrac-hook");

@@ -109,6 +109,10 @@ assert_eq "$RC" 0 "two CDI devices: $OUT"
 assert_contains "$OUT" "device $GPU0 $QUARTER" "limit file lists GPU 0's quarter"
 assert_contains "$OUT" "device $GPU1 $((40536 / 2 * 1024 * 1024))" "limit file lists GPU 1's half"
 assert_contains "$OUT" "/dev/nvidia1 c3:1" "both GPU nodes"
+podman_run --rm --name "$P-q" --pid=host --device "$KIND=0-0.25" --device "$KIND=0-0.5" -- /bin/sh -c 'cat /run/gpufrac/limits'
+assert_eq "$RC" 0 "two shares of one GPU: $OUT"
+assert_contains "$OUT" "device $GPU0 $(((40536 / 4 + 40536 / 2) * 1024 * 1024))" "two shares of GPU 0 add up to one limit"
+assert_eq "$(grep -c "^device" <<<"$OUT")" 1 "one line per device"
 podman_run --rm --name "$P-a" --pid=host --device "$KIND=all" -- /bin/sh -c 'cat /run/gpufrac/limits'
 assert_eq "$RC" 0 "all: $OUT"
 assert_contains "$OUT" "device $GPU0 $((40536 * 1024 * 1024))" "all: GPU 0"

@@ -71,4 +71,12 @@ run runc run --bundle "$E2E_TMP/b5" "$P-5"
 assert_eq "$RC" 0 "plain container runs"
 assert_eq "$OUT" "done" "plain container sees no gpufrac mounts or GPU nodes"
 assert_eq "$(stat -c %Y.%s "$E2E_TMP/state/ledger.json")" "$before" "ledger untouched"
+
+# 6. A spec gpufrac-runtime already injected (its marker annotation) is left to the wrapper's own
+# --attach hook: the annotation hook books nothing.
+make_bundle "$E2E_TMP/b6" 'test -e /dev/nvidia0 && echo HAS-GPU; echo done' gpufrac.io/fraction=0.25 gpufrac.io/injected=gpufrac-runtime
+run runc run --bundle "$E2E_TMP/b6" "$P-6"
+assert_eq "$RC" 0 "injected spec runs"
+assert_eq "$OUT" "done" "the hook did not apply anything to an injected spec"
+assert_eq "$(stat -c %Y.%s "$E2E_TMP/state/ledger.json")" "$before" "ledger untouched for an injected spec"
 finish

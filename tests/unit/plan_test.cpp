@@ -102,6 +102,7 @@ TEST_F(PlanTest, HooksCarryAnExplicitEnvironment) {
   cfg_.hook_path = "/usr/bin/gpufrac-hook";
   EditHook h = plan_hook(cfg_, "poststop", "poststop", {"--cdi-device", "0-0.25"});
   EXPECT_EQ(h.path, "/usr/bin/gpufrac-hook");
+  EXPECT_EQ(h.timeout, 30);
   EXPECT_EQ(h.args, (std::vector<std::string>{"gpufrac-hook", "poststop", "--cdi-device", "0-0.25"}));
   EXPECT_EQ(h.env, (std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "GPUFRAC_CONFIG=/etc/gpufrac/config.yaml"}));
   cfg_.source = "<built-in defaults>";
