@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   gpufrac::cli::add_status_command(app, ctx);
   gpufrac::cli::add_gc_command(app, ctx);
   gpufrac::cli::add_ledger_command(app, ctx);
+  gpufrac::cli::add_cdi_command(app, ctx);
+  gpufrac::cli::add_runtime_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
