@@ -11,7 +11,7 @@ class Table {
   explicit Table(std::vector<std::string> header, std::string indent = "");
   void add(std::vector<std::string> row);
   std::string render() const;
-  bool empty() const { return rows_.empty(); }
+  bool empty() const { return rows_.size() <= 1; }  // no rows besides the header
 
  private:
   std::string indent_;

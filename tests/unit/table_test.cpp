@@ -12,6 +12,13 @@ TEST(Table, AlignsColumnsAndTrimsTrailingSpace) {
   EXPECT_EQ(t.render(), "GPU  NAME\n0    NVIDIA A100\n10   X\n");
 }
 
+TEST(Table, EmptyMeansNoRowsBesidesTheHeader) {
+  Table t({"A"});
+  EXPECT_TRUE(t.empty());
+  t.add({"x"});
+  EXPECT_FALSE(t.empty());
+}
+
 TEST(Table, PadsShortRows) {
   Table t({"A", "B", "C"}, "  ");
   t.add({"x"});

@@ -1,0 +1,53 @@
+# Container helpers for scripts/demo-story.sh (sourced): busybox rootfs bundles for runc, with
+# gpufrac-hook at createRuntime/poststop and the host PID namespace, as an operator would set up.
+
+ROOTFS=$DEMO/rootfs
+mkdir -p "$ROOTFS/bin" "$ROOTFS/etc" "$ROOTFS/proc" "$ROOTFS/sys" "$ROOTFS/dev" "$ROOTFS/run" "$ROOTFS/tmp"
+cp /bin/busybox "$ROOTFS/bin/busybox"
+for applet in sh cat grep echo sleep; do ln -sf busybox "$ROOTFS/bin/$applet"; done
+copy_with_libs() {
+  local file=$1 dest=$2 lib
+  mkdir -p "$ROOTFS$(dirname "$dest")"
+  cp -L "$file" "$ROOTFS$dest"
+  for lib in $(ldd "$file" 2>/dev/null | grep -o '/[^ ]*' | sort -u); do
+    mkdir -p "$ROOTFS$(dirname "$lib")"
+    cp -L "$lib" "$ROOTFS$lib"
+  done
+}
+copy_with_libs "$PROGRAM" /bin/alloc_until_limit
+copy_with_libs "$LIBCUDA" /usr/lib/x86_64-linux-gnu/libcuda.so.1
+copy_with_libs "$SHIM" /tmp/shim-deps.so && rm -f "$ROOTFS/tmp/shim-deps.so"
+mkfifo "$DEMO/stdin"
+exec 3<>"$DEMO/stdin"   # demo-cuda holds its memory until the end of the story
+
+# make_bundle <dir> <shell command>: shares the rootfs (read-only), asks for a 0.25 share.
+make_bundle() {
+  local dir=$1 cmd=$2
+  mkdir -p "$dir"
+  (cd "$dir" && runc spec)
+  local hook="{\"path\":\"$BIN/gpufrac-hook\",\"env\":[\"PATH=/usr/bin:/bin\",\"GPUFRAC_CONFIG=$GPUFRAC_CONFIG\"],\"timeout\":30}"
+  jq --arg root "$ROOTFS" --arg cmd "$cmd" --argjson hook "$hook" --arg fake "GPUFRAC_FAKE_CUDA_DEVICES=$GPU=$TOTAL" '
+    .root = {path: $root, readonly: true} | .process.terminal = false
+    | .process.args = ["/bin/sh", "-c", $cmd] | .process.env += [$fake]
+    | .annotations = {"gpufrac.io/fraction": "0.25"}
+    | .linux.namespaces |= map(select(.type != "pid"))
+    | .hooks = {createRuntime: [$hook + {args: ["gpufrac-hook", "createRuntime"]}],
+                poststop: [$hook + {args: ["gpufrac-hook", "poststop"]}]}
+  ' "$dir/config.json" >"$dir/config.json.new" && mv "$dir/config.json.new" "$dir/config.json"
+}
+
+# start_container <id> <shell command>: runc create + start, output in $DEMO/<id>.log.
+start_container() {
+  make_bundle "$DEMO/$1" "$2"
+  printf '$ runc run -d %s    # gpufrac.io/fraction=0.25\n' "$1"
+  runc create --bundle "$DEMO/$1" "$1" <"$DEMO/stdin" >"$DEMO/$1.log" 2>&1 || { cat "$DEMO/$1.log"; exit 1; }
+  IDS+=("$1")
+  runc start "$1"
+}
+
+wait_for_line() {
+  for _ in $(seq 100); do grep -q "$2" "$1" && return 0; sleep 0.1; done
+  echo "demo: no line matching '$2' in $1:" >&2
+  cat "$1" >&2
+  exit 1
+}
