@@ -13,6 +13,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/ratio_main.hpp"
+
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -104,38 +106,12 @@ BENCHMARK(BM_DiscoverySimulated)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DiscoveryFakeNvml)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DiscoveryFakeNvmlWarm)->Unit(benchmark::kMicrosecond);
 
-// Console output as usual, plus each benchmark's median real time (or its only run's).
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  explicit RatioReporter(bool color) : ConsoleReporter(color ? OO_ColorTabular : OO_Tabular) {}
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-      if (median || (r.run_type == Run::RT_Iteration && r.repetitions <= 1))
-        times[r.run_name.function_name] = r.GetAdjustedRealTime();
-    }
-  }
-  std::map<std::string, double> times;
-};
-
 }  // namespace
 }  // namespace gpufrac
 
 int main(int argc, char** argv) {
-  bool color = ::isatty(STDOUT_FILENO);
-  for (int i = 1; i < argc; ++i)
-    if (std::string_view(argv[i]) == "--benchmark_color=false") color = false;
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  gpufrac::RatioReporter reporter(color);
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
+  int rc = gpufrac::bench::run_with_ratios(
+      argc, argv, {{"BM_DiscoveryFakeNvml", "BM_DiscoverySimulated"}, {"BM_DiscoveryFakeNvmlWarm", "BM_DiscoverySimulated"}});
   gpufrac::remove_setup();
-  auto& t = reporter.times;
-  double base = t.count("BM_DiscoverySimulated") ? t["BM_DiscoverySimulated"] : 0;
-  for (const char* name : {"BM_DiscoveryFakeNvml", "BM_DiscoveryFakeNvmlWarm"})
-    if (base > 0 && t.count(name))
-      std::printf("ratio %s / BM_DiscoverySimulated (median real time): %.2f\n", name, t[name] / base);
-  return 0;
+  return rc;
 }

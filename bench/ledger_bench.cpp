@@ -12,6 +12,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "bench/ratio_main.hpp"
+
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -114,37 +116,12 @@ BENCHMARK(BM_ReserveRelease)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Allocate)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_JsonLoadSave)->Unit(benchmark::kMicrosecond);
 
-// Console output as usual, plus each benchmark's median real time (or its only run's).
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  explicit RatioReporter(bool color) : ConsoleReporter(color ? OO_ColorTabular : OO_Tabular) {}
-  void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
-    for (const Run& r : runs) {
-      bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
-      if (median || (r.run_type == Run::RT_Iteration && r.repetitions <= 1))
-        times[r.run_name.function_name] = r.GetAdjustedRealTime();
-    }
-  }
-  std::map<std::string, double> times;
-};
-
 }  // namespace
 }  // namespace gpufrac
 
 int main(int argc, char** argv) {
-  bool color = ::isatty(STDOUT_FILENO);
-  for (int i = 1; i < argc; ++i)
-    if (std::string_view(argv[i]) == "--benchmark_color=false") color = false;
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  gpufrac::RatioReporter reporter(color);
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  auto& t = reporter.times;
-  for (const char* base : {"BM_Allocate", "BM_JsonLoadSave"})
-    if (t.count("BM_ReserveRelease") && t.count(base) && t[base] > 0)
-      std::printf("ratio BM_ReserveRelease / %s (median real time): %.1f\n", base, t["BM_ReserveRelease"] / t[base]);
+  int rc = gpufrac::bench::run_with_ratios(
+      argc, argv, {{"BM_ReserveRelease", "BM_Allocate"}, {"BM_ReserveRelease", "BM_JsonLoadSave"}}, 1);
   std::filesystem::remove_all(std::filesystem::path(gpufrac::setup().options.path).parent_path());
-  return 0;
+  return rc;
 }

@@ -6,6 +6,8 @@
 // After the runs a line gives the scan as a fraction of the parse.
 #include <benchmark/benchmark.h>
 
+#include "bench/ratio_main.hpp"
+
 #include <cstdio>
 #include <map>
 #include <string>
@@ -73,31 +75,10 @@ void BM_LoadConfig(benchmark::State& state) {
 }
 BENCHMARK(BM_LoadConfig);
 
-class RatioReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs)
-      if (r.run_type == Run::RT_Iteration || r.aggregate_name == "median")
-        times_[r.run_name.function_name] = r.GetAdjustedRealTime();
-    ConsoleReporter::ReportRuns(runs);
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    if (times_.count("BM_Scan") && times_.count("BM_ParseAndCheck"))
-      std::printf("spec %zu bytes; scan / parse = %.4f\n", spec_text().size(),
-                  times_["BM_Scan"] / times_["BM_ParseAndCheck"]);
-  }
-
- private:
-  std::map<std::string, double> times_;
-};
-
 }  // namespace
 }  // namespace gpufrac::wrapper
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  gpufrac::wrapper::RatioReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
+  std::printf("spec %zu bytes\n", gpufrac::wrapper::spec_text().size());
+  return gpufrac::bench::run_with_ratios(argc, argv, {{"BM_Scan", "BM_ParseAndCheck"}}, 4);
 }

@@ -116,7 +116,7 @@ Result<Request> share(std::string_view name, std::uint32_t index, std::string_vi
   }
   auto m = parse_memory(size);
   if (!m) return bad_form(name, m.error().message);
-  auto canonical = canonical_memory_text(*m);
+  auto canonical = format_memory(*m);
   if (!canonical || *canonical != size)
     return refuse(name, text::cat(text::quote(size), " is not canonical; use ",
                                   canonical ? text::cat(index, "-", *canonical) : std::string("a whole number of kB")));
@@ -215,24 +215,9 @@ std::string fraction_share_name(const Gpu& gpu, Ppm fraction) {
 }
 
 std::optional<std::string> memory_share_name(const Gpu& gpu, std::uint64_t bytes) {
-  auto m = canonical_memory_text(bytes);
+  auto m = format_memory(bytes);
   if (!m) return std::nullopt;
   return text::cat(gpu.index, "-", *m);
-}
-
-std::optional<std::string> canonical_memory_text(std::uint64_t bytes) {
-  static constexpr std::array<std::pair<std::uint64_t, const char*>, 8> kUnits{{{1ull << 40, "Ti"},
-                                                                                {1ull << 30, "Gi"},
-                                                                                {1'000'000'000'000ull, "T"},
-                                                                                {1'000'000'000ull, "G"},
-                                                                                {1ull << 20, "Mi"},
-                                                                                {1'000'000ull, "M"},
-                                                                                {1ull << 10, "Ki"},
-                                                                                {1000ull, "k"}}};
-  if (bytes == 0) return std::nullopt;
-  for (auto [unit, suffix] : kUnits)
-    if (bytes % unit == 0) return text::cat(bytes / unit, suffix);
-  return std::nullopt;
 }
 
 }  // namespace gpufrac::cdi

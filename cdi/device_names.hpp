@@ -48,6 +48,5 @@ std::string mig_name(const Gpu& gpu, std::size_t position);
 std::string fraction_share_name(const Gpu& gpu, Ppm fraction);
 // nullopt when no suffix divides the amount exactly (no canonical name: generate skips it).
 std::optional<std::string> memory_share_name(const Gpu& gpu, std::uint64_t bytes);
-std::optional<std::string> canonical_memory_text(std::uint64_t bytes);
 
 }  // namespace gpufrac::cdi

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,10 @@ std::uint64_t fraction_bytes(std::uint64_t total_bytes, Ppm ppm);
 // Accepted form: a positive integer of MiB ("4096"), or a number with a Kubernetes suffix
 // Ki Mi Gi Ti (binary) or k M G T (decimal): "4Gi", "1.5Gi", "4G" (= 4e9 bytes). At most 1 PiB.
 Result<std::uint64_t> parse_memory(std::string_view text);
+
+// The canonical text of an amount: the largest unit that divides it exactly, binary first
+// (4Gi, 4G, 1536Mi, 1500M, 64Ki, 5k); nullopt for 0 or an amount no unit divides.
+std::optional<std::string> format_memory(std::uint64_t bytes);
 
 inline constexpr const char* kFractionForm = "a decimal 0 < f <= 1 with at most 6 decimals, e.g. 0.25";
 inline constexpr const char* kMemoryForm =

@@ -136,21 +136,8 @@ std::string Request::describe() const {
   if (kind == SizeKind::fraction) out = "fraction=" + format_fraction(fraction);
   if (kind == SizeKind::mig_profile) out = "mig-profile=" + mig_profile;
   if (kind == SizeKind::memory) {
-    // The largest unit that divides exactly, binary first: 4Gi, 4G, 1536Mi, 1500M.
-    static constexpr std::array<std::pair<std::uint64_t, const char*>, 8> kUnits{{{1ull << 40, "Ti"},
-                                                                                  {1ull << 30, "Gi"},
-                                                                                  {1'000'000'000'000ull, "T"},
-                                                                                  {1'000'000'000ull, "G"},
-                                                                                  {1ull << 20, "Mi"},
-                                                                                  {1'000'000ull, "M"},
-                                                                                  {1ull << 10, "Ki"},
-                                                                                  {1000ull, "k"}}};
-    out = text::cat("memory=", memory_bytes, "B");
-    for (auto [unit, name] : kUnits)
-      if (memory_bytes % unit == 0) {
-        out = text::cat("memory=", memory_bytes / unit, name);
-        break;
-      }
+    auto m = format_memory(memory_bytes);
+    out = "memory=" + (m ? *m : text::cat(memory_bytes, "B"));
   }
   if (gpu) out += " gpu=" + gpu->describe();
   if (policy) out += text::cat(" policy=", to_string(*policy));

@@ -142,8 +142,8 @@ TEST(CdiDeviceNames, NamesGenerateGives) {
   EXPECT_EQ(memory_share_name(g, 1536ull << 20), "2-1536Mi");
   EXPECT_EQ(memory_share_name(g, 4'000'000'000ull), "2-4G");
   EXPECT_EQ(memory_share_name(g, 1001), std::nullopt);
-  EXPECT_EQ(canonical_memory_text(3ull << 40), "3Ti");
-  EXPECT_EQ(canonical_memory_text(5000), "5k");
+  EXPECT_EQ(format_memory(3ull << 40), "3Ti");
+  EXPECT_EQ(format_memory(5000), "5k");
 }
 
 TEST(CdiNames, KindAndQualifiedName) {

@@ -82,5 +82,15 @@ INSTANTIATE_TEST_SUITE_P(
                       MemoryCase{"1.5", 0}, MemoryCase{"04Gi", 0}, MemoryCase{"2Pi", 0}, MemoryCase{"Gi", 0},
                       MemoryCase{"1e9", 0}, MemoryCase{"99999999999999999999999Gi", 0}));
 
+TEST(Memory, FormatsInTheLargestExactUnit) {
+  EXPECT_EQ(format_memory(4ull << 30), "4Gi");
+  EXPECT_EQ(format_memory(4000000000ull), "4G");
+  EXPECT_EQ(format_memory(1536ull << 20), "1536Mi");
+  EXPECT_EQ(format_memory(5000), "5k");
+  EXPECT_EQ(format_memory(0), std::nullopt);
+  EXPECT_EQ(format_memory(1001), std::nullopt);
+  for (const char* t : {"4Gi", "3Ti", "1500M", "64Ki"}) EXPECT_EQ(format_memory(*parse_memory(t)), t);
+}
+
 }  // namespace
 }  // namespace gpufrac
