@@ -34,14 +34,7 @@ assert_eq "$RC" 0 "the spec validates: $OUT"
 
 mkdir -p "$E2E_TMP/hooks.d"   # no hooks.d hooks: only the spec's
 make_rootfs "$E2E_TMP/rootfs"
-# podman_run [podman run options] -- command...: --rootfs makes the first positional the rootfs.
-podman_run() {
-  local opts=()
-  while [ "$1" != -- ]; do opts+=("$1"); shift; done
-  shift
-  run podman --hooks-dir "$E2E_TMP/hooks.d" --cgroup-manager cgroupfs --runtime runc run \
-    --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "${opts[@]}" --rootfs "$E2E_TMP/rootfs" "$@"
-}
+PODMAN_HOOKS_DIR=$E2E_TMP/hooks.d
 entries() { jq '.entries | length' "$E2E_TMP/state/ledger.json"; }
 
 # 1. One quarter share: what the container sees; --rm releases it (runc runs the poststop hook).

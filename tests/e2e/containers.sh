@@ -24,9 +24,9 @@ e2e_gpu_config() {
   make_sim_root "$machine"
 }
 
-# make_bundle <dir> <shell command> [annotation k=v...]: a runc bundle sharing the host PID
-# namespace, with gpufrac-hook at createRuntime and poststop (explicit env, as a runtime would).
-make_bundle() {
+# make_plain_bundle <dir> <shell command> [annotation k=v...]: a runc bundle sharing the host PID
+# namespace, without hooks.
+make_plain_bundle() {
   local dir=$1 cmd=$2
   shift 2
   mkdir -p "$dir"
@@ -34,14 +34,34 @@ make_bundle() {
   (cd "$dir" && runc spec)
   local annotations='{}'
   for kv in "$@"; do annotations=$(jq --arg k "${kv%%=*}" --arg v "${kv#*=}" '. + {($k): $v}' <<<"$annotations"); done
-  local env="[\"PATH=/usr/bin:/bin\",\"GPUFRAC_CONFIG=$GPUFRAC_CONFIG\"]"
-  jq --arg cmd "$cmd" --argjson ann "$annotations" --arg hook "$HOOK" --argjson env "$env" '
+  jq --arg cmd "$cmd" --argjson ann "$annotations" '
     .process.terminal = false | .process.args = ["/bin/sh", "-c", $cmd] | .root.readonly = false
     | .annotations = $ann
     | .linux.namespaces |= map(select(.type != "pid"))
-    | .hooks = {createRuntime: [{path: $hook, args: ["gpufrac-hook", "createRuntime"], env: $env, timeout: 30}],
-                poststop: [{path: $hook, args: ["gpufrac-hook", "poststop"], env: $env, timeout: 30}]}
   ' "$dir/config.json" >"$dir/config.json.new" && mv "$dir/config.json.new" "$dir/config.json"
+}
+
+# make_bundle <dir> <shell command> [annotation k=v...]: the same with gpufrac-hook at createRuntime
+# and poststop (explicit env, as a runtime would get them from hooks.d or an operator).
+make_bundle() {
+  make_plain_bundle "$@"
+  local dir=$1
+  local env="[\"PATH=/usr/bin:/bin\",\"GPUFRAC_CONFIG=$GPUFRAC_CONFIG\"]"
+  jq --arg hook "$HOOK" --argjson env "$env" '
+    .hooks = {createRuntime: [{path: $hook, args: ["gpufrac-hook", "createRuntime"], env: $env, timeout: 30}],
+              poststop: [{path: $hook, args: ["gpufrac-hook", "poststop"], env: $env, timeout: 30}]}
+  ' "$dir/config.json" >"$dir/config.json.new" && mv "$dir/config.json.new" "$dir/config.json"
+}
+
+# podman_run [podman run options] -- command...: podman 4.3.1 with the flags a hybrid-cgroup host
+# needs, the hooks directory $PODMAN_HOOKS_DIR and the runtime $PODMAN_RUNTIME (default runc), on
+# the busybox rootfs $E2E_TMP/rootfs (--rootfs makes the first positional the rootfs).
+podman_run() {
+  local opts=()
+  while [ "$1" != -- ]; do opts+=("$1"); shift; done
+  shift
+  run podman --hooks-dir "${PODMAN_HOOKS_DIR:?}" --cgroup-manager cgroupfs --runtime "${PODMAN_RUNTIME:-runc}" run \
+    --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "${opts[@]}" --rootfs "$E2E_TMP/rootfs" "$@"
 }
 
 # Removes every runc container whose id starts with the prefix (cleanup on exit).

@@ -21,14 +21,7 @@ for f in "$GPUFRAC_SOURCE_DIR"/etc/oci/hooks.d/*.json; do
     >"$E2E_TMP/hooks.d/$(basename "$f")"
 done
 make_rootfs "$E2E_TMP/rootfs"
-# podman_run [podman run options] -- command...: --rootfs makes the first positional the rootfs.
-podman_run() {
-  local opts=()
-  while [ "$1" != -- ]; do opts+=("$1"); shift; done
-  shift
-  run podman --hooks-dir "$E2E_TMP/hooks.d" --cgroup-manager cgroupfs --runtime runc run \
-    --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "${opts[@]}" --rootfs "$E2E_TMP/rootfs" "$@"
-}
+PODMAN_HOOKS_DIR=$E2E_TMP/hooks.d
 
 # 1. A 0.5 share: what the container sees; --rm releases it.
 podman_run --rm --name "$P-1" --pid=host --annotation gpufrac.io/fraction=0.5 -- /bin/sh -c \

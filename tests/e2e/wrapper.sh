@@ -2,23 +2,6 @@
 # containers.sh).
 WRAPPER=$BIN_DIR/gpufrac-runtime
 
-# make_plain_bundle <dir> <shell command> [annotation k=v...]: a runc bundle sharing the host PID
-# namespace, without hooks (gpufrac-runtime adds its own).
-make_plain_bundle() {
-  local dir=$1 cmd=$2
-  shift 2
-  mkdir -p "$dir"
-  make_rootfs "$dir/rootfs"
-  (cd "$dir" && runc spec)
-  local annotations='{}'
-  for kv in "$@"; do annotations=$(jq --arg k "${kv%%=*}" --arg v "${kv#*=}" '. + {($k): $v}' <<<"$annotations"); done
-  jq --arg cmd "$cmd" --argjson ann "$annotations" '
-    .process.terminal = false | .process.args = ["/bin/sh", "-c", $cmd] | .root.readonly = false
-    | .annotations = $ann
-    | .linux.namespaces |= map(select(.type != "pid"))
-  ' "$dir/config.json" >"$dir/config.json.new" && mv "$dir/config.json.new" "$dir/config.json"
-}
-
 # make_recorder <file>: a stand-in low-level runtime that records its argv (NUL-separated) in
 # <file>.argv and its stdin in <file>.stdin, then exits 0.
 make_recorder() {

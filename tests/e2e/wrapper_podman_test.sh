@@ -22,6 +22,7 @@ e2e_gpu_config a100-40gb-x1.yaml
 GPU=$(jq -r '.gpus[0].uuid' <<<"$("$GPUFRAC" info --json)")
 LIMIT=$((40536 / 4 * 1024 * 1024))
 make_rootfs "$E2E_TMP/rootfs"
+PODMAN_RUNTIME=gpufrac
 
 run "$GPUFRAC" runtime configure podman --config "$E2E_TMP/containers.conf" --drop-in "$E2E_TMP/99-gpufrac.conf" \
   --runtime-path "$WRAPPER"
@@ -35,18 +36,9 @@ for f in "$GPUFRAC_SOURCE_DIR"/etc/oci/hooks.d/*.json; do
   jq --arg hook "$HOOK" --arg cfg "GPUFRAC_CONFIG=$GPUFRAC_CONFIG" '.hook.path = $hook | .hook.env += [$cfg]' "$f" \
     >"$E2E_TMP/hooks.d/$(basename "$f")"
 done
-# podman_run <hooks dir> [podman run options] -- command...
-podman_run() {
-  local hooks=$1 opts=()
-  shift
-  while [ "$1" != -- ]; do opts+=("$1"); shift; done
-  shift
-  run podman --hooks-dir "$hooks" --cgroup-manager cgroupfs --runtime gpufrac run \
-    --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 "${opts[@]}" --rootfs "$E2E_TMP/rootfs" "$@"
-}
 
 # 1. A 0.25 share through the wrapper; --rm releases it.
-podman_run "$E2E_TMP/no-hooks" --rm --name "$P-1" --pid=host --annotation gpufrac.io/fraction=0.25 -- /bin/sh -c \
+PODMAN_HOOKS_DIR=$E2E_TMP/no-hooks podman_run --rm --name "$P-1" --pid=host --annotation gpufrac.io/fraction=0.25 -- /bin/sh -c \
   'cat /run/gpufrac/limits /etc/ld.so.preload; stat -c "%n %t:%T" /dev/nvidia0 /dev/nvidiactl'
 assert_eq "$RC" 0 "podman --runtime gpufrac with a 0.25 share: $OUT"
 assert_contains "$OUT" "device $GPU $LIMIT" "limit file: 1/4 of the GPU"
@@ -56,13 +48,13 @@ assert_contains "$OUT" "/dev/nvidiactl c3:ff" "control node"
 assert_eq "$(ledger_count)" 0 "released after --rm"
 
 # 2. A malformed annotation: podman shows the wrapper's line; nothing booked.
-podman_run "$E2E_TMP/no-hooks" --rm --name "$P-2" --pid=host --annotation gpufrac.io/fraction=1.5 -- /bin/true
+PODMAN_HOOKS_DIR=$E2E_TMP/no-hooks podman_run --rm --name "$P-2" --pid=host --annotation gpufrac.io/fraction=1.5 -- /bin/true
 assert_eq "$RC" 126 "malformed fraction refused"
 assert_contains "$OUT" 'gpufrac: gpufrac.io/fraction: "1.5" is out of range' "the parse line reaches podman"
 assert_eq "$(ledger_count)" 0 "nothing booked"
 
 # 3. hooks.d active as well: the spec carries gpufrac-hook, the wrapper leaves it to the hook.
-podman_run "$E2E_TMP/hooks.d" -d --name "$P-3" --pid=host --annotation gpufrac.io/fraction=0.25 -- /bin/sleep 60
+PODMAN_HOOKS_DIR=$E2E_TMP/hooks.d podman_run -d --name "$P-3" --pid=host --annotation gpufrac.io/fraction=0.25 -- /bin/sleep 60
 assert_eq "$RC" 0 "hooks.d and the wrapper together: $OUT"
 assert_eq "$(jq -c '[.entries[] | .source]' "$E2E_TMP/state/ledger.json")" '["hook"]' "one booking, made by the hook"
 podman rm -f "$P-3" >/dev/null
