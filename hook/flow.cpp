@@ -37,6 +37,7 @@ std::string image_preload(const BundleSpec& spec) {
 }
 
 Result<> apply(const Invocation& inv, const Edits& edits) {
+  if (auto r = set_effective(kApplyCapabilities); !r) return r;
   auto prepared = prepare_mounts(edits);
   if (!prepared) return std::unexpected(prepared.error());
   NamespaceTarget target{text::cat(inv.cfg.proc_root, "/", *inv.state.pid, "/ns/mnt"), inv.spec.rootfs};
@@ -131,6 +132,7 @@ Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
 
 int run_hook(const HookArgs& args, std::string_view state_json) {
   if (auto r = restrict_bounding_set(); !r) return report(r.error());
+  if (auto r = set_effective(kBookingCapabilities); !r) return report(r.error());
   auto state = parse_oci_state(state_json);
   if (!state) return args.stage == Stage::poststop ? 0 : report(state.error());
   if (args.stage == Stage::poststop) return poststop(args, *state);

@@ -37,6 +37,19 @@ Result<> restrict_bounding_set() {
   return {};
 }
 
+Result<> set_effective(std::initializer_list<cap_value_t> keep) {
+  CapPtr caps(cap_get_proc());
+  if (!caps) return sys_error("cannot read capabilities");
+  cap_clear_flag(caps.get(), CAP_EFFECTIVE);
+  for (cap_value_t c : keep) {
+    cap_flag_value_t permitted = CAP_CLEAR;
+    cap_get_flag(caps.get(), c, CAP_PERMITTED, &permitted);
+    if (permitted == CAP_SET) cap_set_flag(caps.get(), CAP_EFFECTIVE, 1, &c, CAP_SET);
+  }
+  if (cap_set_proc(caps.get()) != 0) return sys_error("cannot change effective capabilities");
+  return {};
+}
+
 Result<> keep_only(std::initializer_list<cap_value_t> keep) {
   CapPtr now(cap_get_proc());
   CapPtr next(cap_init());

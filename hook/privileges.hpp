@@ -17,6 +17,16 @@ inline constexpr cap_value_t kHookCapabilities[] = {CAP_SYS_ADMIN, CAP_SYS_CHROO
 // Drops every capability outside kHookCapabilities from the bounding set, inheritable and ambient
 // sets. A non-root hook (no CAP_SETPCAP) keeps what it has: it cannot mount anyway.
 Result<> restrict_bounding_set();
+// Sets the effective set to `keep` (a subset of what is permitted), leaving the permitted set as it
+// is, so a later phase can raise what it needs: the booking phase runs with almost nothing.
+Result<> set_effective(std::initializer_list<cap_value_t> keep);
+
+// The phases' effective sets: parsing input and booking only read (bundles, caches); entering the
+// container's mount namespace needs ptrace access to its init and CAP_SYS_ADMIN/CAP_SYS_CHROOT.
+inline constexpr std::initializer_list<cap_value_t> kBookingCapabilities = {CAP_DAC_READ_SEARCH};
+inline constexpr std::initializer_list<cap_value_t> kApplyCapabilities = {
+    CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER};
+
 // Sets permitted = effective = `keep` (a subset of what is permitted now), inheritable empty.
 Result<> keep_only(std::initializer_list<cap_value_t> keep);
 // The rootfs phase's syscall allow-list: open/stat/mkdir/move_mount/mount_setattr and what the C

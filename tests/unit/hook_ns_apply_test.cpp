@@ -132,3 +132,36 @@ TEST(Seccomp, RootfsPhaseForbidsOtherSyscalls) {
 
 }  // namespace
 }  // namespace gpufrac::hook
+
+namespace gpufrac::hook {
+namespace {
+
+bool effective(cap_value_t c) {
+  cap_t caps = cap_get_proc();
+  cap_flag_value_t v = CAP_CLEAR;
+  cap_get_flag(caps, c, CAP_EFFECTIVE, &v);
+  cap_free(caps);
+  return v == CAP_SET;
+}
+
+TEST(Capabilities, BookingPhaseLowersAndApplyPhaseRaises) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root";
+  pid_t child = ::fork();
+  if (child == 0) {
+    if (!restrict_bounding_set() || !set_effective(kBookingCapabilities)) ::_exit(10);
+    if (effective(CAP_SYS_ADMIN) || effective(CAP_DAC_OVERRIDE) || !effective(CAP_DAC_READ_SEARCH)) ::_exit(11);
+    if (::mount("none", "/tmp", "tmpfs", 0, nullptr) == 0 || errno != EPERM) ::_exit(12);  // no CAP_SYS_ADMIN
+    if (!set_effective(kApplyCapabilities) || !effective(CAP_SYS_ADMIN)) ::_exit(13);
+    if (effective(CAP_NET_ADMIN) || effective(CAP_SETUID)) ::_exit(14);  // never in the bounding set
+    if (!keep_only({CAP_SYS_ADMIN}) || effective(CAP_SYS_PTRACE)) ::_exit(15);
+    if (set_effective({CAP_SYS_PTRACE}) && effective(CAP_SYS_PTRACE)) ::_exit(16);  // dropped for good
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace gpufrac::hook
