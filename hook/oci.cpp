@@ -42,17 +42,25 @@ Result<> read_namespaces(const json& linux_obj, BundleSpec& spec) {
 
 namespace {
 
-bool same_inode(const std::string& a, const std::string& b) {
+// Whether the namespace at `path` is the one at `reference`; an unreadable link is an error, not an
+// answer, so a missing permission never reads as "the container has its own PID namespace".
+Result<bool> same_namespace(const std::string& path, const std::string& reference) {
   struct stat sa{}, sb{};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
+  if (::stat(path.c_str(), &sa) != 0) return sys_error("cannot read the PID namespace " + path + " in config.json");
+  if (::stat(reference.c_str(), &sb) != 0) return sys_error("cannot read the host PID namespace " + reference);
+  return sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;
 }
 
 }  // namespace
 
 Result<> check_host_pid(const BundleSpec& spec, bool require_host_pid, const std::string& proc_root) {
   if (!require_host_pid) return {};
-  bool own = spec.private_pid_namespace ||
-             (spec.pid_namespace_path && !same_inode(*spec.pid_namespace_path, proc_root + "/self/ns/pid"));
+  bool own = spec.private_pid_namespace;
+  if (!own && spec.pid_namespace_path) {
+    auto same = same_namespace(*spec.pid_namespace_path, proc_root + "/self/ns/pid");
+    if (!same) return std::unexpected(same.error());
+    own = !*same;
+  }
   if (!own) return {};
   return user_error(
       "the container has its own PID namespace; gpufrac needs the host PID namespace: run it with --pid=host "

@@ -21,9 +21,11 @@ Result<> restrict_bounding_set();
 // is, so a later phase can raise what it needs: the booking phase runs with almost nothing.
 Result<> set_effective(std::initializer_list<cap_value_t> keep);
 
-// The phases' effective sets: parsing input and booking only read (bundles, caches); entering the
-// container's mount namespace needs ptrace access to its init and CAP_SYS_ADMIN/CAP_SYS_CHROOT.
-inline constexpr std::initializer_list<cap_value_t> kBookingCapabilities = {CAP_DAC_READ_SEARCH};
+// The phases' effective sets: parsing input and booking only read (bundles, caches, and the
+// namespace links under /proc/<pid>/ns, which need ptrace read access to a process with more
+// capabilities, hence CAP_SYS_PTRACE); entering the container's mount namespace needs
+// CAP_SYS_ADMIN/CAP_SYS_CHROOT too.
+inline constexpr std::initializer_list<cap_value_t> kBookingCapabilities = {CAP_DAC_READ_SEARCH, CAP_SYS_PTRACE};
 inline constexpr std::initializer_list<cap_value_t> kApplyCapabilities = {
     CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER};
 

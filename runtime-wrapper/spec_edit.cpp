@@ -57,6 +57,9 @@ Result<> add_devices(Spec& spec, const std::vector<EditDeviceNode>& nodes) {
   if (nodes.empty()) return {};
   auto linux_obj = member(spec, "linux", Kind::object, "linux");
   if (!linux_obj) return std::unexpected(linux_obj.error());
+  // Both members exist before any pointer into `linux` is kept: inserting into the ordered map
+  // moves its elements, so a pointer taken before the second insert would dangle.
+  if (auto r = member(**linux_obj, "resources", Kind::object, "linux.resources"); !r) return std::unexpected(r.error());
   auto devices = member(**linux_obj, "devices", Kind::array, "linux.devices");
   if (!devices) return std::unexpected(devices.error());
   auto resources = member(**linux_obj, "resources", Kind::object, "linux.resources");
