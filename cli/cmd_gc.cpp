@@ -1,19 +1,24 @@
 // `gpufrac gc [--json]`: reclaims bookings whose process is gone (pid + start time) or that stayed
 // pending past allocation.pending-timeout, removes temp files of killed writers and the files of
 // containers without bookings, drops dead processes from accounting regions, and says what it did.
+// On dynamic-MIG GPUs it also undoes half-made instances and destroys instances idle for
+// mig.idle-timeout (nvml/mig_reclaim.hpp), and lists those kept for reuse.
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/context.hpp"
+#include "cli/status_model.hpp"
 #include "cli/table.hpp"
 #include "core/container_state.hpp"
 #include "core/ledger.hpp"
 #include "core/ledger_json.hpp"
 #include "core/text.hpp"
 #include "limits/host/region_file.hpp"
+#include "nvml/mig_reclaim.hpp"
 
 namespace gpufrac::cli {
 
@@ -80,6 +85,45 @@ nlohmann::json to_json(const GcReport& r) {
   return {{"reclaimed", std::move(reclaimed)}, {"temp_files_removed", r.temp_files_removed}, {"kept", r.kept}};
 }
 
+std::string mig_row_device(const IdleMigInstance& i) {
+  return text::cat("MIG ", i.profile, " gi ", i.gi, " ci ", i.ci);
+}
+
+// Dynamic MIG: what was destroyed for being idle too long, and what stays for reuse.
+std::string render(const MigReclaimReport& m, std::uint32_t timeout_s) {
+  std::string out;
+  for (const auto& n : m.notes) out += "MIG: " + n + "\n";
+  if (!m.destroyed.empty()) {
+    Table t({"GPU", "DEVICE", "UUID", "IDLE"});
+    for (const auto& i : m.destroyed) t.add({text::cat(i.gpu_index), mig_row_device(i), i.uuid, format_age(i.idle_s)});
+    out += text::cat("Destroyed ", m.destroyed.size(), " idle MIG instance(s) (idle ", format_age(timeout_s),
+                     " or longer, mig.idle-timeout):\n") +
+           t.render();
+  }
+  if (!m.idle.empty()) {
+    Table t({"GPU", "DEVICE", "UUID", "STATE", "IDLE"});
+    for (const auto& i : m.idle)
+      t.add({text::cat(i.gpu_index), mig_row_device(i), i.uuid, "idle", format_age(i.idle_s)});
+    out += "Idle dynamic MIG instances kept for reuse:\n" + t.render();
+  }
+  return out;
+}
+
+nlohmann::json idle_json(const std::vector<IdleMigInstance>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& i : list)
+    out.push_back({{"gpu_index", i.gpu_index},
+                   {"gpu_uuid", i.gpu_uuid},
+                   {"uuid", i.uuid},
+                   {"profile", i.profile},
+                   {"gi", i.gi},
+                   {"ci", i.ci},
+                   {"start", i.placement.start},
+                   {"state", "idle"},
+                   {"idle_s", i.idle_s}});
+  return out;
+}
+
 int run_gc(Context& ctx, bool json) {
   auto cfg = ctx.load();
   if (!cfg) return ctx.fail(cfg.error());
@@ -87,10 +131,15 @@ int run_gc(Context& ctx, bool json) {
   if (!report) return ctx.fail(report.error());
   auto files = collect_files(*cfg);
   if (!files) return ctx.fail(files.error());
+  auto mig = reclaim_idle_mig(*cfg, static_cast<std::int64_t>(std::time(nullptr)));
+  if (!mig) return ctx.fail(mig.error());
   nlohmann::json j = to_json(*report);
   j["container_dirs_removed"] = files->dirs_removed;
   j["dead_slots_reclaimed"] = files->dead_slots;
-  std::string out = json ? j.dump(2) + "\n" : render(*report) + render(*files);
+  j["mig_destroyed"] = idle_json(mig->destroyed);
+  j["mig_idle"] = idle_json(mig->idle);
+  j["mig_notes"] = mig->notes;
+  std::string out = json ? j.dump(2) + "\n" : render(*report) + render(*files) + render(*mig, cfg->mig.idle_timeout_s);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

@@ -29,5 +29,6 @@ void add_gc_command(CLI::App& app, Context& ctx);
 void add_ledger_command(CLI::App& app, Context& ctx);  // hidden: reserve/attach/release by hand
 void add_cdi_command(CLI::App& app, Context& ctx);     // generate, list, validate
 void add_runtime_command(CLI::App& app, Context& ctx);  // configure containerd|docker|crio|podman
+void add_mig_command(CLI::App& app, Context& ctx);      // provision, plan (dynamic MIG)
 
 }  // namespace gpufrac::cli

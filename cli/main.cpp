@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   gpufrac::cli::add_ledger_command(app, ctx);
   gpufrac::cli::add_cdi_command(app, ctx);
   gpufrac::cli::add_runtime_command(app, ctx);
+  gpufrac::cli::add_mig_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -6,6 +6,7 @@
 
 #include "cli/table.hpp"
 #include "core/ledger_json.hpp"
+#include "core/ledger_mig.hpp"
 #include "core/load.hpp"
 #include "core/text.hpp"
 
@@ -86,6 +87,18 @@ std::string render_shares(const std::vector<std::pair<std::string, const ShareSt
   return t.render();
 }
 
+// Dynamic MIG instances without booking, kept for reuse until mig.idle-timeout.
+std::string render_idle(const StatusReport& r) {
+  Table t({"GPU", "DEVICE", "UUID", "STATE", "IDLE"});
+  bool any = false;
+  for (const auto& d : r.devices) {
+    if (!d.idle_s) continue;
+    any = true;
+    t.add({text::cat(d.gpu_index), device_text(d), d.uuid, "idle", format_age(*d.idle_s)});
+  }
+  return any ? "\nIdle dynamic MIG instances (kept for reuse)\n" + t.render() : "";
+}
+
 nlohmann::json share_json(const ShareStatus& s) {
   nlohmann::json j = entry_to_json(s.entry);
   j["state"] = s.state;
@@ -115,6 +128,8 @@ StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const
     for (const MigInstance* m : instances) {
       r.devices.push_back(instance_status(*g, *m, load.of(m->uuid)));
       r.devices.back().shares = shares_of(load.of(m->uuid).entries, now, state_of, usage_of);
+      if (const MigIdleRecord* rec = find_idle_record(ledger, m->uuid); rec && load.of(m->uuid).entries.empty())
+        r.devices.back().idle_s = std::max<std::int64_t>(0, now - rec->since);
     }
   }
   r.unknown = shares_of(load.unknown, now, state_of, usage_of);
@@ -130,8 +145,8 @@ std::string render_status(const StatusReport& r) {
   for (const auto& d : r.devices)
     for (const auto& s : d.shares) rows.emplace_back(share_device(s.entry), &s);
   for (const auto& s : r.unknown) rows.emplace_back(s.entry.device_uuid + " (not on this node)", &s);
-  if (rows.empty()) return out + "\nNo shares.\n";
-  return out + "\nShares\n" + render_shares(rows);
+  out += rows.empty() ? "\nNo shares.\n" : "\nShares\n" + render_shares(rows);
+  return out + render_idle(r);
 }
 
 nlohmann::json status_json(const StatusReport& r) {
@@ -150,6 +165,10 @@ nlohmann::json status_json(const StatusReport& r) {
                      {"free", d.free},
                      {"shares", std::move(shares)}};
     if (d.mig) j["mig"] = {{"gi", d.mig->gi}, {"ci", d.mig->ci}, {"profile", d.mig->profile}};
+    if (d.idle_s) {
+      j["state"] = "idle";
+      j["idle_s"] = *d.idle_s;
+    }
     devices.push_back(std::move(j));
   }
   for (const auto& s : r.unknown) unknown.push_back(share_json(s));

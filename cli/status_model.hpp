@@ -1,9 +1,9 @@
 // `gpufrac status` as data: per device (GPU, or MIG instance) total, reserved and free memory
-// and its shares, built purely from the inventory and the ledger, then rendered as a table or
-// JSON. Liveness and live usage come in as functions so tests need no processes, and a usage
-// source (the shim's accounting region) plugs in without changing the model: a share's
-// used_bytes stays nullopt until one is given, and the USED column appears only when some
-// share has a figure.
+// and its shares (and, for dynamic MIG instances kept for reuse, state "idle" and the idle age),
+// built purely from the inventory and the ledger, then rendered as a table or JSON. Liveness and
+// live usage come in as functions so tests need no processes, and a usage source (the shim's
+// accounting region) plugs in without changing the model: a share's used_bytes stays nullopt
+// until one is given, and the USED column appears only when some share has a figure.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +35,7 @@ struct DeviceStatus {
   bool mig_mode = false;  // a GPU in MIG mode: its memory belongs to its instances
   std::uint64_t total = 0, capacity = 0, reserved = 0, free = 0;
   std::vector<ShareStatus> shares;
+  std::optional<std::int64_t> idle_s;  // a dynamic MIG instance kept for reuse: idle for this long
 };
 
 struct StatusReport {

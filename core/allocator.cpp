@@ -146,17 +146,31 @@ Result<Candidates> candidates(const Request& r, const Inventory& inv) {
   return Candidates{g};
 }
 
+// MIG requests on static GPUs first (existing instances only), then the planner on dynamic ones.
+Result<Grant> allocate_mig(const Request& r, const Candidates& gpus, const Load& load,
+                           const std::vector<LedgerEntry>& live, const DynamicMig& dyn) {
+  if (r.gpu && !r.gpu->mig_uuid.empty()) return mig_pinned(r, gpus, load, dyn);
+  Candidates fixed, dynamic;
+  for (const Gpu* g : gpus) (dyn.dynamic(*g) ? dynamic : fixed).push_back(g);
+  const bool fixed_mig = std::any_of(fixed.begin(), fixed.end(), [](const Gpu* g) { return g->mig_enabled; });
+  auto from_fixed = r.kind == SizeKind::mig_profile ? mig_by_profile(r, fixed, load) : mig_for_share(r, fixed, load);
+  if (from_fixed || dynamic.empty()) return from_fixed;
+  auto planned = mig_dynamic(r, dynamic, live, dyn);
+  if (planned || !fixed_mig) return planned;
+  return user_error(from_fixed.error().message + "; " + planned.error().message);
+}
+
 }  // namespace
 
 Result<Grant> allocate(const Request& r, const Inventory& inv, const std::vector<LedgerEntry>& live,
-                       const AllocationConfig& cfg) {
+                       const AllocationConfig& cfg, const DynamicMig& dyn) {
   auto gpus = candidates(r, inv);
   if (!gpus) return std::unexpected(gpus.error());
   const Load load = compute_load(inv, live);
-  if (r.kind == SizeKind::mig_profile) return mig_by_profile(r, *gpus, load);
+  if (r.kind == SizeKind::mig_profile) return allocate_mig(r, *gpus, load, live, dyn);
   auto share = allocate_share(r, *gpus, load, cfg);
   if (share || !cfg.mig_serves_fractions) return share;
-  auto mig = mig_for_share(r, *gpus, load);
+  auto mig = allocate_mig(r, *gpus, load, live, dyn);
   if (mig) return mig;
   return user_error(share.error().message + "; " + mig.error().message);
 }

@@ -12,7 +12,8 @@
 //  - gpufrac.io/gpu restricts every choice to that GPU (index or UUID). A CDI MIG device's pin
 //    (GpuPin::mig_uuid) restricts a mig-profile request to that one instance.
 //  - mig-profile takes an idle existing instance of that profile (no live booking on its UUID,
-//    capability device nodes present), lowest GPU index, then GI, then CI.
+//    capability device nodes present), lowest GPU index, then GI, then CI; on dynamic-MIG GPUs
+//    the planner decides (DynamicMig below).
 //  - With mig-serves-fractions, a share that fits on no GPU may take the smallest idle instance
 //    that holds it: a fraction f needs ceil(f x memory slices of the GPU) slices (compare slices,
 //    then memory); a memory amount needs the profile's memory (memorySizeMB) >= the amount
@@ -32,7 +33,24 @@
 
 namespace gpufrac {
 
+// Dynamic MIG (core/mig_plan.hpp): which GPUs are dynamic, and the idle records of their
+// instances. Without it every GPU is static. On a dynamic GPU in MIG mode the allocator hands out
+// only what the planner's plan reuses (an idle recorded instance); a plan that creates or
+// destroys instances is a refusal naming it, which the provisioner (gpufrac mig provision) acts
+// on. Static GPUs come first: their idle instances are taken before a dynamic GPU is planned.
+struct DynamicMig {
+  const MigConfig* config = nullptr;
+  const std::vector<MigIdleRecord>* idle = nullptr;
+  bool dynamic(const Gpu& gpu) const;  // in MIG mode and dynamic by the config
+};
+
 Result<Grant> allocate(const Request& request, const Inventory& inventory, const std::vector<LedgerEntry>& live,
-                       const AllocationConfig& config);
+                       const AllocationConfig& config, const DynamicMig& dynamic = {});
+
+// True when creating a MIG instance could serve the request: a mig-profile request, or a share
+// with mig-serves-fractions, that may use (pin included) a GPU in MIG mode that is dynamic.
+// The hook and the wrapper then run the provisioner after a refusal.
+bool dynamic_mig_applies(const Request& request, const Inventory& inventory, const AllocationConfig& allocation,
+                         const MigConfig& mig);
 
 }  // namespace gpufrac

@@ -37,11 +37,6 @@ std::string unusable(const MigInstance& m, const Load& load) {
   return "";
 }
 
-Grant mig_grant(const Gpu& g, const MigInstance& m, std::string reason) {
-  return Grant{m.uuid,         g.index, g.uuid,           MigRef{m.gi_id, m.ci_id, m.profile_name},
-               m.memory_bytes, true,    std::move(reason)};
-}
-
 // "GPU 0: 3g.40gb, 2g.20gb, 1g.10gb x2"
 std::string profiles_of(const Gpu& g) {
   std::vector<std::pair<std::string, int>> counts;
@@ -72,6 +67,11 @@ bool outside_pin(const Request& r, const MigInstance& m) {
 }
 
 }  // namespace
+
+Grant mig_grant(const Gpu& g, const MigInstance& m, std::string reason) {
+  return Grant{m.uuid,         g.index, g.uuid,           MigRef{m.gi_id, m.ci_id, m.profile_name},
+               m.memory_bytes, true,    std::move(reason)};
+}
 
 Result<Grant> mig_by_profile(const Request& r, const Candidates& gpus, const Load& load) {
   std::vector<std::string> busy, present;

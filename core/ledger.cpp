@@ -6,6 +6,7 @@
 #include "core/allocator.hpp"
 #include "core/fault.hpp"
 #include "core/ledger_file.hpp"
+#include "core/ledger_mig.hpp"
 #include "core/process.hpp"
 #include "core/text.hpp"
 
@@ -41,7 +42,7 @@ LedgerEntry entry_for(const ReserveArgs& a, const Grant& g, std::uint64_t pid_st
 
 // Finds the booking of (container id, device key) or allocates a new one in state.
 Result<Booking> book(LedgerState& state, const ReserveArgs& a, std::uint64_t start, const Inventory& inv,
-                     const AllocationConfig& cfg, std::int64_t now, bool& changed) {
+                     const AllocationConfig& cfg, const MigConfig& mig, std::int64_t now, bool& changed) {
   Booking b;
   if (LedgerEntry* e = find(state, a.container_id, a.device_key)) {
     if (e->request != a.request.describe())
@@ -56,8 +57,9 @@ Result<Booking> book(LedgerState& state, const ReserveArgs& a, std::uint64_t sta
     b.existing = true;
     return b;
   }
-  auto g = allocate(a.request, inv, state.entries, cfg);
+  auto g = allocate(a.request, inv, state.entries, cfg, DynamicMig{&mig, &state.mig_idle});
   if (!g) return std::unexpected(g.error());
+  drop_idle_record(state, g->device_uuid);
   state.entries.push_back(entry_for(a, *g, start, now));
   changed = true;
   b.grant = std::move(*g);
@@ -72,6 +74,7 @@ LedgerOptions LedgerOptions::from(const Config& cfg) {
   o.lock_path = cfg.ledger_lock_path();
   o.proc_root = cfg.proc_root;
   o.pending_timeout_s = cfg.allocation.pending_timeout_s;
+  o.mig = cfg.mig;
   return o;
 }
 
@@ -97,6 +100,9 @@ std::vector<Reclaimed> Ledger::reclaim(LedgerState& state) const {
     if (!why.empty()) out.push_back(Reclaimed{e, why});
     return !why.empty();
   });
+  std::vector<LedgerEntry> gone;
+  for (const auto& r : out) gone.push_back(r.entry);
+  record_idle(state, gone, options_.mig, t);
   return out;
 }
 
@@ -118,7 +124,7 @@ Result<Booking> Ledger::reserve(const ReserveArgs& a, const Inventory& inv, cons
   if (!tx) return std::unexpected(tx.error().wrap("while booking " + a.container_id));
   auto reclaimed = reclaim(tx->state);
   bool changed = !reclaimed.empty();
-  auto booking = book(tx->state, a, *start, inv, cfg, now(), changed);
+  auto booking = book(tx->state, a, *start, inv, cfg, options_.mig, now(), changed);
   if (changed)
     if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
   if (booking) booking->reclaimed = std::move(reclaimed);
@@ -161,6 +167,7 @@ Result<std::vector<LedgerEntry>> Ledger::release(const std::string& id) {
     if (e.container_id == id) removed.push_back(e);
     return e.container_id == id;
   });
+  record_idle(tx->state, removed, options_.mig, now());
   if (!removed.empty())
     if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
   return removed;
@@ -182,6 +189,43 @@ Result<GcReport> Ledger::gc() {
 
 Result<LedgerState> Ledger::read() const {
   return load_ledger_file(options_.path);
+}
+
+Result<Booking> Ledger::reserve_granted(const ReserveArgs& a, const Grant& g) {
+  if (auto r = validate_container_id(a.container_id); !r) return std::unexpected(r.error());
+  if (auto r = validate_device_key(a.device_key); !r) return std::unexpected(r.error());
+  auto start = start_time_of(a.pid, a.pid_start);
+  if (!start) return std::unexpected(start.error());
+  auto tx = begin(options_);
+  if (!tx) return std::unexpected(tx.error().wrap("while booking " + a.container_id));
+  Booking b;
+  b.reclaimed = reclaim(tx->state);
+  if (const LedgerEntry* e = find(tx->state, a.container_id, a.device_key)) {
+    if (e->request != a.request.describe() || e->device_uuid != g.device_uuid)
+      return user_error(text::cat("container ", a.container_id, " already holds a booking for ", e->request, " on ",
+                                  e->device_uuid, "; release it first"));
+    b.grant = grant_of(*e);
+    b.existing = true;
+    return b;
+  }
+  for (const auto& e : tx->state.entries)
+    if (e.device_uuid == g.device_uuid) return user_error(text::cat(g.device_uuid, " is booked by ", e.container_id));
+  drop_idle_record(tx->state, g.device_uuid);
+  tx->state.entries.push_back(entry_for(a, g, *start, now()));
+  if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
+  b.grant = g;
+  return b;
+}
+
+Result<std::vector<Reclaimed>> Ledger::update(const Change& change) {
+  auto tx = begin(options_);
+  if (!tx) return std::unexpected(tx.error().wrap("while updating the ledger"));
+  auto reclaimed = reclaim(tx->state);
+  auto changed = change(tx->state);
+  if (!changed) return std::unexpected(changed.error());
+  if (*changed || !reclaimed.empty())
+    if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
+  return reclaimed;
 }
 
 }  // namespace gpufrac

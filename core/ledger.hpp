@@ -26,6 +26,8 @@ struct LedgerOptions {
   std::string proc_root = "/proc";
   std::uint32_t pending_timeout_s = 120;
   std::function<std::int64_t()> clock;  // seconds since the epoch; empty = the system clock
+  // Dynamic-MIG GPUs: their released instances are recorded idle (ledger_mig.hpp).
+  MigConfig mig;
 
   static LedgerOptions from(const Config& cfg);
 };
@@ -73,6 +75,14 @@ class Ledger {
   Result<GcReport> gc();
   // The current content, without the lock (the file is only ever replaced whole).
   Result<LedgerState> read() const;
+
+  // Dynamic MIG (nvml/mig_provision.hpp). Books exactly `grant` (an instance the provisioner made
+  // or chose), idempotent like reserve(); refused when another booking holds the device.
+  Result<Booking> reserve_granted(const ReserveArgs& args, const Grant& grant);
+  // Runs `change` on the content under the lock, after reclaiming dead bookings; saves when either
+  // changed something (`change` returns whether it did). Returns what was reclaimed.
+  using Change = std::function<Result<bool>(LedgerState&)>;
+  Result<std::vector<Reclaimed>> update(const Change& change);
 
   const LedgerOptions& options() const { return options_; }
 

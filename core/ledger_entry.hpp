@@ -40,10 +40,22 @@ struct LedgerEntry {
 // The grant an entry stands for (reason says it is an existing booking).
 Grant grant_of(const LedgerEntry& e);
 
-// The ledger file's content. Version 1 holds bookings only; records of idle dynamic MIG
-// instances will come as a new top-level key with version 2 (docs/architecture.md).
+// A MIG instance of a dynamic-MIG GPU that has no booking and is kept for reuse: since when
+// (seconds since the epoch). Only recorded instances are handed out again without the
+// provisioner; one without a record (found idle, or being destroyed) waits for it.
+struct MigIdleRecord {
+  std::string uuid;      // MIG-<uuid>
+  std::string gpu_uuid;  // GPU-<uuid> of the parent
+  std::int64_t since = 0;
+  bool operator==(const MigIdleRecord&) const = default;
+};
+
+// The ledger file's content. Version 1 holds bookings only; version 2 adds the idle records of
+// dynamic MIG instances (top-level "mig_idle"). The writer writes the lowest version that holds
+// the content (docs/architecture.md "Dynamic MIG").
 struct LedgerState {
   std::vector<LedgerEntry> entries;
+  std::vector<MigIdleRecord> mig_idle;  // by uuid, at most one record per instance
   bool operator==(const LedgerState&) const = default;
 };
 

@@ -111,14 +111,54 @@ Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
   return e;
 }
 
-Result<LedgerState> read_state(const json& doc, const std::string& name) {
+Result<MigIdleRecord> read_idle_record(const json& obj, const std::string& path) {
+  if (!obj.is_object()) return internal_error(path + ": must be an object");
+  if (obj.size() != 3 || !obj.contains("uuid") || !obj.contains("gpu") || !obj.contains("since"))
+    return internal_error(path + ": must be {uuid, gpu, since}");
+  Reader r(obj, path);
+  MigIdleRecord rec{r.str("uuid", 96), r.str("gpu", 96), static_cast<std::int64_t>(r.u64("since", INT64_MAX))};
+  r.check(rec.uuid.starts_with("MIG-"), "uuid", "must start with MIG-");
+  r.check(rec.gpu_uuid.starts_with("GPU-"), "gpu", "must start with GPU-");
+  if (r.error()) return internal_error(*r.error());
+  return rec;
+}
+
+Result<std::vector<MigIdleRecord>> read_idle_records(const json& doc, const std::string& name) {
+  const json& list = doc.at("mig_idle");
+  if (!list.is_array() || list.size() > kMaxLedgerEntries)
+    return internal_error(text::cat(name, ": mig_idle must be an array of at most ", kMaxLedgerEntries));
+  std::vector<MigIdleRecord> out;
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    auto rec = read_idle_record(list[i], text::cat("mig_idle[", i, "]"));
+    if (!rec) return std::unexpected(rec.error().wrap(name));
+    if (!seen.insert(rec->uuid).second)
+      return internal_error(text::cat(name, ": mig_idle[", i, "]: a second record of ", rec->uuid));
+    out.push_back(std::move(*rec));
+  }
+  return out;
+}
+
+// Version 1: {version, entries}; version 2: {version, entries, mig_idle}.
+Result<int> read_version(const json& doc, const std::string& name) {
   if (!doc.is_object() || !doc.contains("version") || !doc.contains("entries"))
     return internal_error(name + ": not a gpufrac ledger; expected {\"version\": 1, \"entries\": [...]}");
-  if (doc.size() != 2) return internal_error(name + ": unknown top-level key; expected version and entries");
   const json& v = doc.at("version");
-  if (!v.is_number_unsigned() || v.get<std::uint64_t>() != kLedgerVersion)
+  if (!v.is_number_unsigned() ||
+      (v.get<std::uint64_t>() != kLedgerVersion && v.get<std::uint64_t>() != kLedgerVersionMigIdle))
     return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not ", kLedgerVersion,
-                                    "; it was written by another gpufrac version"));
+                                    " or ", kLedgerVersionMigIdle, "; it was written by another gpufrac version"));
+  const int version = static_cast<int>(v.get<std::uint64_t>());
+  if (version == kLedgerVersion && doc.size() != 2)
+    return internal_error(name + ": unknown top-level key; expected version and entries");
+  if (version == kLedgerVersionMigIdle && (doc.size() != 3 || !doc.contains("mig_idle")))
+    return internal_error(name + ": ledger version 2 has exactly version, entries and mig_idle");
+  return version;
+}
+
+Result<LedgerState> read_state(const json& doc, const std::string& name) {
+  auto version = read_version(doc, name);
+  if (!version) return std::unexpected(version.error());
   const json& entries = doc.at("entries");
   if (!entries.is_array() || entries.size() > kMaxLedgerEntries)
     return internal_error(text::cat(name, ": entries must be an array of at most ", kMaxLedgerEntries));
@@ -131,6 +171,11 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
       return internal_error(text::cat(name, ": entries[", i, "]: a second booking of container ", e->container_id,
                                       " device key ", text::quote(e->device_key)));
     state.entries.push_back(std::move(*e));
+  }
+  if (*version == kLedgerVersionMigIdle) {
+    auto idle = read_idle_records(doc, name);
+    if (!idle) return std::unexpected(idle.error());
+    state.mig_idle = std::move(*idle);
   }
   return state;
 }
@@ -152,6 +197,10 @@ json entry_to_json(const LedgerEntry& e) {
               {"pid", e.pid},
               {"pid_start", e.pid_start},
               {"created", e.created}};
+}
+
+json idle_record_to_json(const MigIdleRecord& r) {
+  return json{{"uuid", r.uuid}, {"gpu", r.gpu_uuid}, {"since", r.since}};
 }
 
 namespace {
@@ -208,15 +257,31 @@ void append_entry(std::string& out, const LedgerEntry& e) {
   out += "}";
 }
 
+void append_idle_record(std::string& out, const MigIdleRecord& r) {
+  out += "{\"uuid\":";
+  append_string(out, r.uuid);
+  out += ",\"gpu\":";
+  append_string(out, r.gpu_uuid);
+  field(out, "since", r.since);
+  out += "}";
+}
+
 }  // namespace
 
-// One entry per line: fast to write and easy to read or diff by hand.
+// One entry (and one idle record) per line: fast to write and easy to read or diff by hand.
 std::string ledger_to_json(const LedgerState& state) {
-  std::string out = text::cat("{\"version\":", kLedgerVersion, ",\"entries\":[");
-  out.reserve(64 + state.entries.size() * 400);
+  const bool v2 = !state.mig_idle.empty();
+  std::string out = text::cat("{\"version\":", v2 ? kLedgerVersionMigIdle : kLedgerVersion, ",\"entries\":[");
+  out.reserve(64 + state.entries.size() * 400 + state.mig_idle.size() * 120);
   for (std::size_t i = 0; i < state.entries.size(); ++i) {
     out += i == 0 ? "\n" : ",\n";
     append_entry(out, state.entries[i]);
+  }
+  if (!v2) return out + "\n]}\n";
+  out += "\n],\"mig_idle\":[";
+  for (std::size_t i = 0; i < state.mig_idle.size(); ++i) {
+    out += i == 0 ? "\n" : ",\n";
+    append_idle_record(out, state.mig_idle[i]);
   }
   return out + "\n]}\n";
 }

@@ -1,5 +1,10 @@
-// The ledger file's JSON form: {"version": 1, "entries": [{...}, ...]}. The loader is strict
-// (exact keys, types, bounds, valid ids, no duplicate bookings): a ledger is written only by
+// The ledger file's JSON form: {"version": 1, "entries": [{...}, ...]}, or version 2 with the idle
+// records of dynamic MIG instances: {"version": 2, "entries": [...], "mig_idle": [{"uuid": "MIG-...",
+// "gpu": "GPU-...", "since": 1700000000}, ...]}. Migration: both versions load (a version-1 file
+// has no idle records); the writer writes version 1 while there is no idle record and version 2
+// otherwise, so a node that never uses dynamic MIG keeps files older binaries read, and an older
+// binary refuses a file with records rather than dropping them. The loader is strict (exact keys,
+// types, bounds, valid ids, no duplicate bookings or records): a ledger is written only by
 // gpufrac, so anything else is a damaged file and is reported, never half-read.
 #pragma once
 
@@ -13,12 +18,14 @@
 
 namespace gpufrac {
 
-inline constexpr int kLedgerVersion = 1;
+inline constexpr int kLedgerVersion = 1;         // bookings only
+inline constexpr int kLedgerVersionMigIdle = 2;  // bookings and idle dynamic MIG records
 inline constexpr std::size_t kMaxLedgerEntries = 65536;
 
 std::string ledger_to_json(const LedgerState& state);
 // One entry as the ledger stores it (also used by `gpufrac status --json` and `gc --json`).
 nlohmann::json entry_to_json(const LedgerEntry& e);
+nlohmann::json idle_record_to_json(const MigIdleRecord& r);
 // name is the file, for messages. An error is internal (exit 2): the file is damaged or newer.
 Result<LedgerState> parse_ledger(std::string_view text, const std::string& name);
 

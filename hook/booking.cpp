@@ -1,8 +1,10 @@
 #include "hook/booking.hpp"
 
 #include "cdi/device_names.hpp"
+#include "core/allocator.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
+#include "core/mig_exec.hpp"
 #include "core/plan.hpp"
 #include "core/request.hpp"
 #include "core/text.hpp"
@@ -28,6 +30,26 @@ std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings) {
   return out;
 }
 
+// Dynamic MIG: a refused annotation request that a new MIG instance could serve goes to the
+// provisioner (`gpufrac mig provision`, which loads NVML; this binary never does).
+bool needs_provisioning(const Invocation& inv, const Request& request, const Error& refusal) {
+  return refusal.kind == ErrorKind::user && inv.args.cdi_device.empty() &&
+         dynamic_mig_applies(request, inv.inventory, inv.cfg.allocation, inv.cfg.mig);
+}
+
+// Runs the provisioner, which books; the inventory is read again for the new instance's nodes.
+Result<> provision(Invocation& inv) {
+  ProvisionCall call{inv.state.id, "", *inv.state.pid, BookingSource::hook,
+                     request_annotations(inv.spec.annotations, inv.cfg.aliases)};
+  auto grant = run_mig_provision(inv.cfg, call);
+  if (!grant) return std::unexpected(grant.error());
+  log::info("dynamic MIG: " + grant->substr(0, grant->find('\n')));
+  auto inventory = inventory_for_allocation(inv.cfg);
+  if (!inventory) return std::unexpected(inventory.error());
+  inv.inventory = std::move(*inventory);
+  return {};
+}
+
 }  // namespace
 
 Result<std::vector<LedgerEntry>> book(Invocation& inv) {
@@ -41,10 +63,15 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
   ReserveArgs args{inv.state.id, inv.args.cdi_device, **request,
                    inv.args.cdi_device.empty() ? BookingSource::hook : BookingSource::cdi, *inv.state.pid, std::nullopt};
   auto booking = ledger.reserve(args, inv.inventory, inv.cfg.allocation);
-  if (!booking) return std::unexpected(booking.error());
-  for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
-  log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes), ") for ",
-                      (*request)->describe(), ": ", booking->grant.reason));
+  if (!booking && needs_provisioning(inv, **request, booking.error())) {
+    if (auto r = provision(inv); !r) return std::unexpected(r.error());
+  } else if (!booking) {
+    return std::unexpected(booking.error());
+  } else {
+    for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
+    log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes), ") for ",
+                        (*request)->describe(), ": ", booking->grant.reason));
+  }
   auto state = ledger.read();
   if (!state) return std::unexpected(state.error());
   std::vector<LedgerEntry> mine;

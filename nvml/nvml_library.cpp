@@ -54,6 +54,7 @@ Result<Library> Library::open(const std::string& path) {
   GPUFRAC_NVML_REQUIRED(GPUFRAC_NVML_RESOLVE)
   GPUFRAC_NVML_OPTIONAL(GPUFRAC_NVML_RESOLVE)
   GPUFRAC_NVML_MIG(GPUFRAC_NVML_RESOLVE)
+  GPUFRAC_NVML_MIG_CHANGE(GPUFRAC_NVML_RESOLVE)
 #undef GPUFRAC_NVML_RESOLVE
 #define GPUFRAC_NVML_NEED(name)                                                       \
   if (!lib.fn_.name)                                                                  \
@@ -64,6 +65,10 @@ Result<Library> Library::open(const std::string& path) {
 #define GPUFRAC_NVML_FIRST_MISSING(name) \
   if (lib.missing_mig_.empty() && !lib.fn_.name) lib.missing_mig_ = #name;
   GPUFRAC_NVML_MIG(GPUFRAC_NVML_FIRST_MISSING)
+#undef GPUFRAC_NVML_FIRST_MISSING
+#define GPUFRAC_NVML_FIRST_MISSING(name) \
+  if (lib.missing_mig_change_.empty() && !lib.fn_.name) lib.missing_mig_change_ = #name;
+  GPUFRAC_NVML_MIG_CHANGE(GPUFRAC_NVML_FIRST_MISSING)
 #undef GPUFRAC_NVML_FIRST_MISSING
   return lib;
 }
@@ -90,6 +95,10 @@ Result<> Library::init() const {
 
 std::string Library::missing_mig_symbol() const {
   return missing_mig_;
+}
+
+std::string Library::missing_mig_change_symbol() const {
+  return missing_mig_change_;
 }
 
 std::size_t nvml_process_info_size(std::string_view driver_version) {

@@ -29,6 +29,10 @@ namespace gpufrac::nvml {
   X(nvmlDeviceGetGpuInstances) X(nvmlGpuInstanceGetInfo) X(nvmlGpuInstanceGetComputeInstanceProfileInfo)  \
   X(nvmlGpuInstanceGetComputeInstances) X(nvmlComputeInstanceGetInfo_v2) X(nvmlDeviceGetMaxMigDeviceCount) \
   X(nvmlDeviceGetMigDeviceHandleByIndex) X(nvmlDeviceGetGpuInstanceId) X(nvmlDeviceGetComputeInstanceId)
+// Needed only to create and destroy MIG instances (dynamic MIG; missing_mig_change_symbol()).
+#define GPUFRAC_NVML_MIG_CHANGE(X)                                                                       \
+  X(nvmlDeviceGetHandleByUUID) X(nvmlDeviceCreateGpuInstanceWithPlacement) X(nvmlDeviceGetGpuInstanceById) \
+  X(nvmlGpuInstanceCreateComputeInstance) X(nvmlComputeInstanceDestroy) X(nvmlGpuInstanceDestroy)
 // clang-format on
 
 struct Symbols {
@@ -36,6 +40,7 @@ struct Symbols {
   GPUFRAC_NVML_REQUIRED(GPUFRAC_NVML_POINTER)
   GPUFRAC_NVML_OPTIONAL(GPUFRAC_NVML_POINTER)
   GPUFRAC_NVML_MIG(GPUFRAC_NVML_POINTER)
+  GPUFRAC_NVML_MIG_CHANGE(GPUFRAC_NVML_POINTER)
 #undef GPUFRAC_NVML_POINTER
 };
 
@@ -55,6 +60,8 @@ class Library {
   Result<> init() const;
   // The first MIG function the library lacks, or "" when it has them all.
   std::string missing_mig_symbol() const;
+  // The same for the functions that create and destroy MIG instances.
+  std::string missing_mig_change_symbol() const;
 
  private:
   struct Closer {
@@ -64,6 +71,7 @@ class Library {
   std::string path_;
   Symbols fn_;
   std::string missing_mig_;
+  std::string missing_mig_change_;
 };
 
 // Bytes per entry nvmlDeviceGetComputeRunningProcesses_v3 writes for a driver version string:

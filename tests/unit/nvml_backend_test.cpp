@@ -73,7 +73,7 @@ TEST_F(NvmlBackend, EveryShippedMachineReadsAsTheSimulatedOne) {
     EXPECT_FALSE(real.gpus.empty()) << e.path();
     ++count;
   }
-  EXPECT_EQ(count, 6);
+  EXPECT_EQ(count, 7);
 }
 
 TEST_F(NvmlBackend, ReadsMigInstancesProfilesAndUuids) {

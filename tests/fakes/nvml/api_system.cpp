@@ -1,5 +1,6 @@
-// Library-wide calls: init and shutdown (reference counted; the machine file is read when the
-// count goes from 0 to 1), error strings, driver version, device count and handle lookup.
+// Library-wide calls: init and shutdown (reference counted; the machine file, and the shared state
+// file of GPUFRAC_FAKE_NVML_STATE when set, are read when the count goes from 0 to 1), error
+// strings, driver version, device count and handle lookup.
 #include <cstdio>
 #include <cstdlib>
 
@@ -34,6 +35,11 @@ nvmlReturn_t init() noexcept {
       std::fprintf(stderr, "fake libnvidia-ml.so.1: %s\n", state.error().message.c_str());
       return NVML_ERROR_DRIVER_NOT_LOADED;
     }
+    if (const char* path = std::getenv(kStateEnv); path && *path)
+      if (auto r = attach_state_file(**state, path); !r) {
+        std::fprintf(stderr, "fake libnvidia-ml.so.1: %s\n", r.error().message.c_str());
+        return NVML_ERROR_DRIVER_NOT_LOADED;
+      }
     g.state = std::move(*state);
     g.refs = 1;
     return NVML_SUCCESS;

@@ -3,11 +3,13 @@
 // No exception crosses the C ABI: with_state turns one into NVML_ERROR_UNKNOWN.
 #pragma once
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "fake_mig_file.hpp"
 #include "fake_state.hpp"
 
 #define FAKE_NVML_EXPORT extern "C" __attribute__((visibility("default")))
@@ -21,13 +23,41 @@ struct Global {
 };
 Global& global();
 
-// Runs f(State&) under the lock; NVML_ERROR_UNINITIALIZED before nvmlInit.
+// A state file that cannot be read or written: one line on stderr, NVML_ERROR_UNKNOWN.
+inline nvmlReturn_t file_failure(const Error& e) {
+  std::fprintf(stderr, "fake libnvidia-ml.so.1: %s\n", e.message.c_str());
+  return NVML_ERROR_UNKNOWN;
+}
+
+// Runs f(State&) under the lock, after reloading a changed state file; NVML_ERROR_UNINITIALIZED
+// before nvmlInit.
 template <class F>
 nvmlReturn_t with_state(F&& f) noexcept {
   try {
     std::lock_guard lock(global().mutex);
     if (!global().state) return NVML_ERROR_UNINITIALIZED;
+    if (auto r = refresh_from_file(*global().state); !r) return file_failure(r.error());
     return f(*global().state);
+  } catch (...) {
+    return NVML_ERROR_UNKNOWN;
+  }
+}
+
+// Runs f(State&), which changes the MIG state, under the state file's lock too: reload, change,
+// and write the file back when f succeeds.
+template <class F>
+nvmlReturn_t with_state_change(F&& f) noexcept {
+  try {
+    std::lock_guard lock(global().mutex);
+    if (!global().state) return NVML_ERROR_UNINITIALIZED;
+    State& s = *global().state;
+    auto file_lock = StateFileLock::acquire(s);
+    if (!file_lock) return file_failure(file_lock.error());
+    if (auto r = refresh_from_file(s); !r) return file_failure(r.error());
+    nvmlReturn_t rc = f(s);
+    if (rc == NVML_SUCCESS)
+      if (auto r = save_to_file(s); !r) return file_failure(r.error());
+    return rc;
   } catch (...) {
     return NVML_ERROR_UNKNOWN;
   }

@@ -45,8 +45,9 @@ namespace gpufrac::fake_nvml {
 // Everything about one GPU's MIG configuration that can change at run time, in one value: the
 // modes, the GPU instances with their compute instances (owned, so handles stay valid while
 // others come and go) and the MIG device handle slots. It is built from the machine file at
-// nvmlInit through add_gpu_instance/add_compute_instance; creation and destruction calls, and
-// keeping this in a file shared between processes, can be added on top of the same functions.
+// nvmlInit through add_gpu_instance/add_compute_instance; the create and destroy calls change it
+// (fake_mig_ops.hpp), and with GPUFRAC_FAKE_NVML_STATE it is kept in a file shared between
+// processes (fake_mig_file.hpp).
 struct MigState {
   bool current = false;                                            // MIG mode now
   bool pending = false;                                            // MIG mode after the next reset
@@ -65,9 +66,19 @@ struct PhysicalGpu {
   const MigProfile* profile_by_id(std::uint32_t id) const;
 };
 
+// Identity of the state file's content last read or written (changes on every atomic replace).
+struct FileStamp {
+  std::uint64_t inode = 0, size = 0;
+  std::int64_t mtime_ns = 0;
+  bool operator==(const FileStamp&) const = default;
+};
+
 struct State {
   std::string driver_version;
   std::vector<std::unique_ptr<PhysicalGpu>> gpus;
+  std::uint64_t serial = 0;  // MIG devices created so far: new MIG UUIDs derive from it
+  std::string state_file;    // GPUFRAC_FAKE_NVML_STATE, "" = this process only
+  FileStamp stamp;
 };
 
 // Loads a machine file (docs/machines.md) into a fresh state.

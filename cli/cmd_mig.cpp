@@ -1,0 +1,153 @@
+// `gpufrac mig provision|plan`: dynamic MIG by hand and for the static front-ends.
+//   gpufrac mig provision --container ID [--device-key K] [--pid P] [--source hook|wrapper|cdi]
+//                         --annotation KEY=VALUE...
+//     books the request, creating (and destroying idle) MIG instances on a dynamic-MIG GPU as the
+//     planner says (nvml/mig_provision.hpp), and prints the grant as one JSON object. gpufrac-hook
+//     runs it when its own reservation finds no idle instance (it cannot load NVML).
+//   gpufrac mig plan --annotation KEY=VALUE... [--json]
+//     what a request would get now on the dynamic GPUs, changing nothing.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/context.hpp"
+#include "core/allocator.hpp"
+#include "core/ledger.hpp"
+#include "core/ledger_json.hpp"
+#include "core/log.hpp"
+#include "core/mig_plan.hpp"
+#include "core/text.hpp"
+#include "nvml/discover.hpp"
+#include "nvml/mig_provision.hpp"
+
+namespace gpufrac::cli {
+
+namespace {
+
+struct MigOptions {
+  std::string container, device_key, source = "hook";
+  std::vector<std::string> annotations;  // KEY=VALUE
+  std::int64_t pid = 0;
+  bool json = false;
+};
+
+Result<Request> request_from(const std::vector<std::string>& pairs, bool aliases) {
+  Annotations a;
+  for (const auto& kv : pairs) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) return user_error("--annotation " + text::quote(kv) + ": use KEY=VALUE");
+    a[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  auto r = parse_request(a, aliases);
+  if (!r) return std::unexpected(r.error());
+  if (!*r)
+    return user_error("no gpufrac request in the annotations; use e.g. --annotation gpufrac.io/mig-profile=1g.10gb");
+  return **r;
+}
+
+nlohmann::json step_json(const MigDestroyStep& d) {
+  return {{"gi", d.gi}, {"profile", d.profile_name}, {"start", d.placement.start}, {"uuids", d.uuids}};
+}
+
+nlohmann::json provision_json(const ProvisionResult& r) {
+  const Grant& g = r.booking.grant;
+  nlohmann::json destroyed = nlohmann::json::array();
+  for (const auto& d : r.destroyed) destroyed.push_back(step_json(d));
+  nlohmann::json created = nullptr;
+  if (r.created)
+    created = {{"profile", r.created->profile_name},
+               {"profile_id", r.created->profile_id},
+               {"start", r.created->placement.start}};
+  nlohmann::json mig = nullptr;
+  if (g.mig) mig = {{"gi", g.mig->gi}, {"ci", g.mig->ci}, {"profile", g.mig->profile}};
+  return {{"device_uuid", g.device_uuid},
+          {"gpu_index", g.gpu_index},
+          {"gpu_uuid", g.gpu_uuid},
+          {"mig", mig},
+          {"bytes", g.bytes},
+          {"reason", g.reason},
+          {"existing", r.booking.existing},
+          {"destroyed", destroyed},
+          {"created", created},
+          {"notes", r.notes}};
+}
+
+int run_provision(Context& ctx, const MigOptions& o) {
+  auto cfg = ctx.load();
+  if (!cfg) return ctx.fail(cfg.error());
+  log::init(cfg->log, "gpufrac-mig");
+  log::set_context(o.container);
+  auto request = request_from(o.annotations, cfg->aliases);
+  if (!request) return ctx.fail(request.error());
+  auto source = booking_source_from(o.source);
+  if (!source) return ctx.fail(user_error("--source " + text::quote(o.source) + ": use hook, wrapper or cdi").error());
+  ReserveArgs args{o.container, o.device_key, *request, *source, o.pid, std::nullopt};
+  auto result = provision_mig(*cfg, args);
+  if (!result) {
+    log::error("mig provision: " + result.error().message);
+    return ctx.fail(result.error());
+  }
+  log::info(text::cat("booked ", result->booking.grant.device_uuid, " for ", request->describe(), ": ",
+                      result->booking.grant.reason));
+  std::printf("%s\n", provision_json(*result).dump().c_str());
+  return 0;
+}
+
+nlohmann::json plan_json(const MigPlan& p) {
+  nlohmann::json destroy = nlohmann::json::array();
+  for (const auto& d : p.destroy) destroy.push_back(step_json(d));
+  nlohmann::json j{{"gpu_index", p.gpu_index}, {"gpu_uuid", p.gpu_uuid}, {"reason", p.reason}};
+  if (p.reuse()) {
+    j["reuse"] = p.reuse_uuid;
+  } else {
+    j["destroy"] = destroy;
+    j["create"] = {
+        {"profile", p.create.profile_name}, {"profile_id", p.create.profile_id}, {"start", p.create.placement.start}};
+  }
+  return j;
+}
+
+int run_plan(Context& ctx, const MigOptions& o) {
+  auto cfg = ctx.load();
+  if (!cfg) return ctx.fail(cfg.error());
+  auto request = request_from(o.annotations, cfg->aliases);
+  if (!request) return ctx.fail(request.error());
+  auto inv = inventory_for_allocation(*cfg);
+  if (!inv) return ctx.fail(inv.error());
+  auto state = Ledger(LedgerOptions::from(*cfg)).read();
+  if (!state) return ctx.fail(state.error());
+  const DynamicMig dyn{&cfg->mig, &state->mig_idle};
+  std::vector<MigGpuView> views;
+  for (const Gpu& g : inv->gpus) {
+    if (request->gpu && (request->gpu->index ? g.index != *request->gpu->index : g.uuid != request->gpu->uuid))
+      continue;
+    if (dyn.dynamic(g)) views.push_back(mig_view(g, state->entries, state->mig_idle));
+  }
+  if (views.empty())
+    return ctx.fail(user_error("no GPU the request may use is in dynamic MIG mode (mig.mode)").error());
+  auto plan = plan_mig(*request, views);
+  if (!plan) return ctx.fail(plan.error());
+  std::printf("%s\n", o.json ? plan_json(*plan).dump(2).c_str() : plan->reason.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void add_mig_command(CLI::App& app, Context& ctx) {
+  auto* mig = app.add_subcommand("mig", "Dynamic MIG: create instances on demand (mig.mode dynamic)");
+  mig->require_subcommand(1);
+  auto o = std::make_shared<MigOptions>();
+  auto* provision = mig->add_subcommand("provision", "Book a request, creating a MIG instance if needed (prints JSON)");
+  provision->add_option("--container", o->container, "Container id")->required();
+  provision->add_option("--device-key", o->device_key, "Device key (several devices of one container)");
+  provision->add_option("--annotation", o->annotations, "Request annotation KEY=VALUE (repeatable)")->required();
+  provision->add_option("--pid", o->pid, "Host pid of the container (0 = pending)");
+  provision->add_option("--source", o->source, "hook, wrapper or cdi");
+  provision->callback([&ctx, o] { ctx.exit_code = run_provision(ctx, *o); });
+  auto* plan = mig->add_subcommand("plan", "Show what a request would get on the dynamic MIG GPUs now");
+  plan->add_option("--annotation", o->annotations, "Request annotation KEY=VALUE (repeatable)")->required();
+  plan->add_flag("--json", o->json, "Print JSON");
+  plan->callback([&ctx, o] { ctx.exit_code = run_plan(ctx, *o); });
+}
+
+}  // namespace gpufrac::cli

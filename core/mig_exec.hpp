@@ -1,0 +1,38 @@
+// Running the dynamic MIG provisioner from a static front-end (gpufrac-hook, gpufrac-runtime),
+// which must never load NVML: `<cli.path> mig provision ...` (nvml/mig_provision.hpp) is executed
+// with a clean, explicit environment (PATH, GPUFRAC_CONFIG naming the config file in use, and the
+// GPUFRAC_FAKE_NVML_* variables of the caller, which only tests set) and no shell. Its stdout is
+// the grant as JSON; on failure its "gpufrac: ..." line becomes the error, user or internal as its
+// exit status (1 or 2) says.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/ledger_entry.hpp"
+#include "core/request.hpp"
+
+namespace gpufrac {
+
+struct ProvisionCall {
+  std::string container_id;
+  std::string device_key;
+  std::int64_t pid = 0;  // 0: pending (the wrapper books before the container exists)
+  BookingSource source = BookingSource::hook;
+  Annotations annotations;  // the request's keys (request_annotations)
+};
+
+// The annotations a request is parsed from: gpufrac.io/* and, with aliases, the alias keys.
+Annotations request_annotations(const Annotations& all, bool aliases);
+
+// The argv and environment run_mig_provision uses (for tests).
+std::vector<std::string> provision_argv(const Config& cfg, const ProvisionCall& call);
+std::vector<std::string> provision_env(const Config& cfg, char** environ_in);
+
+// Runs the provisioner and returns its stdout (one JSON object).
+Result<std::string> run_mig_provision(const Config& cfg, const ProvisionCall& call);
+
+}  // namespace gpufrac

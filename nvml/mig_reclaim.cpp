@@ -1,0 +1,95 @@
+#include "nvml/mig_reclaim.hpp"
+
+#include <algorithm>
+
+#include "core/allocator.hpp"
+#include "core/ledger.hpp"
+#include "core/mig_plan.hpp"
+#include "core/text.hpp"
+#include "nvml/discover.hpp"
+#include "nvml/mig_steps.hpp"
+
+namespace gpufrac {
+
+namespace {
+
+// GPU instances whose every MIG device is recorded idle past the timeout; their records dropped.
+Result<std::vector<MigDestroyStep>> claim_expired(Ledger& ledger, const Config& cfg, const Gpu& gpu, std::int64_t now,
+                                                  std::vector<IdleMigInstance>& report) {
+  std::vector<MigDestroyStep> steps;
+  auto updated = ledger.update([&](LedgerState& s) -> Result<bool> {
+    bool changed = sync_idle_records(s, gpu, now);
+    const auto expired = expired_idle(s, gpu, cfg.mig.idle_timeout_s, now);
+    Inventory one;
+    one.gpus.push_back(gpu);
+    const auto idle = idle_mig_instances(one, s, now);
+    for (const MigOccupant& o : mig_view(gpu, s.entries, s.mig_idle).occupants) {
+      if (!o.destroyable() || !std::all_of(o.uuids.begin(), o.uuids.end(), [&](const std::string& u) {
+            return std::find(expired.begin(), expired.end(), u) != expired.end();
+          }))
+        continue;
+      steps.push_back(MigDestroyStep{o.gi, o.profile_name, o.placement, o.uuids});
+      for (const auto& i : idle)
+        if (i.gi == o.gi) report.push_back(i);
+      for (const std::string& u : o.uuids) changed = drop_idle_record(s, u) || changed;
+    }
+    return changed;
+  });
+  if (!updated) return std::unexpected(updated.error());
+  return steps;
+}
+
+Result<> reclaim_gpu(const Config& cfg, const MigDriver& driver, const Gpu& cached, std::int64_t now,
+                     MigReclaimReport& report) {
+  auto lock = MigGpuLock::acquire(cfg, cached.uuid);
+  if (!lock) return std::unexpected(lock.error());
+  auto device = nvml::mig_device(driver.lib(), cached.uuid);
+  if (!device) return std::unexpected(device.error());
+  auto note = recover_mig_journal(driver, *device, cfg, cached);
+  if (!note) return std::unexpected(note.error());
+  if (!note->empty()) report.notes.push_back(*note);
+  auto inv = rediscover_mig(cfg);
+  if (!inv) return std::unexpected(inv.error());
+  const Gpu* gpu = inv->gpu_by_uuid(cached.uuid);
+  if (gpu == nullptr || !gpu->mig_enabled) return {};
+  Ledger ledger(LedgerOptions::from(cfg));
+  auto steps = claim_expired(ledger, cfg, *gpu, now, report.destroyed);
+  if (!steps) return std::unexpected(steps.error());
+  auto destroyed = destroy_gpu_instances(driver, *device, *gpu, *steps);
+  if (!steps->empty() || !note->empty())
+    if (auto fresh = refresh_after_mig_change(cfg, report.notes); !fresh) return std::unexpected(fresh.error());
+  return destroyed;
+}
+
+}  // namespace
+
+Result<MigReclaimReport> reclaim_idle_mig(const Config& cfg, std::int64_t now) {
+  MigReclaimReport report;
+  const bool any_dynamic =
+      cfg.mig.mode == MigMode::dynamic || std::any_of(cfg.mig.gpus.begin(), cfg.mig.gpus.end(),
+                                                      [](const auto& kv) { return kv.second == MigMode::dynamic; });
+  if (!any_dynamic) return report;
+  auto cached = inventory_for_allocation(cfg);
+  if (!cached) return std::unexpected(cached.error());
+  const DynamicMig dyn{&cfg.mig, nullptr};
+  std::vector<const Gpu*> dynamic;
+  for (const Gpu& g : cached->gpus)
+    if (dyn.dynamic(g)) dynamic.push_back(&g);
+  if (!dynamic.empty() && uses_simulated_machine(cfg)) {
+    report.notes.push_back("dynamic MIG GPUs are not reclaimed: the simulated backend cannot change MIG instances");
+  } else if (!dynamic.empty()) {
+    auto driver = MigDriver::open(cfg);
+    if (!driver) return std::unexpected(driver.error());
+    for (const Gpu* g : dynamic)
+      if (auto r = reclaim_gpu(cfg, *driver, *g, now, report); !r)
+        return std::unexpected(r.error().wrap(text::cat("GPU ", g->index)));
+  }
+  auto inv = inventory_for_allocation(cfg);
+  if (!inv) return std::unexpected(inv.error());
+  auto state = Ledger(LedgerOptions::from(cfg)).read();
+  if (!state) return std::unexpected(state.error());
+  report.idle = idle_mig_instances(*inv, *state, now);
+  return report;
+}
+
+}  // namespace gpufrac
