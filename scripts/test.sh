@@ -1,9 +1,108 @@
 #!/bin/sh
-# The test command: installs dependencies, builds, and runs the whole ctest suite (unit tests and
-# end-to-end tests against real runc/podman/containerd on simulated GPU machines). Run as root.
+# The test command: installs dependencies, builds, and runs every test. Run as root. Stages:
+#   deps        scripts/install-deps.sh
+#   build       scripts/build.sh into $BUILD_DIR (default build)
+#   ctest       the whole ctest suite: unit tests and end-to-end tests against real runc, podman
+#               and containerd on simulated GPU machines
+#   package     packaging/build-deb.sh: the Debian package, into $DEB_DIR (default build-deb)
+#   lintian     scripts/check-package.sh contents: lintian (no errors), control fields, file list
+#   install     apt-get install ./gpufrac_*.deb and checks of the installed files
+#   e2e-installed  the end-to-end tests again, against the installed programs and shim
+#   remove      apt-get remove (only conffiles stay), then purge (nothing stays)
+#   sanitize    ASan + UBSan build in $ASAN_BUILD_DIR (default build-asan), unit tests
+#   fuzz        the libFuzzer targets in $FUZZ_BUILD_DIR (default build-fuzz), $FUZZ_SECONDS
+#               (default 60) each (scripts/fuzz.sh)
+# A failed test stage is reported and the next stages still run; the script then exits 1. A failed
+# deps, build, package or install stage stops it. SKIP="stage ..." leaves stages out (skipping
+# package skips lintian to remove as well). The package stages install gpufrac on this machine (they
+# refuse to replace an installed gpufrac) and purge it again on exit, whatever happened.
 set -eu
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
-BUILD_DIR=${BUILD_DIR:-build} ./scripts/build.sh
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j "$(nproc)" --timeout 900
+BUILD_DIR=${BUILD_DIR:-build}
+DEB_DIR=${DEB_DIR:-build-deb}
+ASAN_BUILD_DIR=${ASAN_BUILD_DIR:-build-asan}
+SKIP=${SKIP:-}
+JOBS=$(nproc)
+MULTIARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+TIMINGS=$(mktemp)
+FAILED=""
+INSTALLED=0
+
+on_exit() {
+  rc=$?
+  if [ "$INSTALLED" = 1 ] && [ -n "$(dpkg-query -W -f='${db:Status-Status}' gpufrac 2>/dev/null)" ]; then
+    echo "== cleanup: purging the gpufrac package"
+    DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq gpufrac >/dev/null 2>&1 || true
+  fi
+  echo "== stage timings (seconds)"
+  awk '{ printf "  %-15s %6d  %s\n", $1, $2, $3; total += $2 } END { printf "  %-15s %6d\n", "total", total }' "$TIMINGS"
+  rm -f "$TIMINGS"
+  exit $rc
+}
+trap on_exit EXIT
+
+skipped() { case " $SKIP " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# stage <fatal|continue> <name> <what it does> <command...>: runs the command in a subshell with
+# set -e and records its time. A failed fatal stage ends the script; another is recorded.
+stage() {
+  kind=$1 name=$2 what=$3
+  shift 3
+  if skipped "$name"; then
+    echo "== stage $name: skipped"
+    echo "$name 0 skipped" >>"$TIMINGS"
+    return 0
+  fi
+  echo "== stage $name: $what"
+  start=$(date +%s)
+  set +e
+  (set -e; "$@")
+  rc=$?
+  set -e
+  result=ok
+  if [ "$rc" -ne 0 ]; then result="FAILED(exit=$rc)"; fi
+  echo "$name $(($(date +%s) - start)) $result" >>"$TIMINGS"
+  if [ "$rc" -ne 0 ]; then
+    echo "== stage $name FAILED (exit $rc)"
+    FAILED="$FAILED $name"
+    if [ "$kind" = fatal ]; then exit 1; fi
+  fi
+}
+
+run_ctest() { (cd "$1" && shift && ctest --output-on-failure -j "$JOBS" --timeout 900 "$@"); }
+build_package() {
+  rm -f "$DEB_DIR"/gpufrac_*.deb
+  ./packaging/build-deb.sh "$DEB_DIR"
+}
+deb() { ls "$DEB_DIR"/gpufrac_*.deb; }
+e2e_installed() {
+  GPUFRAC_BIN_DIR=/usr/bin GPUFRAC_SHIM_DIR=/usr/lib/$MULTIARCH/gpufrac run_ctest "$BUILD_DIR" -L e2e
+}
+sanitize() {
+  BUILD_DIR=$ASAN_BUILD_DIR ./scripts/build.sh -DGPUFRAC_SANITIZE=address,undefined -DGPUFRAC_BUILD_BENCH=OFF
+  run_ctest "$ASAN_BUILD_DIR" -L unit
+}
+
+stage fatal deps "install the build and test dependencies" ./scripts/install-deps.sh
+stage fatal build "configure and build into $BUILD_DIR" env BUILD_DIR="$BUILD_DIR" ./scripts/build.sh
+stage continue ctest "all tests (unit + end-to-end) against the build tree" run_ctest "$BUILD_DIR"
+
+if ! skipped package; then
+  stage fatal package "build the Debian package into $DEB_DIR" build_package
+  DEB=$(deb)
+  stage continue lintian "lintian, control fields and the file list of $DEB" ./scripts/check-package.sh contents "$DEB"
+  # The exit trap purges the package only when this run installed it.
+  if [ -z "$(dpkg-query -W -f='${db:Status-Status}' gpufrac 2>/dev/null)" ]; then INSTALLED=1; fi
+  stage fatal install "install $DEB and check the installed files" ./scripts/check-package.sh install "$DEB"
+  stage continue e2e-installed "end-to-end tests against /usr/bin and /usr/lib/$MULTIARCH/gpufrac" e2e_installed
+  stage continue remove "remove (only conffiles stay), then purge (nothing stays)" ./scripts/check-package.sh remove
+fi
+
+stage continue sanitize "ASan + UBSan build in $ASAN_BUILD_DIR, unit tests" sanitize
+stage continue fuzz "libFuzzer targets, ${FUZZ_SECONDS:-60} s each" ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+
+if [ -n "$FAILED" ]; then
+  echo "== FAILED stages:$FAILED"
+  exit 1
+fi
+echo "== all stages passed"

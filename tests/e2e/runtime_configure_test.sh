@@ -74,10 +74,12 @@ done
 dir=$(prepare containerd/backup)
 cp "$FIXTURES/containerd/v2-minimal/config.toml" "$dir/config.toml"
 run "$GPUFRAC" runtime configure containerd --config "$dir/config.toml" --runtime-path "$RT"
+note=""  # the note appears only while $RT is missing (it exists with the package installed)
+[ -e "$RT" ] || note="
+note: $RT does not exist yet; install gpufrac-runtime there"
 assert_eq "$OUT" "wrote $dir/conf.d/99-gpufrac.toml (new file)
 updated $dir/config.toml (backup: $dir/config.toml.gpufrac.bak)
-restart containerd to load it: systemctl restart containerd
-note: $RT does not exist yet; install gpufrac-runtime there" "first-run report"
+restart containerd to load it: systemctl restart containerd$note" "first-run report"
 cmp -s "$FIXTURES/containerd/v2-minimal/config.toml" "$dir/config.toml.gpufrac.bak" || fail "the backup is the original"
 assert_eq "$(stat -c %a "$dir/config.toml")" "644" "mode kept"
 # A later change (another runtime path) keeps the first backup: it stays the operator's original.
