@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/booking_args.hpp"
 #include "cli/context.hpp"
 #include "core/ledger.hpp"
 #include "core/text.hpp"
@@ -14,55 +15,23 @@ namespace gpufrac::cli {
 
 namespace {
 
-struct ReserveOptions {
-  std::string container, device_key, source = "hook";
-  std::vector<std::string> annotations;  // KEY=VALUE
-  std::int64_t pid = 0;
+struct ReserveOptions : BookingOptions {
   bool json = false;
 };
-
-Result<Request> request_from(const std::vector<std::string>& pairs, bool aliases) {
-  Annotations a;
-  for (const auto& kv : pairs) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos) return user_error("--annotation " + text::quote(kv) + ": use KEY=VALUE");
-    a[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  auto r = parse_request(a, aliases);
-  if (!r) return std::unexpected(r.error());
-  if (!*r) return user_error("no gpufrac request in the annotations; use e.g. --annotation gpufrac.io/fraction=0.25");
-  return **r;
-}
-
-nlohmann::json grant_json(const Booking& b) {
-  const Grant& g = b.grant;
-  nlohmann::json mig = nullptr;
-  if (g.mig) mig = {{"gi", g.mig->gi}, {"ci", g.mig->ci}, {"profile", g.mig->profile}};
-  return {{"device_uuid", g.device_uuid},
-          {"gpu_index", g.gpu_index},
-          {"gpu_uuid", g.gpu_uuid},
-          {"mig", mig},
-          {"bytes", g.bytes},
-          {"exclusive", g.exclusive},
-          {"reason", g.reason},
-          {"existing", b.existing},
-          {"reclaimed", b.reclaimed.size()}};
-}
 
 int run_reserve(Context& ctx, const ReserveOptions& o) {
   auto cfg = ctx.load();
   if (!cfg) return ctx.fail(cfg.error());
-  auto request = request_from(o.annotations, cfg->aliases);
-  if (!request) return ctx.fail(request.error());
-  auto source = booking_source_from(o.source);
-  if (!source) return ctx.fail(user_error("--source " + text::quote(o.source) + ": use hook, wrapper or cdi").error());
+  auto args = reserve_args_from(o, *cfg, "gpufrac.io/fraction=0.25");
+  if (!args) return ctx.fail(args.error());
   auto inv = inventory_for_allocation(*cfg);
   if (!inv) return ctx.fail(inv.error());
-  ReserveArgs args{o.container, o.device_key, *request, *source, o.pid, std::nullopt};
-  auto booking = Ledger(LedgerOptions::from(*cfg)).reserve(args, *inv, cfg->allocation);
+  auto booking = Ledger(LedgerOptions::from(*cfg)).reserve(*args, *inv, cfg->allocation);
   if (!booking) return ctx.fail(booking.error());
   if (o.json) {
-    std::printf("%s\n", grant_json(*booking).dump().c_str());
+    auto j = grant_json(booking->grant, booking->existing);
+    j["reclaimed"] = booking->reclaimed.size();
+    std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("%s %s on %s for %s: %s\n", booking->existing ? "already booked" : "booked",
                 text::format_bytes(booking->grant.bytes).c_str(), booking->grant.device_uuid.c_str(),
@@ -93,11 +62,7 @@ int run_release(Context& ctx, const std::string& container) {
 void add_reserve(CLI::App& ledger, Context& ctx) {
   auto o = std::make_shared<ReserveOptions>();
   auto* cmd = ledger.add_subcommand("reserve", "Book a device for a container");
-  cmd->add_option("--container", o->container, "Container id")->required();
-  cmd->add_option("--device-key", o->device_key, "Device key (several devices of one container)");
-  cmd->add_option("--annotation", o->annotations, "Request annotation KEY=VALUE (repeatable)")->required();
-  cmd->add_option("--pid", o->pid, "Host pid of the container (0 = pending)");
-  cmd->add_option("--source", o->source, "hook, wrapper or cdi");
+  add_booking_options(*cmd, *o);
   cmd->add_flag("--json", o->json, "Print the grant as JSON");
   cmd->callback([&ctx, o] { ctx.exit_code = run_reserve(ctx, *o); });
 }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/booking_args.hpp"
 #include "cli/context.hpp"
 #include "core/allocator.hpp"
 #include "core/ledger.hpp"
@@ -24,26 +25,11 @@ namespace gpufrac::cli {
 
 namespace {
 
-struct MigOptions {
-  std::string container, device_key, source = "hook";
-  std::vector<std::string> annotations;  // KEY=VALUE
-  std::int64_t pid = 0;
+struct MigOptions : BookingOptions {
   bool json = false;
 };
 
-Result<Request> request_from(const std::vector<std::string>& pairs, bool aliases) {
-  Annotations a;
-  for (const auto& kv : pairs) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos) return user_error("--annotation " + text::quote(kv) + ": use KEY=VALUE");
-    a[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  auto r = parse_request(a, aliases);
-  if (!r) return std::unexpected(r.error());
-  if (!*r)
-    return user_error("no gpufrac request in the annotations; use e.g. --annotation gpufrac.io/mig-profile=1g.10gb");
-  return **r;
-}
+constexpr const char* kExample = "gpufrac.io/mig-profile=1g.10gb";
 
 nlohmann::json step_json(const MigDestroyStep& d) {
   return {{"gi", d.gi}, {"profile", d.profile_name}, {"start", d.placement.start}, {"uuids", d.uuids}};
@@ -58,18 +44,11 @@ nlohmann::json provision_json(const ProvisionResult& r) {
     created = {{"profile", r.created->profile_name},
                {"profile_id", r.created->profile_id},
                {"start", r.created->placement.start}};
-  nlohmann::json mig = nullptr;
-  if (g.mig) mig = {{"gi", g.mig->gi}, {"ci", g.mig->ci}, {"profile", g.mig->profile}};
-  return {{"device_uuid", g.device_uuid},
-          {"gpu_index", g.gpu_index},
-          {"gpu_uuid", g.gpu_uuid},
-          {"mig", mig},
-          {"bytes", g.bytes},
-          {"reason", g.reason},
-          {"existing", r.booking.existing},
-          {"destroyed", destroyed},
-          {"created", created},
-          {"notes", r.notes}};
+  auto j = grant_json(g, r.booking.existing);
+  j["destroyed"] = destroyed;
+  j["created"] = created;
+  j["notes"] = r.notes;
+  return j;
 }
 
 int run_provision(Context& ctx, const MigOptions& o) {
@@ -77,17 +56,14 @@ int run_provision(Context& ctx, const MigOptions& o) {
   if (!cfg) return ctx.fail(cfg.error());
   log::init(cfg->log, "gpufrac-mig");
   log::set_context(o.container);
-  auto request = request_from(o.annotations, cfg->aliases);
-  if (!request) return ctx.fail(request.error());
-  auto source = booking_source_from(o.source);
-  if (!source) return ctx.fail(user_error("--source " + text::quote(o.source) + ": use hook, wrapper or cdi").error());
-  ReserveArgs args{o.container, o.device_key, *request, *source, o.pid, std::nullopt};
-  auto result = provision_mig(*cfg, args);
+  auto args = reserve_args_from(o, *cfg, kExample);
+  if (!args) return ctx.fail(args.error());
+  auto result = provision_mig(*cfg, *args);
   if (!result) {
     log::error("mig provision: " + result.error().message);
     return ctx.fail(result.error());
   }
-  log::info(text::cat("booked ", result->booking.grant.device_uuid, " for ", request->describe(), ": ",
+  log::info(text::cat("booked ", result->booking.grant.device_uuid, " for ", args->request.describe(), ": ",
                       result->booking.grant.reason));
   std::printf("%s\n", provision_json(*result).dump().c_str());
   return 0;
@@ -110,7 +86,7 @@ nlohmann::json plan_json(const MigPlan& p) {
 int run_plan(Context& ctx, const MigOptions& o) {
   auto cfg = ctx.load();
   if (!cfg) return ctx.fail(cfg.error());
-  auto request = request_from(o.annotations, cfg->aliases);
+  auto request = request_from(o.annotations, cfg->aliases, kExample);
   if (!request) return ctx.fail(request.error());
   auto inv = inventory_for_allocation(*cfg);
   if (!inv) return ctx.fail(inv.error());
@@ -138,11 +114,7 @@ void add_mig_command(CLI::App& app, Context& ctx) {
   mig->require_subcommand(1);
   auto o = std::make_shared<MigOptions>();
   auto* provision = mig->add_subcommand("provision", "Book a request, creating a MIG instance if needed (prints JSON)");
-  provision->add_option("--container", o->container, "Container id")->required();
-  provision->add_option("--device-key", o->device_key, "Device key (several devices of one container)");
-  provision->add_option("--annotation", o->annotations, "Request annotation KEY=VALUE (repeatable)")->required();
-  provision->add_option("--pid", o->pid, "Host pid of the container (0 = pending)");
-  provision->add_option("--source", o->source, "hook, wrapper or cdi");
+  add_booking_options(*provision, *o);
   provision->callback([&ctx, o] { ctx.exit_code = run_provision(ctx, *o); });
   auto* plan = mig->add_subcommand("plan", "Show what a request would get on the dynamic MIG GPUs now");
   plan->add_option("--annotation", o->annotations, "Request annotation KEY=VALUE (repeatable)")->required();

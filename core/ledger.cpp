@@ -115,10 +115,14 @@ Result<std::uint64_t> Ledger::start_time_of(std::int64_t pid, std::optional<std:
   return stat->start_time;
 }
 
-Result<Booking> Ledger::reserve(const ReserveArgs& a, const Inventory& inv, const AllocationConfig& cfg) {
+Result<std::uint64_t> Ledger::checked_start(const ReserveArgs& a) const {
   if (auto r = validate_container_id(a.container_id); !r) return std::unexpected(r.error());
   if (auto r = validate_device_key(a.device_key); !r) return std::unexpected(r.error());
-  auto start = start_time_of(a.pid, a.pid_start);
+  return start_time_of(a.pid, a.pid_start);
+}
+
+Result<Booking> Ledger::reserve(const ReserveArgs& a, const Inventory& inv, const AllocationConfig& cfg) {
+  auto start = checked_start(a);
   if (!start) return std::unexpected(start.error());
   auto tx = begin(options_);
   if (!tx) return std::unexpected(tx.error().wrap("while booking " + a.container_id));
@@ -192,9 +196,7 @@ Result<LedgerState> Ledger::read() const {
 }
 
 Result<Booking> Ledger::reserve_granted(const ReserveArgs& a, const Grant& g) {
-  if (auto r = validate_container_id(a.container_id); !r) return std::unexpected(r.error());
-  if (auto r = validate_device_key(a.device_key); !r) return std::unexpected(r.error());
-  auto start = start_time_of(a.pid, a.pid_start);
+  auto start = checked_start(a);
   if (!start) return std::unexpected(start.error());
   auto tx = begin(options_);
   if (!tx) return std::unexpected(tx.error().wrap("while booking " + a.container_id));

@@ -90,6 +90,8 @@ class Ledger {
   std::int64_t now() const;
   std::vector<Reclaimed> reclaim(LedgerState& state) const;
   Result<std::uint64_t> start_time_of(std::int64_t pid, std::optional<std::uint64_t> given) const;
+  // The container id and device key checked, then start_time_of(a.pid, a.pid_start).
+  Result<std::uint64_t> checked_start(const ReserveArgs& a) const;
 
   LedgerOptions options_;
 };

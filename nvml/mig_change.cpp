@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/text.hpp"
+#include "nvml/nvml_detail.hpp"
 
 namespace gpufrac::nvml {
 
@@ -86,19 +87,13 @@ Result<nvmlDevice_t> mig_device(const Library& lib, const std::string& gpu_uuid)
 Result<std::vector<GpuInstanceInfo>> list_gpu_instances(const Library& lib, nvmlDevice_t dev,
                                                         const std::vector<MigProfile>& profiles) {
   std::vector<GpuInstanceInfo> out;
-  for (const MigProfile& p : profiles) {
-    std::vector<nvmlGpuInstance_t> gis(std::max(p.max_count, 1u));
-    unsigned int count = static_cast<unsigned int>(gis.size());
-    if (auto r =
-            lib.check(lib.fn().nvmlDeviceGetGpuInstances(dev, p.id, gis.data(), &count), "nvmlDeviceGetGpuInstances");
-        !r)
-      return std::unexpected(r.error().wrap(p.name));
-    for (unsigned int i = 0; i < count && i < gis.size(); ++i) {
-      auto info = describe(lib, gis[i]);
-      if (!info) return std::unexpected(info.error());
-      out.push_back(std::move(*info));
-    }
-  }
+  auto listed = for_each_gpu_instance(lib, dev, profiles, [&](nvmlGpuInstance_t gi) -> Result<> {
+    auto info = describe(lib, gi);
+    if (!info) return std::unexpected(info.error());
+    out.push_back(std::move(*info));
+    return {};
+  });
+  if (!listed) return std::unexpected(listed.error());
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.id < b.id; });
   return out;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/error.hpp"
@@ -14,6 +15,10 @@ namespace gpufrac::nvml {
 // instances of `gpu` (whose memory_bytes is already set). MIG instance memory is the profile's
 // memorySizeMB: the MIG handle's nvmlDeviceGetMemoryInfo total differs slightly per driver.
 Result<> read_mig(const Library& lib, nvmlDevice_t device, Gpu& gpu);
+
+// Calls `visit` with every GPU instance of `device`, profile by profile (nvmlDeviceGetGpuInstances).
+Result<> for_each_gpu_instance(const Library& lib, nvmlDevice_t device, const std::vector<MigProfile>& profiles,
+                               const std::function<Result<>(nvmlGpuInstance_t)>& visit);
 
 // The profile name go-nvlib (NVIDIA's device plugin and DRA driver) derives from a GPU instance
 // profile: "<G>g.<GB>gb" plus "+me", "+me.all", "+gfx" or "-me" by profile index, where GB is

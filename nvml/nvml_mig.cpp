@@ -4,6 +4,7 @@
 // A GPU instance without a compute instance is no MIG device (nothing can run on it) and is not
 // listed; a GPU instance split into several compute instances gives one MigInstance per compute
 // instance, each with its own compute_slices and UUID.
+#include <algorithm>
 #include <map>
 #include <utility>
 #include <vector>
@@ -164,7 +165,15 @@ Result<> read_gpu_instance(const Library& lib, nvmlGpuInstance_t handle, const M
 Result<> read_instances(const Library& lib, nvmlDevice_t dev, Gpu& g) {
   auto uuids = read_mig_uuids(lib, dev);
   if (!uuids) return std::unexpected(uuids.error());
-  for (const MigProfile& p : g.mig_profiles) {
+  return for_each_gpu_instance(lib, dev, g.mig_profiles,
+                               [&](nvmlGpuInstance_t gi) { return read_gpu_instance(lib, gi, *uuids, g); });
+}
+
+}  // namespace
+
+Result<> for_each_gpu_instance(const Library& lib, nvmlDevice_t dev, const std::vector<MigProfile>& profiles,
+                               const std::function<Result<>(nvmlGpuInstance_t)>& visit) {
+  for (const MigProfile& p : profiles) {
     std::vector<nvmlGpuInstance_t> gis(std::max(p.max_count, 1u));
     unsigned int count = static_cast<unsigned int>(gis.size());
     if (auto r =
@@ -172,12 +181,10 @@ Result<> read_instances(const Library& lib, nvmlDevice_t dev, Gpu& g) {
         !r)
       return std::unexpected(r.error().wrap(p.name));
     for (unsigned int i = 0; i < count && i < gis.size(); ++i)
-      if (auto r = read_gpu_instance(lib, gis[i], *uuids, g); !r) return r;
+      if (auto r = visit(gis[i]); !r) return r;
   }
   return {};
 }
-
-}  // namespace
 
 Result<> read_mig(const Library& lib, nvmlDevice_t dev, Gpu& g) {
   if (!lib.fn().nvmlDeviceGetMigMode) return {};
