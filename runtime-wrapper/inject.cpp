@@ -5,8 +5,10 @@
 
 #include "core/container_state.hpp"
 #include "core/fs.hpp"
+#include "core/allocator.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
+#include "core/mig_exec.hpp"
 #include "core/plan.hpp"
 #include "core/text.hpp"
 #include "hook/oci.hpp"
@@ -45,20 +47,44 @@ Result<std::vector<WantedDevice>> wanted_devices(const Annotations& annotations,
   return wanted;
 }
 
+// Dynamic MIG: an annotation request the allocator refuses but a new MIG instance could serve goes
+// to the provisioner (`gpufrac mig provision`, which books it pending; this binary never loads
+// NVML), and the inventory is read again for the new instance's device nodes.
+Result<> provision(const std::string& id, const Annotations& annotations, const Config& cfg, Inventory& inventory) {
+  ProvisionCall call{id, "", 0, BookingSource::wrapper, request_annotations(annotations, cfg.aliases)};
+  auto grant = run_mig_provision(cfg, call);
+  if (!grant) return std::unexpected(grant.error());
+  log::info("dynamic MIG: " + grant->substr(0, grant->find('\n')));
+  auto fresh = inventory_for_allocation(cfg);
+  if (!fresh) return std::unexpected(fresh.error());
+  inventory = std::move(*fresh);
+  return {};
+}
+
+// Books one wanted device pending, through the provisioner when dynamic MIG applies.
+Result<> book_one(const std::string& id, const WantedDevice& w, const Annotations& annotations, Inventory& inventory,
+                  const Config& cfg) {
+  ReserveArgs args{id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt};
+  auto booking = Ledger(LedgerOptions::from(cfg)).reserve(args, inventory, cfg.allocation);
+  if (!booking && booking.error().kind == ErrorKind::user && w.device_key.empty() &&
+      dynamic_mig_applies(w.request, inventory, cfg.allocation, cfg.mig))
+    return provision(id, annotations, cfg, inventory);
+  if (!booking) return std::unexpected(booking.error());
+  for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
+  log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes),
+                      ") pending for ", w.request.describe(), ": ", booking->grant.reason));
+  return {};
+}
+
 // Books every wanted device pending; `booked` tells the caller whether there is anything to undo.
 Result<std::vector<LedgerEntry>> book(const std::string& id, const std::vector<WantedDevice>& wanted,
-                                      const Inventory& inventory, const Config& cfg, bool& booked) {
-  Ledger ledger(LedgerOptions::from(cfg));
+                                      const Annotations& annotations, Inventory& inventory, const Config& cfg,
+                                      bool& booked) {
   for (const auto& w : wanted) {
-    ReserveArgs args{id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt};
-    auto booking = ledger.reserve(args, inventory, cfg.allocation);
-    if (!booking) return std::unexpected(booking.error());
-    booked = true;
-    for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
-    log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes),
-                        ") pending for ", w.request.describe(), ": ", booking->grant.reason));
+    booked = true;  // a failed provisioner may have booked before failing: undo releases either way
+    if (auto r = book_one(id, w, annotations, inventory, cfg); !r) return std::unexpected(r.error());
   }
-  auto state = ledger.read();
+  auto state = Ledger(LedgerOptions::from(cfg)).read();
   if (!state) return std::unexpected(state.error());
   std::vector<LedgerEntry> mine;
   for (const auto& e : state->entries)
@@ -113,7 +139,7 @@ Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg) 
   if (wanted->empty()) return Injection{};  // only alias keys, and aliases are off
   bool booked = false;
   auto done = [&]() -> Result<> {
-    auto bookings = book(inj.container_id, *wanted, *inventory, cfg, booked);
+    auto bookings = book(inj.container_id, *wanted, p.bundle.annotations, *inventory, cfg, booked);
     if (!bookings) return std::unexpected(bookings.error());
     return prepare(p, inj, *bookings, *inventory, cfg);
   }();

@@ -11,12 +11,7 @@
 # it cannot collide with another test's or the node's gpufrac.io/gpu devices. Removed on exit.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
-need_root
-need_cmd podman
-need_cmd runc
-need_cmd jq
-e2e_tmp
-P=gpufrac-e2e-cdi-$$
+e2e_podman_test cdi
 KIND=gpufrac-e2e-$$.io/gpu
 SPEC=/var/run/cdi/gpufrac-e2e-$$.yaml
 e2e_on_exit() {

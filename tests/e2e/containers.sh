@@ -99,3 +99,21 @@ add_fake_cuda() {
   add_libs_of "$1" "$GPUFRAC_FAKES_DIR/libcuda.so.1"
   add_libs_of "$1" "$SHIM"
 }
+
+# The prologue of a container test: root, the commands it runs, a temporary directory, and $P, the
+# prefix of every container it creates (removed on exit; a test may redefine e2e_on_exit).
+#   e2e_runc_test NAME      runc and jq
+#   e2e_podman_test NAME    podman, runc and jq
+e2e_runc_test() {
+  need_root
+  need_cmd runc
+  need_cmd jq
+  e2e_tmp
+  P=gpufrac-e2e-$1-$$
+  e2e_on_exit() { runc_cleanup "$P"; }
+}
+e2e_podman_test() {
+  need_cmd podman
+  e2e_runc_test "$1"
+  e2e_on_exit() { podman ps -aq --filter "name=^$P" | xargs -r podman rm -f >/dev/null 2>&1 || true; }
+}

@@ -4,11 +4,7 @@
 # the host is created, overwritten or mounted over, and nothing stays booked.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
-need_root
-need_cmd runc
-need_cmd jq
-e2e_tmp
-P=gpufrac-e2e-attack-$$
+e2e_runc_test attack
 e2e_on_exit() { runc_cleanup "$P"; umount -R "$E2E_TMP/hostdir" 2>/dev/null || true; }
 e2e_gpu_config a100-40gb-x1.yaml
 HOSTDIR=$E2E_TMP/hostdir

@@ -4,13 +4,7 @@
 # a third 0.5 share of one GPU is refused; host-PID and parse refusals; podman rm releases.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
-need_root
-need_cmd podman
-need_cmd runc
-need_cmd jq
-e2e_tmp
-P=gpufrac-e2e-podman-$$
-e2e_on_exit() { podman ps -aq --filter "name=^$P" | xargs -r podman rm -f >/dev/null 2>&1 || true; }
+e2e_podman_test podman
 e2e_gpu_config a100-40gb-x1.yaml
 GPU=$(jq -r '.gpus[0].uuid' <<<"$("$GPUFRAC" info --json)")
 LIMIT=$((40536 / 2 * 1024 * 1024))

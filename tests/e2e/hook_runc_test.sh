@@ -4,12 +4,7 @@
 # host-PID and annotation errors refuse the container; no annotation leaves everything untouched.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
-need_root
-need_cmd runc
-need_cmd jq
-e2e_tmp
-P=gpufrac-e2e-hook-$$
-e2e_on_exit() { runc_cleanup "$P"; }
+e2e_runc_test hook
 e2e_gpu_config a100-40gb-x1.yaml
 GPU=$(jq -r '.gpus[0].uuid' <<<"$("$GPUFRAC" info --json)")
 LIMIT=$((40536 / 4 * 1024 * 1024))   # 0.25 of 40536 MiB, rounded down to a MiB

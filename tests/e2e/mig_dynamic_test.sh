@@ -7,12 +7,8 @@
 # compute instance (GPUFRAC_FAULT=mig-after-gi) leaves nothing half-made after gc or the next request.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
-need_root
-need_cmd runc
-need_cmd jq
-e2e_tmp
-P=gpufrac-e2e-mig-$$
-e2e_on_exit() { runc_cleanup "$P"; }
+source "$(dirname "$0")/wrapper.sh"
+e2e_runc_test mig
 MACHINE=h100-80gb-mig-empty.yaml
 mkdir -p "$E2E_TMP/state" "$E2E_TMP/root" "$E2E_TMP/cdi"
 cat >"$E2E_TMP/config.yaml" <<EOF
@@ -114,7 +110,20 @@ assert_eq "$(gis)" 2 "the idle 1g.10gb and the new 3g.40gb"
 assert_eq "$(jq '[.entries[] | select(.container_id | startswith("crash"))] | length' "$E2E_TMP/state/ledger.json")" 0 \
   "the killed provisioners booked nothing"
 
-# 7. The hook stays static: it never links NVML or the dynamic loader.
+# 7. gpufrac-runtime provisions too (containerd, Docker): it runs the same provisioner before runc
+#    starts, books pending, and the container gets the new instance; at its end the instance is idle.
+make_plain_bundle "$E2E_TMP/w1" 'cat /run/gpufrac/limits; ls /dev/nvidia-caps | wc -l' gpufrac.io/mig-profile=2g.20gb
+run "$WRAPPER" --log "$E2E_TMP/runc.log" run --bundle "$E2E_TMP/w1" "$P-w1"
+assert_eq "$RC" 0 "gpufrac-runtime run with mig-profile=2g.20gb: $OUT"
+WMIG=$(grep -o 'device MIG-[0-9a-f-]*' <<<"$OUT" | cut -d' ' -f2)
+assert_contains "$WMIG" "MIG-" "the wrapped container's limit file names a MIG device"
+assert_eq "$(jq -r --arg u "$WMIG" '.gpus[0].mig.instances[] | select(.uuid == $u) | .profile' \
+  "$E2E_TMP/state/inventory.json")" 2g.20gb "it is a new 2g.20gb instance, in the refreshed inventory"
+assert_eq "$(gis)" 3 "the wrapper created one GPU instance"
+assert_eq "$(jq '[.mig_idle[] | select(.uuid == "'"$WMIG"'")] | length' "$E2E_TMP/state/ledger.json")" 1 \
+  "after the container the instance is idle"
+
+# 8. The hook stays static: it never links NVML or the dynamic loader.
 run readelf -d "$HOOK"
 assert_not_contains "$OUT" "NEEDED" "gpufrac-hook needs no shared library"
 finish

@@ -11,13 +11,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
 source "$(dirname "$0")/wrapper.sh"
-need_root
-need_cmd podman
-need_cmd runc
-need_cmd jq
-e2e_tmp
-P=gpufrac-e2e-wpodman-$$
-e2e_on_exit() { podman ps -aq --filter "name=^$P" | xargs -r podman rm -f >/dev/null 2>&1 || true; }
+e2e_podman_test wpodman
 e2e_gpu_config a100-40gb-x1.yaml
 GPU=$(jq -r '.gpus[0].uuid' <<<"$("$GPUFRAC" info --json)")
 LIMIT=$((40536 / 4 * 1024 * 1024))
