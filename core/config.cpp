@@ -45,13 +45,6 @@ Result<std::string> path_value(const Located& n) {
   return resolve_path(*s, n.file);
 }
 
-#define GPUFRAC_TRY_ASSIGN(target, expr) \
-  do {                                   \
-    auto v_ = (expr);                    \
-    if (!v_) return std::unexpected(v_.error()); \
-    target = std::move(*v_);             \
-  } while (0)
-
 Result<> parse_nvml(const Located& n, NvmlConfig& out) {
   if (auto r = yaml::check_keys(n, {"backend", "machine", "library"}); !r) return r;
   if (n.node["backend"]) {

@@ -59,3 +59,12 @@ std::unexpected<Error> wrap_error(const Result<T>& r, std::string_view context) 
 }
 
 }  // namespace gpufrac
+
+// Inside a function returning Result<...>: evaluates `expr` (a Result), returns its error, or
+// moves its value into `target`. For parsers that fill many fields one by one.
+#define GPUFRAC_TRY_ASSIGN(target, expr)                             \
+  do {                                                               \
+    auto gpufrac_try_ = (expr);                                      \
+    if (!gpufrac_try_) return std::unexpected(gpufrac_try_.error()); \
+    target = std::move(*gpufrac_try_);                               \
+  } while (0)

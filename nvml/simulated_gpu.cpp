@@ -12,13 +12,6 @@ using yaml::Located;
 
 namespace {
 
-#define SIM_TRY(target, expr)                          \
-  do {                                                 \
-    auto v_ = (expr);                                  \
-    if (!v_) return std::unexpected(v_.error());       \
-    target = std::move(*v_);                           \
-  } while (0)
-
 Result<MigProfile> parse_profile(const Located& n) {
   if (auto r = yaml::check_keys(n, {"index", "id", "name", "compute-slices", "memory-slices", "memory-mib", "max",
                                     "placements", "multiprocessors", "copy-engines", "decoders", "encoders", "jpegs", "ofas"});
@@ -27,22 +20,22 @@ Result<MigProfile> parse_profile(const Located& n) {
   for (const char* required : {"index", "id", "name", "compute-slices", "memory-slices", "memory-mib", "max", "placements"})
     if (!n.node[required]) return n.fail(text::cat("missing key ", required));
   MigProfile p;
-  SIM_TRY(p.index, u32(n.child("index"), 0x11));
-  SIM_TRY(p.id, u32(n.child("id"), 63));
-  SIM_TRY(p.name, yaml::as_string(n.child("name")));
-  SIM_TRY(p.compute_slices, u32(n.child("compute-slices"), 8));
-  SIM_TRY(p.memory_slices, u32(n.child("memory-slices"), 8));
-  SIM_TRY(p.memory_mib, yaml::as_u64(n.child("memory-mib")));
-  SIM_TRY(p.max_count, u32(n.child("max"), 8));
+  GPUFRAC_TRY_ASSIGN(p.index, u32(n.child("index"), 0x11));
+  GPUFRAC_TRY_ASSIGN(p.id, u32(n.child("id"), 63));
+  GPUFRAC_TRY_ASSIGN(p.name, yaml::as_string(n.child("name")));
+  GPUFRAC_TRY_ASSIGN(p.compute_slices, u32(n.child("compute-slices"), 8));
+  GPUFRAC_TRY_ASSIGN(p.memory_slices, u32(n.child("memory-slices"), 8));
+  GPUFRAC_TRY_ASSIGN(p.memory_mib, yaml::as_u64(n.child("memory-mib")));
+  GPUFRAC_TRY_ASSIGN(p.max_count, u32(n.child("max"), 8));
   struct F { const char* key; std::uint32_t* target; };
   for (F f : {F{"multiprocessors", &p.multiprocessors}, F{"copy-engines", &p.copy_engines}, F{"decoders", &p.decoders},
               F{"encoders", &p.encoders}, F{"jpegs", &p.jpegs}, F{"ofas", &p.ofas}})
-    if (n.node[f.key]) SIM_TRY(*f.target, u32(n.child(f.key), 1024));
+    if (n.node[f.key]) GPUFRAC_TRY_ASSIGN(*f.target, u32(n.child(f.key), 1024));
   Located pl = n.child("placements");
   if (auto r = yaml::require_sequence(pl); !r) return std::unexpected(r.error());
   for (std::size_t i = 0; i < pl.node.size(); ++i) {
     std::uint32_t start = 0;
-    SIM_TRY(start, u32(pl.item(i), 7));
+    GPUFRAC_TRY_ASSIGN(start, u32(pl.item(i), 7));
     if (start + p.memory_slices > 8) return pl.item(i).fail("placement runs past the 8th memory slice");
     p.placement_starts.push_back(start);
   }
@@ -68,15 +61,15 @@ Result<MigInstance> parse_instance(const Located& n, const Gpu& gpu) {
   for (const char* required : {"gi", "profile", "start", "uuid"})
     if (!n.node[required]) return n.fail(text::cat("missing key ", required));
   MigInstance m;
-  SIM_TRY(m.gi_id, u32(n.child("gi"), 14));
-  if (n.node["ci"]) SIM_TRY(m.ci_id, u32(n.child("ci"), 7));
-  SIM_TRY(m.profile_name, yaml::as_string(n.child("profile")));
+  GPUFRAC_TRY_ASSIGN(m.gi_id, u32(n.child("gi"), 14));
+  if (n.node["ci"]) GPUFRAC_TRY_ASSIGN(m.ci_id, u32(n.child("ci"), 7));
+  GPUFRAC_TRY_ASSIGN(m.profile_name, yaml::as_string(n.child("profile")));
   const MigProfile* p = gpu.profile_by_name(m.profile_name);
   if (!p) return n.child("profile").fail(text::quote(m.profile_name) + " is not a profile of this GPU");
-  SIM_TRY(m.placement.start, u32(n.child("start"), 7));
+  GPUFRAC_TRY_ASSIGN(m.placement.start, u32(n.child("start"), 7));
   if (std::find(p->placement_starts.begin(), p->placement_starts.end(), m.placement.start) == p->placement_starts.end())
     return n.child("start").fail(text::cat("is not a valid placement of ", p->name));
-  SIM_TRY(m.uuid, yaml::as_string(n.child("uuid")));
+  GPUFRAC_TRY_ASSIGN(m.uuid, yaml::as_string(n.child("uuid")));
   if (!valid_uuid(m.uuid, "MIG-")) return n.child("uuid").fail("must be MIG-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx");
   m.profile_id = p->id;
   m.placement.size = p->memory_slices;
@@ -88,9 +81,9 @@ Result<MigInstance> parse_instance(const Located& n, const Gpu& gpu) {
 Result<> parse_mig(const Located& n, Gpu& g, const ProfileSets& sets) {
   if (!n.node) return {};
   if (auto r = yaml::check_keys(n, {"enabled", "pending", "profiles", "instances"}); !r) return r;
-  if (n.node["enabled"]) SIM_TRY(g.mig_enabled, yaml::as_bool(n.child("enabled")));
+  if (n.node["enabled"]) GPUFRAC_TRY_ASSIGN(g.mig_enabled, yaml::as_bool(n.child("enabled")));
   g.mig_pending = g.mig_enabled;
-  if (n.node["pending"]) SIM_TRY(g.mig_pending, yaml::as_bool(n.child("pending")));
+  if (n.node["pending"]) GPUFRAC_TRY_ASSIGN(g.mig_pending, yaml::as_bool(n.child("pending")));
   if (n.node["profiles"]) {
     auto name = yaml::as_string(n.child("profiles"));
     if (!name) return std::unexpected(name.error());
@@ -156,13 +149,13 @@ Result<Gpu> parse_gpu(const Located& n, std::uint32_t index, const ProfileSets& 
   Gpu g;
   g.index = index;
   g.minor = index;
-  SIM_TRY(g.name, yaml::as_string(n.child("name")));
-  SIM_TRY(g.uuid, yaml::as_string(n.child("uuid")));
+  GPUFRAC_TRY_ASSIGN(g.name, yaml::as_string(n.child("name")));
+  GPUFRAC_TRY_ASSIGN(g.uuid, yaml::as_string(n.child("uuid")));
   if (!valid_uuid(g.uuid, "GPU-")) return n.child("uuid").fail("must be GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx");
-  SIM_TRY(g.pci_bus_id, yaml::as_string(n.child("pci-bus-id")));
-  if (n.node["minor"]) SIM_TRY(g.minor, u32(n.child("minor"), 254));
+  GPUFRAC_TRY_ASSIGN(g.pci_bus_id, yaml::as_string(n.child("pci-bus-id")));
+  if (n.node["minor"]) GPUFRAC_TRY_ASSIGN(g.minor, u32(n.child("minor"), 254));
   std::uint64_t mib = 0;
-  SIM_TRY(mib, yaml::as_u64(n.child("memory-mib")));
+  GPUFRAC_TRY_ASSIGN(mib, yaml::as_u64(n.child("memory-mib")));
   if (mib == 0 || mib > (1u << 24)) return n.child("memory-mib").fail("must be 1 to 16777216 MiB");
   g.memory_bytes = mib * kMiB;
   if (auto r = parse_cc(n.child("compute-capability"), g); !r) return std::unexpected(r.error());
