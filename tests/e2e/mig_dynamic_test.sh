@@ -25,6 +25,9 @@ EOF
 export GPUFRAC_CONFIG=$E2E_TMP/config.yaml
 export GPUFRAC_FAKE_NVML_MACHINE=$MACHINES/$MACHINE GPUFRAC_FAKE_NVML_STATE=$E2E_TMP/fake-nvml.json
 make_sim_root "$MACHINE"
+# As on a node where nothing ran nvidia-modprobe -f: no capability node exists yet, and the
+# provisioner the hook runs (with the hook's bounding set) makes the new instance's two.
+rm -f "$E2E_TMP/root/dev/nvidia-caps/"nvidia-cap*
 run "$GPUFRAC" info --refresh
 assert_eq "$RC" 0 "inventory through the fake NVML: $OUT"
 FAKE_STATE=$E2E_TMP/fake-nvml.json
@@ -60,6 +63,8 @@ assert_contains "$OUT" "/dev/nvidia-caps/nvidia-cap$GI_MINOR character special f
 assert_contains "$OUT" "/dev/nvidia-caps/nvidia-cap$CI_MINOR character special file 1fd:$(hex "$CI_MINOR")" \
   "the compute instance capability node (509:$CI_MINOR)"
 assert_eq "$(grep -c 'nvidia-cap' <<<"$(grep -v character <<<"$OUT")")" 2 "exactly two capability nodes"
+assert_eq "$(find "$E2E_TMP/root/dev/nvidia-caps" -type c -perm 0400 | wc -l)" 2 \
+  "the provisioner made the two host capability nodes (mode 0400, as nvidia-modprobe does)"
 
 # 2. After it stopped: no booking, the instance idle (ledger version 2), status shows it.
 assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "the booking is released at poststop"

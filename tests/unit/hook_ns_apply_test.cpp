@@ -149,10 +149,13 @@ TEST(Capabilities, BookingPhaseLowersAndApplyPhaseRaises) {
   pid_t child = ::fork();
   if (child == 0) {
     if (!restrict_bounding_set() || !set_effective(kBookingCapabilities)) ::_exit(10);
-    if (effective(CAP_SYS_ADMIN) || effective(CAP_DAC_OVERRIDE) || !effective(CAP_DAC_READ_SEARCH)) ::_exit(11);
+    if (effective(CAP_SYS_ADMIN) || effective(CAP_DAC_OVERRIDE) || effective(CAP_MKNOD) ||
+        !effective(CAP_DAC_READ_SEARCH))
+      ::_exit(11);
     if (::mount("none", "/tmp", "tmpfs", 0, nullptr) == 0 || errno != EPERM) ::_exit(12);  // no CAP_SYS_ADMIN
     if (!set_effective(kApplyCapabilities) || !effective(CAP_SYS_ADMIN)) ::_exit(13);
     if (effective(CAP_NET_ADMIN) || effective(CAP_SETUID)) ::_exit(14);  // never in the bounding set
+    if (effective(CAP_MKNOD)) ::_exit(17);  // only for the provisioner the hook runs
     if (!keep_only({CAP_SYS_ADMIN}) || effective(CAP_SYS_PTRACE)) ::_exit(15);
     if (set_effective({CAP_SYS_PTRACE}) && effective(CAP_SYS_PTRACE)) ::_exit(16);  // dropped for good
     ::_exit(0);
