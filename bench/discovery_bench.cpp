@@ -111,7 +111,8 @@ BENCHMARK(BM_DiscoveryFakeNvmlWarm)->Unit(benchmark::kMicrosecond);
 
 int main(int argc, char** argv) {
   int rc = gpufrac::bench::run_with_ratios(
-      argc, argv, {{"BM_DiscoveryFakeNvml", "BM_DiscoverySimulated"}, {"BM_DiscoveryFakeNvmlWarm", "BM_DiscoverySimulated"}});
+      argc, argv,
+      {{"BM_DiscoveryFakeNvml", "BM_DiscoverySimulated"}, {"BM_DiscoveryFakeNvmlWarm", "BM_DiscoverySimulated"}});
   gpufrac::remove_setup();
   return rc;
 }

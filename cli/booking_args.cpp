@@ -36,9 +36,14 @@ Result<ReserveArgs> reserve_args_from(const BookingOptions& o, const Config& cfg
 nlohmann::json grant_json(const Grant& g, bool existing) {
   nlohmann::json mig = nullptr;
   if (g.mig) mig = {{"gi", g.mig->gi}, {"ci", g.mig->ci}, {"profile", g.mig->profile}};
-  return {{"device_uuid", g.device_uuid}, {"gpu_index", g.gpu_index}, {"gpu_uuid", g.gpu_uuid},
-          {"mig", mig},                   {"bytes", g.bytes},         {"exclusive", g.exclusive},
-          {"reason", g.reason},           {"existing", existing}};
+  return {{"device_uuid", g.device_uuid},
+          {"gpu_index", g.gpu_index},
+          {"gpu_uuid", g.gpu_uuid},
+          {"mig", mig},
+          {"bytes", g.bytes},
+          {"exclusive", g.exclusive},
+          {"reason", g.reason},
+          {"existing", existing}};
 }
 
 }  // namespace gpufrac::cli

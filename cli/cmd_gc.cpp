@@ -51,7 +51,8 @@ Result<FilesReport> collect_files(const Config& cfg) {
 
 std::string render(const FilesReport& f) {
   std::string out;
-  if (!f.dirs_removed.empty()) out += text::cat("Removed ", f.dirs_removed.size(), " container director(ies) without bookings.\n");
+  if (!f.dirs_removed.empty())
+    out += text::cat("Removed ", f.dirs_removed.size(), " container director(ies) without bookings.\n");
   if (f.dead_slots) out += text::cat("Reclaimed ", f.dead_slots, " dead process slot(s) from accounting regions.\n");
   return out;
 }

@@ -53,8 +53,9 @@ int run_status(Context& ctx, bool json) {
   auto ledger = Ledger(LedgerOptions::from(*cfg)).read();
   if (!ledger) return ctx.fail(ledger.error());
   const std::int64_t now = static_cast<std::int64_t>(std::time(nullptr));
-  auto report = build_status(*inv, *ledger, cfg->allocation, now,
-                             [&](const LedgerEntry& e) { return share_state(e, *cfg, now); }, live_usage(*cfg));
+  auto report = build_status(
+      *inv, *ledger, cfg->allocation, now, [&](const LedgerEntry& e) { return share_state(e, *cfg, now); },
+      live_usage(*cfg));
   std::string out = json ? status_json(report).dump(2) + "\n" : render_status(report);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;

@@ -26,8 +26,8 @@ void add_info_command(CLI::App& app, Context& ctx);
 void add_simulate_command(CLI::App& app, Context& ctx);
 void add_status_command(CLI::App& app, Context& ctx);
 void add_gc_command(CLI::App& app, Context& ctx);
-void add_ledger_command(CLI::App& app, Context& ctx);  // hidden: reserve/attach/release by hand
-void add_cdi_command(CLI::App& app, Context& ctx);     // generate, list, validate
+void add_ledger_command(CLI::App& app, Context& ctx);   // hidden: reserve/attach/release by hand
+void add_cdi_command(CLI::App& app, Context& ctx);      // generate, list, validate
 void add_runtime_command(CLI::App& app, Context& ctx);  // configure containerd|docker|crio|podman
 void add_mig_command(CLI::App& app, Context& ctx);      // provision, plan (dynamic MIG)
 

@@ -10,7 +10,9 @@ namespace gpufrac {
 
 using yaml::Located;
 
-std::string Config::host_path(const std::string& absolute) const { return fs::join_root(host_root, absolute); }
+std::string Config::host_path(const std::string& absolute) const {
+  return fs::join_root(host_root, absolute);
+}
 
 MigMode MigConfig::mode_for(std::uint32_t index, const std::string& uuid) const {
   if (auto it = gpus.find(uuid); it != gpus.end()) return it->second;
@@ -18,8 +20,12 @@ MigMode MigConfig::mode_for(std::uint32_t index, const std::string& uuid) const 
   return mode;
 }
 
-const char* to_string(Policy p) { return p == Policy::spread ? "spread" : "binpack"; }
-const char* to_string(MigMode m) { return m == MigMode::dynamic ? "dynamic" : "static"; }
+const char* to_string(Policy p) {
+  return p == Policy::spread ? "spread" : "binpack";
+}
+const char* to_string(MigMode m) {
+  return m == MigMode::dynamic ? "dynamic" : "static";
+}
 
 Config default_config() {
   Config c;
@@ -50,7 +56,9 @@ Result<> parse_nvml(const Located& n, NvmlConfig& out) {
   if (n.node["backend"]) {
     auto b = yaml::as_choice(n.child("backend"), {"auto", "nvml", "simulated"});
     if (!b) return std::unexpected(b.error());
-    out.backend = *b == "nvml" ? NvmlBackend::nvml : *b == "simulated" ? NvmlBackend::simulated : NvmlBackend::auto_detect;
+    out.backend = *b == "nvml"        ? NvmlBackend::nvml
+                  : *b == "simulated" ? NvmlBackend::simulated
+                                      : NvmlBackend::auto_detect;
   }
   if (n.node["machine"]) GPUFRAC_TRY_ASSIGN(out.machine, path_value(n.child("machine")));
   if (n.node["library"]) GPUFRAC_TRY_ASSIGN(out.library, yaml::as_string(n.child("library")));
@@ -60,7 +68,9 @@ Result<> parse_nvml(const Located& n, NvmlConfig& out) {
 }
 
 Result<> parse_allocation(const Located& n, AllocationConfig& out) {
-  if (auto r = yaml::check_keys(n, {"policy", "overcommit", "max-shares-per-gpu", "mig-serves-fractions", "pending-timeout"}); !r)
+  if (auto r = yaml::check_keys(
+          n, {"policy", "overcommit", "max-shares-per-gpu", "mig-serves-fractions", "pending-timeout"});
+      !r)
     return r;
   if (n.node["policy"]) {
     auto p = yaml::as_choice(n.child("policy"), {"binpack", "spread"});
@@ -78,7 +88,8 @@ Result<> parse_allocation(const Located& n, AllocationConfig& out) {
     if (v > 1024) return n.child("max-shares-per-gpu").fail("must be 0 (unlimited) to 1024");
     out.max_shares_per_gpu = static_cast<std::uint32_t>(v);
   }
-  if (n.node["mig-serves-fractions"]) GPUFRAC_TRY_ASSIGN(out.mig_serves_fractions, yaml::as_bool(n.child("mig-serves-fractions")));
+  if (n.node["mig-serves-fractions"])
+    GPUFRAC_TRY_ASSIGN(out.mig_serves_fractions, yaml::as_bool(n.child("mig-serves-fractions")));
   if (n.node["pending-timeout"]) {
     std::uint64_t v = 0;
     GPUFRAC_TRY_ASSIGN(v, yaml::as_u64(n.child("pending-timeout")));
@@ -109,7 +120,8 @@ Result<> parse_mig(const Located& n, MigConfig& out) {
     const std::string key = kv.first.Scalar();
     Located value{kv.second, gpus.file, gpus.key + "." + key};
     bool is_index = !key.empty() && key.size() < 4 && key.find_first_not_of("0123456789") == std::string::npos;
-    if (!is_index && !key.starts_with("GPU-")) return value.fail("GPU key must be an index (\"0\") or a GPU UUID (GPU-...)");
+    if (!is_index && !key.starts_with("GPU-"))
+      return value.fail("GPU key must be an index (\"0\") or a GPU UUID (GPU-...)");
     GPUFRAC_TRY_ASSIGN(out.gpus[key], mig_mode_value(value));
   }
   return {};
@@ -123,7 +135,8 @@ Result<> parse_log(const Located& n, LogConfig& out) {
     out.target = *t == "journal" ? LogTarget::journal : *t == "stderr" ? LogTarget::stderr_ : LogTarget::file;
   }
   if (n.node["file"]) GPUFRAC_TRY_ASSIGN(out.file, path_value(n.child("file")));
-  if (n.node["level"]) GPUFRAC_TRY_ASSIGN(out.level, yaml::as_choice(n.child("level"), {"debug", "info", "warn", "error"}));
+  if (n.node["level"])
+    GPUFRAC_TRY_ASSIGN(out.level, yaml::as_choice(n.child("level"), {"debug", "info", "warn", "error"}));
   return {};
 }
 
@@ -136,13 +149,19 @@ Result<> parse_paths_section(const Located& root, Config& out);
 namespace {
 
 Result<> parse_sections(const Located& root, Config& c) {
-  if (root.node["nvml"]) if (auto r = parse_nvml(root.child("nvml"), c.nvml); !r) return r;
-  if (root.node["allocation"]) if (auto r = parse_allocation(root.child("allocation"), c.allocation); !r) return r;
-  if (root.node["mig"]) if (auto r = parse_mig(root.child("mig"), c.mig); !r) return r;
-  if (root.node["log"]) if (auto r = parse_log(root.child("log"), c.log); !r) return r;
-  if (root.node["cdi"]) if (auto r = parse_cdi_section(root.child("cdi"), c.cdi); !r) return r;
+  if (root.node["nvml"])
+    if (auto r = parse_nvml(root.child("nvml"), c.nvml); !r) return r;
+  if (root.node["allocation"])
+    if (auto r = parse_allocation(root.child("allocation"), c.allocation); !r) return r;
+  if (root.node["mig"])
+    if (auto r = parse_mig(root.child("mig"), c.mig); !r) return r;
+  if (root.node["log"])
+    if (auto r = parse_log(root.child("log"), c.log); !r) return r;
+  if (root.node["cdi"])
+    if (auto r = parse_cdi_section(root.child("cdi"), c.cdi); !r) return r;
   if (root.node["aliases"]) GPUFRAC_TRY_ASSIGN(c.aliases, yaml::as_bool(root.child("aliases")));
-  if (root.node["require-host-pid"]) GPUFRAC_TRY_ASSIGN(c.require_host_pid, yaml::as_bool(root.child("require-host-pid")));
+  if (root.node["require-host-pid"])
+    GPUFRAC_TRY_ASSIGN(c.require_host_pid, yaml::as_bool(root.child("require-host-pid")));
   if (root.node["runtimes"]) {
     GPUFRAC_TRY_ASSIGN(c.runtimes, yaml::as_string_list(root.child("runtimes")));
     if (c.runtimes.empty()) return root.child("runtimes").fail("must name at least one runtime, e.g. [runc, crun]");
@@ -155,8 +174,9 @@ Result<> parse_sections(const Located& root, Config& c) {
 Result<Config> load_config_string(const std::string& content, const std::string& name) {
   auto root = yaml::load_string(content, name);
   if (!root) return std::unexpected(root.error());
-  if (auto r = yaml::check_keys(*root, {"state-dir", "host-root", "proc-root", "cgroup-root", "nvml", "allocation", "aliases",
-                                        "require-host-pid", "mig", "shim", "hook", "cli", "runtimes", "log", "cdi"});
+  if (auto r = yaml::check_keys(*root,
+                                {"state-dir", "host-root", "proc-root", "cgroup-root", "nvml", "allocation", "aliases",
+                                 "require-host-pid", "mig", "shim", "hook", "cli", "runtimes", "log", "cdi"});
       !r)
     return std::unexpected(r.error());
   Config c = default_config();

@@ -26,16 +26,16 @@ struct NvmlConfig {
 
 struct AllocationConfig {
   Policy policy = Policy::binpack;
-  double overcommit = 1.0;              // memory promised per GPU may reach total * overcommit
+  double overcommit = 1.0;                // memory promised per GPU may reach total * overcommit
   std::uint32_t max_shares_per_gpu = 16;  // 0 = unlimited
-  bool mig_serves_fractions = false;    // fraction/memory requests may take an idle MIG instance
+  bool mig_serves_fractions = false;      // fraction/memory requests may take an idle MIG instance
   std::uint32_t pending_timeout_s = 120;  // a booking with no container pid yet is reclaimed after this
 };
 
 struct MigConfig {
-  MigMode mode = MigMode::static_;           // default for every GPU
-  std::map<std::string, MigMode> gpus;      // per GPU by index ("0") or UUID
-  std::uint32_t idle_timeout_s = 600;       // idle dynamic instances older than this are destroyed
+  MigMode mode = MigMode::static_;      // default for every GPU
+  std::map<std::string, MigMode> gpus;  // per GPU by index ("0") or UUID
+  std::uint32_t idle_timeout_s = 600;   // idle dynamic instances older than this are destroyed
   MigMode mode_for(std::uint32_t index, const std::string& uuid) const;
 };
 
@@ -55,17 +55,17 @@ struct CdiConfig {
 struct Config {
   std::string source = "<built-in defaults>";  // the file this came from
   std::string state_dir = "/run/gpufrac";
-  std::string host_root = "/";        // prefixes /dev, /proc/driver/nvidia*, /proc/devices
-  std::string proc_root = "/proc";    // live processes (pids, namespaces); tests keep the real one
+  std::string host_root = "/";      // prefixes /dev, /proc/driver/nvidia*, /proc/devices
+  std::string proc_root = "/proc";  // live processes (pids, namespaces); tests keep the real one
   std::string cgroup_root = "/sys/fs/cgroup";
   NvmlConfig nvml;
   AllocationConfig allocation;
   bool aliases = true;  // gpu-fraction, gpu-memory, clearml-injector/fraction
   bool require_host_pid = true;
   MigConfig mig;
-  std::string shim_path;     // host path of libgpufrac-limits.so
-  std::string hook_path;     // host path of gpufrac-hook (written into specs)
-  std::string cli_path;      // host path of gpufrac (helpers the hook execs)
+  std::string shim_path;  // host path of libgpufrac-limits.so
+  std::string hook_path;  // host path of gpufrac-hook (written into specs)
+  std::string cli_path;   // host path of gpufrac (helpers the hook execs)
   std::vector<std::string> runtimes = {"runc", "crun"};
   LogConfig log;
   CdiConfig cdi;

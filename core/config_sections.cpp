@@ -33,7 +33,9 @@ Result<> parse_paths_section(const Located& root, Config& c) {
     const char* key;
     std::string* target;
   };
-  const Field top[] = {{"state-dir", &c.state_dir}, {"host-root", &c.host_root}, {"proc-root", &c.proc_root},
+  const Field top[] = {{"state-dir", &c.state_dir},
+                       {"host-root", &c.host_root},
+                       {"proc-root", &c.proc_root},
                        {"cgroup-root", &c.cgroup_root}};
   for (const auto& f : top) {
     if (!root.node[f.key]) continue;

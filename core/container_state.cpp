@@ -14,8 +14,8 @@
 
 namespace gpufrac {
 
-using limits::LimitFile;
 using limits::create_region;
+using limits::LimitFile;
 using limits::render_limit_file;
 
 namespace {
@@ -26,7 +26,8 @@ LimitFile limit_file_for(const std::string& container_id, const std::vector<Ledg
   f.region = GPUFRAC_CONTAINER_USAGE;
   // Two bookings of one device (e.g. two CDI shares of the same GPU) add up to one limit.
   for (const auto& b : bookings) {
-    auto same = std::find_if(f.devices.begin(), f.devices.end(), [&](const auto& d) { return d.uuid == b.device_uuid; });
+    auto same =
+        std::find_if(f.devices.begin(), f.devices.end(), [&](const auto& d) { return d.uuid == b.device_uuid; });
     if (same != f.devices.end())
       same->bytes += b.bytes;
     else

@@ -26,14 +26,14 @@ struct EditDeviceNode {
 struct EditMount {
   std::string host_path;
   std::string container_path;
-  std::string type;  // "" or "bind" for bind mounts, "tmpfs" for a fresh tmpfs
+  std::string type;                  // "" or "bind" for bind mounts, "tmpfs" for a fresh tmpfs
   std::vector<std::string> options;  // e.g. {"ro", "nosuid", "nodev", "bind"}
   bool operator==(const EditMount&) const = default;
 };
 
 struct EditHook {
-  std::string hook_name;  // createRuntime, poststop, ...
-  std::string path;       // absolute host path
+  std::string hook_name;          // createRuntime, poststop, ...
+  std::string path;               // absolute host path
   std::vector<std::string> args;  // including argv[0]
   std::vector<std::string> env;   // always explicit: a hook must not inherit the runtime's env
   std::optional<int> timeout;

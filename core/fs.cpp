@@ -58,8 +58,7 @@ Result<> write_all(int fd, std::string_view data, const std::string& what) {
 
 static std::string temp_name_for(const std::string& path) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
-  return text::cat(dirname(path), "/.", basename(path), ".tmp.", static_cast<long>(::getpid()), ".",
-                   rng() % 1000000);
+  return text::cat(dirname(path), "/.", basename(path), ".tmp.", static_cast<long>(::getpid()), ".", rng() % 1000000);
 }
 
 static Result<> fsync_dir(const std::string& dir) {
@@ -99,14 +98,14 @@ Result<> make_dirs(const std::string& path, mode_t mode) {
     partial += part;
     if (::mkdir(partial.c_str(), mode) != 0 && errno != EEXIST) return sys_error("cannot create directory " + partial);
   }
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return sys_error("cannot stat " + path);
   if (!S_ISDIR(st.st_mode)) return internal_error(path + ": exists and is not a directory");
   return {};
 }
 
 bool exists(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
 }
 

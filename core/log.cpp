@@ -24,8 +24,7 @@ spdlog::level::level_enum to_spdlog(const std::string& level) {
 
 std::shared_ptr<spdlog::logger> make_logger(const LogConfig& cfg, const std::string& name) {
   try {
-    if (cfg.target == LogTarget::journal)
-      return spdlog::syslog_logger_mt(name, name, LOG_PID, LOG_DAEMON, false);
+    if (cfg.target == LogTarget::journal) return spdlog::syslog_logger_mt(name, name, LOG_PID, LOG_DAEMON, false);
     if (cfg.target == LogTarget::file) {
       (void)fs::make_dirs(fs::dirname(cfg.file), 0755);
       return spdlog::basic_logger_mt(name, cfg.file);
@@ -48,7 +47,9 @@ void init(const LogConfig& cfg, std::string_view program) {
   g_logger->flush_on(spdlog::level::debug);
 }
 
-void set_context(std::string_view context) { g_context = std::string(context); }
+void set_context(std::string_view context) {
+  g_context = std::string(context);
+}
 
 void write(Level level, std::string_view message) {
   if (!g_logger) return;

@@ -18,9 +18,17 @@ void init(const LogConfig& cfg, std::string_view program);
 void set_context(std::string_view context);
 void write(Level level, std::string_view message);
 
-inline void debug(std::string_view m) { write(Level::debug, m); }
-inline void info(std::string_view m) { write(Level::info, m); }
-inline void warn(std::string_view m) { write(Level::warn, m); }
-inline void error(std::string_view m) { write(Level::error, m); }
+inline void debug(std::string_view m) {
+  write(Level::debug, m);
+}
+inline void info(std::string_view m) {
+  write(Level::info, m);
+}
+inline void warn(std::string_view m) {
+  write(Level::warn, m);
+}
+inline void error(std::string_view m) {
+  write(Level::error, m);
+}
 
 }  // namespace gpufrac::log

@@ -79,7 +79,8 @@ std::vector<std::string> plan_env(const std::vector<Grant>& grants) {
 
 EditHook plan_hook(const Config& cfg, const std::string& oci_stage, const std::string& hook_stage,
                    const std::vector<std::string>& extra_args) {
-  EditHook h{oci_stage, cfg.hook_path, {"gpufrac-hook", hook_stage}, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, kHookTimeoutS};
+  EditHook h{
+      oci_stage, cfg.hook_path, {"gpufrac-hook", hook_stage}, {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, kHookTimeoutS};
   h.args.insert(h.args.end(), extra_args.begin(), extra_args.end());
   if (!cfg.source.empty() && cfg.source.front() == '/') h.env.push_back(std::string(kConfigEnv) + "=" + cfg.source);
   return h;

@@ -71,9 +71,14 @@ std::uint64_t fraction_bytes(std::uint64_t total_bytes, Ppm ppm) {
 }
 
 std::optional<std::string> format_memory(std::uint64_t bytes) {
-  static constexpr std::array<std::pair<std::uint64_t, const char*>, 8> kUnits{
-      {{1ull << 40, "Ti"}, {1ull << 30, "Gi"}, {1'000'000'000'000ull, "T"}, {1'000'000'000ull, "G"},
-       {1ull << 20, "Mi"}, {1'000'000ull, "M"}, {1ull << 10, "Ki"}, {1000ull, "k"}}};
+  static constexpr std::array<std::pair<std::uint64_t, const char*>, 8> kUnits{{{1ull << 40, "Ti"},
+                                                                                {1ull << 30, "Gi"},
+                                                                                {1'000'000'000'000ull, "T"},
+                                                                                {1'000'000'000ull, "G"},
+                                                                                {1ull << 20, "Mi"},
+                                                                                {1'000'000ull, "M"},
+                                                                                {1ull << 10, "Ki"},
+                                                                                {1000ull, "k"}}};
   if (bytes == 0) return std::nullopt;
   for (auto [unit, suffix] : kUnits)
     if (bytes % unit == 0) return text::cat(bytes / unit, suffix);

@@ -70,7 +70,9 @@ std::vector<std::string> split(std::string_view s, char sep) {
   }
 }
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.starts_with(prefix); }
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.starts_with(prefix);
+}
 
 std::optional<std::uint64_t> parse_u64(std::string_view s) {
   if (s.empty() || s.size() > 20) return std::nullopt;

@@ -13,14 +13,23 @@
 namespace gpufrac::text {
 
 namespace detail {
-inline void append(std::string& out, std::string_view s) { out.append(s); }
-inline void append(std::string& out, const char* s) { out.append(s); }
-inline void append(std::string& out, const std::string& s) { out.append(s); }
-inline void append(std::string& out, char c) { out.push_back(c); }
-inline void append(std::string& out, bool b) { out.append(b ? "true" : "false"); }
+inline void append(std::string& out, std::string_view s) {
+  out.append(s);
+}
+inline void append(std::string& out, const char* s) {
+  out.append(s);
+}
+inline void append(std::string& out, const std::string& s) {
+  out.append(s);
+}
+inline void append(std::string& out, char c) {
+  out.push_back(c);
+}
+inline void append(std::string& out, bool b) {
+  out.append(b ? "true" : "false");
+}
 template <std::integral T>
-  requires(!std::same_as<T, char> && !std::same_as<T, bool>)
-void append(std::string& out, T v) {
+requires(!std::same_as<T, char> && !std::same_as<T, bool>) void append(std::string& out, T v) {
   char buf[24];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
   out.append(buf, end);

@@ -60,8 +60,9 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
   if (!inventory) return std::unexpected(inventory.error());
   inv.inventory = std::move(*inventory);
   Ledger ledger(LedgerOptions::from(inv.cfg));
-  ReserveArgs args{inv.state.id, inv.args.cdi_device, **request,
-                   inv.args.cdi_device.empty() ? BookingSource::hook : BookingSource::cdi, *inv.state.pid, std::nullopt};
+  ReserveArgs args{inv.state.id,   inv.args.cdi_device,
+                   **request,      inv.args.cdi_device.empty() ? BookingSource::hook : BookingSource::cdi,
+                   *inv.state.pid, std::nullopt};
   auto booking = ledger.reserve(args, inv.inventory, inv.cfg.allocation);
   if (!booking && needs_provisioning(inv, **request, booking.error())) {
     if (auto r = provision(inv); !r) return std::unexpected(r.error());
@@ -89,7 +90,8 @@ Result<> attach_pid(const Invocation& inv) {
 }
 
 Result<Edits> edits_for(const Invocation& inv, const std::vector<LedgerEntry>& bookings) {
-  if (inv.args.cdi_device.empty()) return plan_container_edits(grants_of(bookings), inv.inventory, inv.cfg, inv.state.id);
+  if (inv.args.cdi_device.empty())
+    return plan_container_edits(grants_of(bookings), inv.inventory, inv.cfg, inv.state.id);
   Edits e;
   auto state = plan_state_mounts(container_files(inv.cfg, inv.state.id));
   e.mounts.assign(state.begin(), state.begin() + 2);  // limits and usage; the spec mounts the rest

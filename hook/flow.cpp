@@ -43,7 +43,8 @@ Result<> apply(const Invocation& inv, const Edits& edits) {
   NamespaceTarget target{text::cat(inv.cfg.proc_root, "/", *inv.state.pid, "/ns/mnt"), inv.spec.rootfs};
   if (auto r = attach_in_namespace(target, *prepared); !r) return r;
   if (edits.device_nodes.empty()) return {};
-  return allow_devices(inv.cfg.proc_root, inv.cfg.cgroup_root, *inv.state.pid, inv.spec.device_rules, edits.device_nodes);
+  return allow_devices(inv.cfg.proc_root, inv.cfg.cgroup_root, *inv.state.pid, inv.spec.device_rules,
+                       edits.device_nodes);
 }
 
 void rollback(const Invocation& inv) {
@@ -54,7 +55,8 @@ void rollback(const Invocation& inv) {
 
 Result<> book_and_apply(Invocation& inv) {
   if (auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r) return r;
-  if (!inv.state.pid) return user_error("the OCI state on stdin has no pid; gpufrac-hook must run at prestart or createRuntime");
+  if (!inv.state.pid)
+    return user_error("the OCI state on stdin has no pid; gpufrac-hook must run at prestart or createRuntime");
   if (inv.args.attach) return attach_pid(inv);  // the runtime wrapper booked and edited the spec
   auto bookings = book(inv);
   if (!bookings) return std::unexpected(bookings.error());
@@ -111,21 +113,30 @@ int poststop(const HookArgs& args, const OciState& state) {
 }  // namespace
 
 Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
-  constexpr const char* usage = "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach]";
+  constexpr const char* usage =
+      "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach]";
   if (argc < 2) return user_error(usage);
   HookArgs a;
   std::string_view stage = argv[1];
-  if (stage == "prestart") a.stage = Stage::prestart;
-  else if (stage == "createRuntime") a.stage = Stage::create_runtime;
-  else if (stage == "poststop") a.stage = Stage::poststop;
-  else return user_error(text::quote(stage) + " is not a stage; " + usage);
+  if (stage == "prestart")
+    a.stage = Stage::prestart;
+  else if (stage == "createRuntime")
+    a.stage = Stage::create_runtime;
+  else if (stage == "poststop")
+    a.stage = Stage::poststop;
+  else
+    return user_error(text::quote(stage) + " is not a stage; " + usage);
   for (int i = 2; i < argc; ++i) {
     std::string_view opt = argv[i];
     bool has_value = i + 1 < argc;
-    if (opt == "--config" && has_value) a.config_path = argv[++i];
-    else if (opt == "--cdi-device" && has_value) a.cdi_device = argv[++i];
-    else if (opt == "--attach") a.attach = true;
-    else return user_error(text::quote(opt) + " is not an option; " + usage);
+    if (opt == "--config" && has_value)
+      a.config_path = argv[++i];
+    else if (opt == "--cdi-device" && has_value)
+      a.cdi_device = argv[++i];
+    else if (opt == "--attach")
+      a.attach = true;
+    else
+      return user_error(text::quote(opt) + " is not an option; " + usage);
   }
   return a;
 }

@@ -27,7 +27,7 @@ Result<fs::UniqueFd> make_tmpfs(std::string_view size, unsigned mode) {
 }
 
 Result<> set_mount_attrs(int mount_fd, const MountAttrs& a, std::string_view what) {
-  struct mount_attr attr{};
+  struct mount_attr attr {};
   attr.attr_set = (a.read_only ? MOUNT_ATTR_RDONLY : 0) | (a.nosuid ? MOUNT_ATTR_NOSUID : 0) |
                   (a.nodev ? MOUNT_ATTR_NODEV : 0) | (a.noexec ? MOUNT_ATTR_NOEXEC : 0);
   if (::mount_setattr(mount_fd, "", AT_EMPTY_PATH, &attr, sizeof attr) != 0)

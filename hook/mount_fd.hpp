@@ -17,7 +17,7 @@ namespace gpufrac::hook {
 struct MountAttrs {
   bool read_only = false;
   bool nosuid = true;
-  bool nodev = false;   // never for device nodes
+  bool nodev = false;  // never for device nodes
   bool noexec = false;
 };
 

@@ -43,31 +43,37 @@ Result<PreparedMount> prepare_mount(const EditMount& m) {
     if (!fd) return std::unexpected(fd.error());
     return PreparedMount{std::move(*fd), m.container_path, TargetKind::directory};
   }
-  struct stat st{};
+  struct stat st {};
   if (::stat(m.host_path.c_str(), &st) != 0) return sys_error("mount source " + m.host_path);
   auto fd = clone_bind_source(m.host_path);
   if (!fd) return std::unexpected(fd.error());
-  MountAttrs attrs{.read_only = has_option(m, "ro"), .nosuid = true, .nodev = has_option(m, "nodev"),
+  MountAttrs attrs{.read_only = has_option(m, "ro"),
+                   .nosuid = true,
+                   .nodev = has_option(m, "nodev"),
                    .noexec = has_option(m, "noexec")};
   if (auto r = set_mount_attrs(fd->get(), attrs, m.container_path); !r) return std::unexpected(r.error());
-  return PreparedMount{std::move(*fd), m.container_path, S_ISDIR(st.st_mode) ? TargetKind::directory : TargetKind::file};
+  return PreparedMount{std::move(*fd), m.container_path,
+                       S_ISDIR(st.st_mode) ? TargetKind::directory : TargetKind::file};
 }
 
 Result<PreparedMount> prepare_device(const EditDeviceNode& d) {
   const std::string& host = d.host_path.empty() ? d.path : d.host_path;
-  struct stat st{};
+  struct stat st {};
   if (::stat(host.c_str(), &st) != 0) return sys_error("device node " + host);
   if (!S_ISCHR(st.st_mode) || static_cast<std::int64_t>(major(st.st_rdev)) != d.major ||
       static_cast<std::int64_t>(minor(st.st_rdev)) != d.minor)
     return internal_error(text::cat("device node ", host, " is not the character device ", d.major, ":", d.minor));
   auto fd = clone_bind_source(host);
   if (!fd) return std::unexpected(fd.error());
-  if (auto r = set_mount_attrs(fd->get(), {.read_only = true, .nosuid = true, .nodev = false, .noexec = true}, d.path); !r)
+  if (auto r = set_mount_attrs(fd->get(), {.read_only = true, .nosuid = true, .nodev = false, .noexec = true}, d.path);
+      !r)
     return std::unexpected(r.error());
   return PreparedMount{std::move(*fd), d.path, TargetKind::file};
 }
 
-std::size_t depth(const std::string& path) { return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/')); }
+std::size_t depth(const std::string& path) {
+  return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
+}
 
 // Runs in the child, inside the container's mount namespace.
 Result<> attach_all(const NamespaceTarget& target, const std::vector<PreparedMount>& mounts) {
@@ -83,9 +89,10 @@ Result<> attach_all(const NamespaceTarget& target, const std::vector<PreparedMou
   return {};
 }
 
-[[noreturn]] void child_main(int ns_fd, int err_fd, const NamespaceTarget& target, const std::vector<PreparedMount>& mounts) {
+[[noreturn]] void child_main(int ns_fd, int err_fd, const NamespaceTarget& target,
+                             const std::vector<PreparedMount>& mounts) {
   Result<> r = ::setns(ns_fd, CLONE_NEWNS) == 0 ? attach_all(target, mounts)
-                                                  : Result<>(sys_error("cannot join " + target.mnt_ns_path));
+                                                : Result<>(sys_error("cannot join " + target.mnt_ns_path));
   if (!r) {
     (void)fs::write_all(err_fd, r.error().message, "error pipe");
     ::_exit(r.error().kind == ErrorKind::user ? 1 : 2);
@@ -98,8 +105,9 @@ Result<> attach_all(const NamespaceTarget& target, const std::vector<PreparedMou
 Result<std::vector<PreparedMount>> prepare_mounts(const Edits& edits) {
   std::vector<PreparedMount> out;
   std::vector<EditMount> ordered = edits.mounts;
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const EditMount& a, const EditMount& b) { return depth(a.container_path) < depth(b.container_path); });
+  std::stable_sort(ordered.begin(), ordered.end(), [](const EditMount& a, const EditMount& b) {
+    return depth(a.container_path) < depth(b.container_path);
+  });
   for (const auto& m : ordered) {
     auto p = prepare_mount(m);
     if (!p) return std::unexpected(p.error());

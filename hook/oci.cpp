@@ -45,7 +45,8 @@ namespace {
 // Whether the namespace at `path` is the one at `reference`; an unreadable link is an error, not an
 // answer, so a missing permission never reads as "the container has its own PID namespace".
 Result<bool> same_namespace(const std::string& path, const std::string& reference) {
-  struct stat sa{}, sb{};
+  struct stat sa {
+  }, sb{};
   if (::stat(path.c_str(), &sa) != 0) return sys_error("cannot read the PID namespace " + path + " in config.json");
   if (::stat(reference.c_str(), &sb) != 0) return sys_error("cannot read the host PID namespace " + reference);
   return sa.st_ino == sb.st_ino && sa.st_dev == sb.st_dev;

@@ -13,11 +13,10 @@
 
 #include "core/error.hpp"
 
-
 namespace gpufrac::hook {
 
 // runc copies the annotations into the state, so it is bounded like config.json.
-inline constexpr std::size_t kMaxStateBytes = 16u << 20;  // 16 MiB
+inline constexpr std::size_t kMaxStateBytes = 16u << 20;   // 16 MiB
 inline constexpr std::size_t kMaxConfigBytes = 16u << 20;  // 16 MiB
 
 struct OciState {
@@ -28,9 +27,9 @@ struct OciState {
 
 struct BundleSpec {
   std::map<std::string, std::string> annotations;
-  std::string rootfs;                        // root.path made absolute against the bundle
-  bool private_pid_namespace = false;        // a new PID namespace (no path)
-  std::optional<std::string> pid_namespace_path;  // joining an existing one
+  std::string rootfs;                                     // root.path made absolute against the bundle
+  bool private_pid_namespace = false;                     // a new PID namespace (no path)
+  std::optional<std::string> pid_namespace_path;          // joining an existing one
   nlohmann::json device_rules = nlohmann::json::array();  // linux.resources.devices
 };
 

@@ -28,7 +28,8 @@ Result<> restrict_bounding_set() {
   if (!CAP_IS_SUPPORTED(CAP_SETPCAP)) return {};
   CapPtr now(cap_get_proc());
   cap_flag_value_t has_setpcap = CAP_CLEAR;
-  if (!now || cap_get_flag(now.get(), CAP_SETPCAP, CAP_EFFECTIVE, &has_setpcap) != 0) return sys_error("cannot read capabilities");
+  if (!now || cap_get_flag(now.get(), CAP_SETPCAP, CAP_EFFECTIVE, &has_setpcap) != 0)
+    return sys_error("cannot read capabilities");
   if (has_setpcap != CAP_SET) return {};
   for (cap_value_t c = 0; c <= CAP_LAST_CAP; ++c)
     if (!in_hook_set(c) && CAP_IS_SUPPORTED(c) && cap_drop_bound(c) != 0)
@@ -70,10 +71,10 @@ Result<> install_rootfs_seccomp() {
   if (!ctx) return internal_error("cannot create a seccomp filter");
   std::unique_ptr<void, void (*)(void*)> guard(ctx, [](void* c) { seccomp_release(c); });
   static constexpr const char* kAllowed[] = {
-      "openat", "close", "fstat", "newfstatat", "statx", "mkdirat", "fcntl", "move_mount", "mount_setattr",
-      "read", "write", "lseek", "exit", "exit_group", "brk", "mmap", "munmap", "mremap", "madvise",
-      "mprotect", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "futex", "getpid", "gettid", "clock_gettime",
-      "getrandom"};
+      "openat",       "close",         "fstat",  "newfstatat", "statx",   "mkdirat",       "fcntl",
+      "move_mount",   "mount_setattr", "read",   "write",      "lseek",   "exit",          "exit_group",
+      "brk",          "mmap",          "munmap", "mremap",     "madvise", "mprotect",      "rt_sigprocmask",
+      "rt_sigreturn", "sigaltstack",   "futex",  "getpid",     "gettid",  "clock_gettime", "getrandom"};
   for (const char* name : kAllowed) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture

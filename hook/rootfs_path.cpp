@@ -24,7 +24,7 @@ Result<fs::UniqueFd> open_component(int dir_fd, const std::string& name, std::st
     if (errno == ENOENT) return std::unexpected(Error{"missing", ENOENT, ErrorKind::user});
     return sys_error("container path " + text::quote(path, 256));
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return sys_error("cannot stat container path " + text::quote(path, 256));
   if (S_ISLNK(st.st_mode)) return refuse(path, "a component is a symlink; refusing to follow it");
   if (want_dir && !S_ISDIR(st.st_mode)) return refuse(path, "a component is not a directory");
@@ -39,7 +39,8 @@ Result<fs::UniqueFd> open_or_make_dir(int dir_fd, const std::string& name, std::
   return open_component(dir_fd, name, path, true);
 }
 
-Result<fs::UniqueFd> walk_parents(int root_fd, const std::vector<std::string>& parts, std::string_view path, bool create) {
+Result<fs::UniqueFd> walk_parents(int root_fd, const std::vector<std::string>& parts, std::string_view path,
+                                  bool create) {
   fs::UniqueFd cur(::fcntl(root_fd, F_DUPFD_CLOEXEC, 3));
   if (!cur) return sys_error("cannot duplicate the container root fd");
   for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
@@ -85,8 +86,9 @@ Result<fs::UniqueFd> open_in_root(int root_fd, std::string_view path) {
 
 Result<std::string> read_regular_in_root(int root_fd, std::string_view path, std::size_t max_bytes) {
   auto fd = open_in_root(root_fd, path);
-  if (!fd) return fd.error().message.ends_with("does not exist") ? Result<std::string>("") : std::unexpected(fd.error());
-  struct stat st{};
+  if (!fd)
+    return fd.error().message.ends_with("does not exist") ? Result<std::string>("") : std::unexpected(fd.error());
+  struct stat st {};
   if (::fstat(fd->get(), &st) != 0) return sys_error("cannot stat container path " + text::quote(path, 256));
   if (!S_ISREG(st.st_mode)) return refuse(path, "is not a regular file");
   const std::string reopen = text::cat("/proc/self/fd/", fd->get());
@@ -104,7 +106,7 @@ Result<fs::UniqueFd> ensure_target_in_root(int root_fd, std::string_view path, T
   auto fd = open_component(parent->get(), parts->back(), path, false);
   if (!fd && fd.error().err == ENOENT) fd = make_file(parent->get(), parts->back(), path);
   if (!fd) return fd;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd->get(), &st) != 0) return sys_error("cannot stat container path " + text::quote(path, 256));
   if (S_ISDIR(st.st_mode)) return refuse(path, "is a directory, expected a file");
   return fd;

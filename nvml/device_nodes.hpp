@@ -13,9 +13,9 @@
 namespace gpufrac {
 
 struct HostDriverFiles {
-  std::optional<std::int64_t> nvidia_major;  // "nvidia" (>= 550.40) or "nvidia-frontend"
-  std::optional<std::int64_t> uvm_major;     // "nvidia-uvm"
-  std::optional<std::int64_t> caps_major;    // "nvidia-caps"
+  std::optional<std::int64_t> nvidia_major;        // "nvidia" (>= 550.40) or "nvidia-frontend"
+  std::optional<std::int64_t> uvm_major;           // "nvidia-uvm"
+  std::optional<std::int64_t> caps_major;          // "nvidia-caps"
   std::map<std::string, std::int64_t> mig_minors;  // "gpu0/gi1/access" -> minor
 };
 

@@ -19,7 +19,7 @@ inline constexpr std::uint64_t kGiB = 1ull << 30;
 
 // A character device node the container needs, with its numbers read from the host.
 struct DeviceNodeInfo {
-  std::string path;  // path inside the container and on the host (under host-root), e.g. /dev/nvidia0
+  std::string path;         // path inside the container and on the host (under host-root), e.g. /dev/nvidia0
   std::int64_t major = -1;  // -1 when the host does not list the driver (no /proc/devices entry)
   std::int64_t minor = -1;
   bool operator==(const DeviceNodeInfo&) const = default;
@@ -53,7 +53,7 @@ struct MigInstance {
   std::uint32_t ci_id = 0;
   std::uint32_t profile_id = 0;  // GI profile id
   std::string profile_name;
-  std::string uuid;              // MIG-<uuid>
+  std::string uuid;  // MIG-<uuid>
   std::uint64_t memory_bytes = 0;
   MigPlacement placement;
   std::uint32_t compute_slices = 0;       // of the compute instance
@@ -63,15 +63,15 @@ struct MigInstance {
 
 struct Gpu {
   std::uint32_t index = 0;
-  std::string uuid;  // GPU-<uuid>
-  std::string name;  // e.g. "NVIDIA A100-SXM4-40GB"
-  std::string pci_bus_id;  // e.g. "00000000:07:00.0"
+  std::string uuid;         // GPU-<uuid>
+  std::string name;         // e.g. "NVIDIA A100-SXM4-40GB"
+  std::string pci_bus_id;   // e.g. "00000000:07:00.0"
   std::uint32_t minor = 0;  // /dev/nvidia<minor>
   std::uint64_t memory_bytes = 0;
   int cc_major = 0, cc_minor = 0;
-  bool mig_capable = false;  // nvmlDeviceGetMigMode answers (Ampere and newer data-centre GPUs)
-  bool mig_enabled = false;  // current mode
-  bool mig_pending = false;  // pending mode (after reset)
+  bool mig_capable = false;                // nvmlDeviceGetMigMode answers (Ampere and newer data-centre GPUs)
+  bool mig_enabled = false;                // current mode
+  bool mig_pending = false;                // pending mode (after reset)
   std::vector<MigProfile> mig_profiles;    // what NVML reports: only while MIG mode is enabled
   std::vector<MigInstance> mig_instances;  // existing instances, by (gi, ci)
   DeviceNodeInfo node;                     // /dev/nvidia<minor>
@@ -82,8 +82,8 @@ struct Gpu {
 };
 
 struct Inventory {
-  std::string driver_version;   // e.g. "550.54.15"
-  std::string source;           // "nvml:<library>" or "simulated:<file>" (not compared)
+  std::string driver_version;  // e.g. "550.54.15"
+  std::string source;          // "nvml:<library>" or "simulated:<file>" (not compared)
   std::vector<Gpu> gpus;
   std::vector<DeviceNodeInfo> control_nodes;  // /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools
 

@@ -12,26 +12,45 @@ namespace {
 
 constexpr int kInventoryJsonVersion = 1;
 
-json node_json(const DeviceNodeInfo& n) { return {{"path", n.path}, {"major", n.major}, {"minor", n.minor}}; }
-DeviceNodeInfo node_from(const json& j) { return {j.at("path"), j.at("major"), j.at("minor")}; }
+json node_json(const DeviceNodeInfo& n) {
+  return {{"path", n.path}, {"major", n.major}, {"minor", n.minor}};
+}
+DeviceNodeInfo node_from(const json& j) {
+  return {j.at("path"), j.at("major"), j.at("minor")};
+}
 
 json profile_json(const MigProfile& p) {
-  return {{"index", p.index},           {"id", p.id},
-          {"name", p.name},             {"compute_slices", p.compute_slices},
-          {"memory_slices", p.memory_slices}, {"memory_mib", p.memory_mib},
-          {"max_count", p.max_count},   {"multiprocessors", p.multiprocessors},
-          {"copy_engines", p.copy_engines}, {"decoders", p.decoders},
-          {"encoders", p.encoders},     {"jpegs", p.jpegs},
-          {"ofas", p.ofas},             {"placements", p.placement_starts}};
+  return {{"index", p.index},
+          {"id", p.id},
+          {"name", p.name},
+          {"compute_slices", p.compute_slices},
+          {"memory_slices", p.memory_slices},
+          {"memory_mib", p.memory_mib},
+          {"max_count", p.max_count},
+          {"multiprocessors", p.multiprocessors},
+          {"copy_engines", p.copy_engines},
+          {"decoders", p.decoders},
+          {"encoders", p.encoders},
+          {"jpegs", p.jpegs},
+          {"ofas", p.ofas},
+          {"placements", p.placement_starts}};
 }
 
 MigProfile profile_from(const json& j) {
   MigProfile p;
-  p.index = j.at("index"); p.id = j.at("id"); p.name = j.at("name");
-  p.compute_slices = j.at("compute_slices"); p.memory_slices = j.at("memory_slices");
-  p.memory_mib = j.at("memory_mib"); p.max_count = j.at("max_count");
-  p.multiprocessors = j.at("multiprocessors"); p.copy_engines = j.at("copy_engines");
-  p.decoders = j.at("decoders"); p.encoders = j.at("encoders"); p.jpegs = j.at("jpegs"); p.ofas = j.at("ofas");
+  p.index = j.at("index");
+  p.id = j.at("id");
+  p.name = j.at("name");
+  p.compute_slices = j.at("compute_slices");
+  p.memory_slices = j.at("memory_slices");
+  p.memory_mib = j.at("memory_mib");
+  p.max_count = j.at("max_count");
+  p.multiprocessors = j.at("multiprocessors");
+  p.copy_engines = j.at("copy_engines");
+  p.decoders = j.at("decoders");
+  p.encoders = j.at("encoders");
+  p.jpegs = j.at("jpegs");
+  p.ofas = j.at("ofas");
   p.placement_starts = j.at("placements").get<std::vector<std::uint32_t>>();
   return p;
 }
@@ -39,16 +58,25 @@ MigProfile profile_from(const json& j) {
 json instance_json(const MigInstance& m) {
   json caps = json::array();
   for (const auto& n : m.cap_nodes) caps.push_back(node_json(n));
-  return {{"gi", m.gi_id}, {"ci", m.ci_id}, {"profile_id", m.profile_id}, {"profile", m.profile_name},
-          {"uuid", m.uuid}, {"memory_bytes", m.memory_bytes},
+  return {{"gi", m.gi_id},
+          {"ci", m.ci_id},
+          {"profile_id", m.profile_id},
+          {"profile", m.profile_name},
+          {"uuid", m.uuid},
+          {"memory_bytes", m.memory_bytes},
           {"placement", {{"start", m.placement.start}, {"size", m.placement.size}}},
-          {"compute_slices", m.compute_slices}, {"cap_nodes", caps}};
+          {"compute_slices", m.compute_slices},
+          {"cap_nodes", caps}};
 }
 
 MigInstance instance_from(const json& j) {
   MigInstance m;
-  m.gi_id = j.at("gi"); m.ci_id = j.at("ci"); m.profile_id = j.at("profile_id"); m.profile_name = j.at("profile");
-  m.uuid = j.at("uuid"); m.memory_bytes = j.at("memory_bytes");
+  m.gi_id = j.at("gi");
+  m.ci_id = j.at("ci");
+  m.profile_id = j.at("profile_id");
+  m.profile_name = j.at("profile");
+  m.uuid = j.at("uuid");
+  m.memory_bytes = j.at("memory_bytes");
   m.placement = {j.at("placement").at("start"), j.at("placement").at("size")};
   m.compute_slices = j.at("compute_slices");
   for (const auto& n : j.at("cap_nodes")) m.cap_nodes.push_back(node_from(n));
@@ -59,24 +87,37 @@ json gpu_json(const Gpu& g) {
   json profiles = json::array(), instances = json::array();
   for (const auto& p : g.mig_profiles) profiles.push_back(profile_json(p));
   for (const auto& m : g.mig_instances) instances.push_back(instance_json(m));
-  return {{"index", g.index}, {"uuid", g.uuid}, {"name", g.name}, {"pci_bus_id", g.pci_bus_id},
-          {"minor", g.minor}, {"memory_bytes", g.memory_bytes},
+  return {{"index", g.index},
+          {"uuid", g.uuid},
+          {"name", g.name},
+          {"pci_bus_id", g.pci_bus_id},
+          {"minor", g.minor},
+          {"memory_bytes", g.memory_bytes},
           {"compute_capability", text::cat(g.cc_major, ".", g.cc_minor)},
-          {"mig", {{"capable", g.mig_capable}, {"enabled", g.mig_enabled}, {"pending", g.mig_pending},
-                   {"profiles", profiles}, {"instances", instances}}},
+          {"mig",
+           {{"capable", g.mig_capable},
+            {"enabled", g.mig_enabled},
+            {"pending", g.mig_pending},
+            {"profiles", profiles},
+            {"instances", instances}}},
           {"node", node_json(g.node)}};
 }
 
 Gpu gpu_from(const json& j) {
   Gpu g;
-  g.index = j.at("index"); g.uuid = j.at("uuid"); g.name = j.at("name"); g.pci_bus_id = j.at("pci_bus_id");
-  g.minor = j.at("minor"); g.memory_bytes = j.at("memory_bytes");
+  g.index = j.at("index");
+  g.uuid = j.at("uuid");
+  g.name = j.at("name");
+  g.pci_bus_id = j.at("pci_bus_id");
+  g.minor = j.at("minor");
+  g.memory_bytes = j.at("memory_bytes");
   const std::string cc = j.at("compute_capability");
   auto dot = cc.find('.');
   g.cc_major = std::stoi(cc.substr(0, dot));
   g.cc_minor = std::stoi(cc.substr(dot + 1));
   const json& mig = j.at("mig");
-  g.mig_enabled = mig.at("enabled"); g.mig_pending = mig.at("pending");
+  g.mig_enabled = mig.at("enabled");
+  g.mig_pending = mig.at("pending");
   for (const auto& p : mig.at("profiles")) g.mig_profiles.push_back(profile_from(p));
   for (const auto& m : mig.at("instances")) g.mig_instances.push_back(instance_from(m));
   // Caches written before "capable" existed listed profiles for every MIG-capable GPU.
@@ -91,8 +132,11 @@ json to_json(const Inventory& inv) {
   json gpus = json::array(), control = json::array();
   for (const auto& g : inv.gpus) gpus.push_back(gpu_json(g));
   for (const auto& n : inv.control_nodes) control.push_back(node_json(n));
-  return {{"version", kInventoryJsonVersion}, {"driver_version", inv.driver_version}, {"source", inv.source},
-          {"gpus", gpus}, {"control_nodes", control}};
+  return {{"version", kInventoryJsonVersion},
+          {"driver_version", inv.driver_version},
+          {"source", inv.source},
+          {"gpus", gpus},
+          {"control_nodes", control}};
 }
 
 Result<Inventory> inventory_from_json(const json& j) {

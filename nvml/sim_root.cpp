@@ -14,7 +14,9 @@ namespace {
 
 // Observed driver layout (reference nvml-and-mig.md §5): gi access = 3 + 135*M + 9*G,
 // ci access = gi + 1 + C, for G in 0..14 and C in 0..7. Consumers parse the file, never this formula.
-constexpr std::int64_t gi_minor(std::uint32_t m, std::uint32_t g) { return 3 + 135 * m + 9 * g; }
+constexpr std::int64_t gi_minor(std::uint32_t m, std::uint32_t g) {
+  return 3 + 135 * m + 9 * g;
+}
 
 Result<> make_char_node(const std::string& path, std::int64_t major, std::int64_t minor) {
   if (auto r = fs::make_dirs(fs::dirname(path)); !r) return r;
@@ -44,16 +46,20 @@ std::string simulated_mig_minors(const SimulatedMachine& machine) {
 
 static Result<> make_nodes(const SimulatedMachine& machine, const std::string& root) {
   const auto& mj = machine.majors;
-  for (auto [path, major, minor] : {std::tuple<const char*, std::int64_t, std::int64_t>{"/dev/nvidiactl", mj.nvidia, 255},
-                                    {"/dev/nvidia-uvm", mj.nvidia_uvm, 0},
-                                    {"/dev/nvidia-uvm-tools", mj.nvidia_uvm, 1}})
+  for (auto [path, major, minor] :
+       {std::tuple<const char*, std::int64_t, std::int64_t>{"/dev/nvidiactl", mj.nvidia, 255},
+        {"/dev/nvidia-uvm", mj.nvidia_uvm, 0},
+        {"/dev/nvidia-uvm-tools", mj.nvidia_uvm, 1}})
     if (auto r = make_char_node(fs::join_root(root, path), major, minor); !r) return r;
   for (const auto& g : machine.inventory.gpus) {
-    if (auto r = make_char_node(fs::join_root(root, text::cat("/dev/nvidia", g.minor)), mj.nvidia, g.minor); !r) return r;
+    if (auto r = make_char_node(fs::join_root(root, text::cat("/dev/nvidia", g.minor)), mj.nvidia, g.minor); !r)
+      return r;
     if (!g.mig_enabled) continue;
     for (std::uint32_t gi = 0; gi < 15; ++gi)
       for (std::int64_t minor = gi_minor(g.minor, gi); minor <= gi_minor(g.minor, gi) + 8; ++minor)
-        if (auto r = make_char_node(fs::join_root(root, text::cat("/dev/nvidia-caps/nvidia-cap", minor)), mj.nvidia_caps, minor); !r)
+        if (auto r = make_char_node(fs::join_root(root, text::cat("/dev/nvidia-caps/nvidia-cap", minor)),
+                                    mj.nvidia_caps, minor);
+            !r)
           return r;
   }
   return {};
@@ -61,8 +67,11 @@ static Result<> make_nodes(const SimulatedMachine& machine, const std::string& r
 
 Result<> write_simulated_host_root(const SimulatedMachine& machine, const std::string& root, bool nodes) {
   if (auto r = fs::make_dirs(fs::join_root(root, "/proc/driver/nvidia-caps")); !r) return r;
-  if (auto r = fs::write_file_atomic(fs::join_root(root, "/proc/devices"), simulated_proc_devices(machine.majors)); !r) return r;
-  if (auto r = fs::write_file_atomic(fs::join_root(root, "/proc/driver/nvidia-caps/mig-minors"), simulated_mig_minors(machine)); !r)
+  if (auto r = fs::write_file_atomic(fs::join_root(root, "/proc/devices"), simulated_proc_devices(machine.majors)); !r)
+    return r;
+  if (auto r = fs::write_file_atomic(fs::join_root(root, "/proc/driver/nvidia-caps/mig-minors"),
+                                     simulated_mig_minors(machine));
+      !r)
     return r;
   if (!nodes) return {};
   return make_nodes(machine, root);

@@ -40,7 +40,10 @@ Result<SimulatedMajors> parse_majors(const Located& n) {
   SimulatedMajors m;
   if (!n.node) return m;
   if (auto r = yaml::check_keys(n, {"nvidia", "nvidia-uvm", "nvidia-caps"}); !r) return std::unexpected(r.error());
-  struct F { const char* key; std::int64_t* target; };
+  struct F {
+    const char* key;
+    std::int64_t* target;
+  };
   for (F f : {F{"nvidia", &m.nvidia}, F{"nvidia-uvm", &m.nvidia_uvm}, F{"nvidia-caps", &m.nvidia_caps}}) {
     if (!n.node[f.key]) continue;
     auto v = sim::u32(n.child(f.key), 4095);

@@ -13,11 +13,13 @@ using yaml::Located;
 namespace {
 
 Result<MigProfile> parse_profile(const Located& n) {
-  if (auto r = yaml::check_keys(n, {"index", "id", "name", "compute-slices", "memory-slices", "memory-mib", "max",
-                                    "placements", "multiprocessors", "copy-engines", "decoders", "encoders", "jpegs", "ofas"});
+  if (auto r = yaml::check_keys(
+          n, {"index", "id", "name", "compute-slices", "memory-slices", "memory-mib", "max", "placements",
+              "multiprocessors", "copy-engines", "decoders", "encoders", "jpegs", "ofas"});
       !r)
     return std::unexpected(r.error());
-  for (const char* required : {"index", "id", "name", "compute-slices", "memory-slices", "memory-mib", "max", "placements"})
+  for (const char* required :
+       {"index", "id", "name", "compute-slices", "memory-slices", "memory-mib", "max", "placements"})
     if (!n.node[required]) return n.fail(text::cat("missing key ", required));
   MigProfile p;
   GPUFRAC_TRY_ASSIGN(p.index, u32(n.child("index"), 0x11));
@@ -27,7 +29,10 @@ Result<MigProfile> parse_profile(const Located& n) {
   GPUFRAC_TRY_ASSIGN(p.memory_slices, u32(n.child("memory-slices"), 8));
   GPUFRAC_TRY_ASSIGN(p.memory_mib, yaml::as_u64(n.child("memory-mib")));
   GPUFRAC_TRY_ASSIGN(p.max_count, u32(n.child("max"), 8));
-  struct F { const char* key; std::uint32_t* target; };
+  struct F {
+    const char* key;
+    std::uint32_t* target;
+  };
   for (F f : {F{"multiprocessors", &p.multiprocessors}, F{"copy-engines", &p.copy_engines}, F{"decoders", &p.decoders},
               F{"encoders", &p.encoders}, F{"jpegs", &p.jpegs}, F{"ofas", &p.ofas}})
     if (n.node[f.key]) GPUFRAC_TRY_ASSIGN(*f.target, u32(n.child(f.key), 1024));
@@ -39,7 +44,8 @@ Result<MigProfile> parse_profile(const Located& n) {
     if (start + p.memory_slices > 8) return pl.item(i).fail("placement runs past the 8th memory slice");
     p.placement_starts.push_back(start);
   }
-  if (p.compute_slices == 0 || p.memory_slices == 0 || p.memory_mib == 0 || p.max_count == 0 || p.placement_starts.empty())
+  if (p.compute_slices == 0 || p.memory_slices == 0 || p.memory_mib == 0 || p.max_count == 0 ||
+      p.placement_starts.empty())
     return n.fail("compute-slices, memory-slices, memory-mib, max and placements must be non-zero");
   return p;
 }
@@ -142,7 +148,8 @@ Result<ProfileSets> parse_profile_sets(const Located& n) {
 }
 
 Result<Gpu> parse_gpu(const Located& n, std::uint32_t index, const ProfileSets& sets) {
-  if (auto r = yaml::check_keys(n, {"name", "uuid", "pci-bus-id", "minor", "memory-mib", "compute-capability", "mig"}); !r)
+  if (auto r = yaml::check_keys(n, {"name", "uuid", "pci-bus-id", "minor", "memory-mib", "compute-capability", "mig"});
+      !r)
     return std::unexpected(r.error());
   for (const char* required : {"name", "uuid", "pci-bus-id", "memory-mib", "compute-capability"})
     if (!n.node[required]) return n.fail(text::cat("missing key ", required));

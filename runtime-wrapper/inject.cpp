@@ -3,9 +3,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "core/allocator.hpp"
 #include "core/container_state.hpp"
 #include "core/fs.hpp"
-#include "core/allocator.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
 #include "core/mig_exec.hpp"

@@ -9,7 +9,9 @@
 
 #define MAX_CHUNKS 4096
 
-static double gib(unsigned long long bytes) { return (double)bytes / (1024.0 * 1024.0 * 1024.0); }
+static double gib(unsigned long long bytes) {
+  return (double)bytes / (1024.0 * 1024.0 * 1024.0);
+}
 
 static const char* error_name(CUresult rc) {
   const char* name = NULL;
@@ -24,7 +26,7 @@ static int fail(const char* what, CUresult rc) {
 
 int main(int argc, char** argv) {
   size_t chunk = (size_t)(argc > 1 ? strtoull(argv[1], NULL, 10) : 512) << 20;
-  setvbuf(stdout, NULL, _IOLBF, 0);  /* lines in order with the shim's stderr line */
+  setvbuf(stdout, NULL, _IOLBF, 0); /* lines in order with the shim's stderr line */
   CUdevice dev;
   CUcontext ctx;
   CUresult rc;

@@ -33,7 +33,8 @@ hook: {path: /opt/gpufrac-hook}
 runtimes: [crun]
 log: {target: stderr, level: debug}
 cdi: {output: /tmp/cdi/gpufrac.yaml, fractions: ["0.5", "0.25"], memory-shares: [4Gi]}
-)", "/etc/gpufrac/config.yaml");
+)",
+                              "/etc/gpufrac/config.yaml");
   ASSERT_TRUE(c) << c.error().message;
   EXPECT_EQ(c->state_dir, "/tmp/s");
   EXPECT_EQ(c->nvml.backend, NvmlBackend::simulated);
@@ -63,7 +64,9 @@ struct BadConfig {
   const char* expected;  // substring of the one-line error
 };
 
-void PrintTo(const BadConfig& c, std::ostream* os) { *os << c.yaml; }
+void PrintTo(const BadConfig& c, std::ostream* os) {
+  *os << c.yaml;
+}
 
 class MalformedConfig : public ::testing::TestWithParam<BadConfig> {};
 
@@ -81,13 +84,17 @@ INSTANTIATE_TEST_SUITE_P(
     Table, MalformedConfig,
     ::testing::Values(
         BadConfig{"stat-dir: /x\n", "cfg.yaml:1: stat-dir: unknown key"},
-        BadConfig{"nvml:\n  backend: cuda\n", "cfg.yaml:2: nvml.backend: \"cuda\" is not accepted (accepted: auto, nvml, simulated)"},
+        BadConfig{"nvml:\n  backend: cuda\n",
+                  "cfg.yaml:2: nvml.backend: \"cuda\" is not accepted (accepted: auto, nvml, simulated)"},
         BadConfig{"nvml:\n  backend: simulated\n", "nvml: backend simulated needs machine"},
-        BadConfig{"nvml:\n  machin: x\n", "cfg.yaml:2: nvml.machin: unknown key (accepted under nvml: backend, machine, library)"},
+        BadConfig{"nvml:\n  machin: x\n",
+                  "cfg.yaml:2: nvml.machin: unknown key (accepted under nvml: backend, machine, library)"},
         BadConfig{"allocation:\n  overcommit: lots\n", "cfg.yaml:2: allocation.overcommit: must be a decimal number"},
         BadConfig{"allocation:\n  overcommit: 0.5\n", "allocation.overcommit: must be between 1.0 and 16.0"},
-        BadConfig{"allocation: {policy: pack}\n", "allocation.policy: \"pack\" is not accepted (accepted: binpack, spread)"},
-        BadConfig{"allocation: {max-shares-per-gpu: -1}\n", "allocation.max-shares-per-gpu: must be a non-negative integer"},
+        BadConfig{"allocation: {policy: pack}\n",
+                  "allocation.policy: \"pack\" is not accepted (accepted: binpack, spread)"},
+        BadConfig{"allocation: {max-shares-per-gpu: -1}\n",
+                  "allocation.max-shares-per-gpu: must be a non-negative integer"},
         BadConfig{"require-host-pid: yes please\n", "cfg.yaml:1: require-host-pid: must be true or false"},
         BadConfig{"mig: {gpus: {gpu0: dynamic}}\n", "mig.gpus.gpu0: GPU key must be an index"},
         BadConfig{"mig: {mode: lazy}\n", "mig.mode: \"lazy\" is not accepted (accepted: static, dynamic)"},
@@ -95,10 +102,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"cdi: {memory-shares: [4GB]}\n", "cdi.memory-shares[0]: \"4GB\" is not a memory quantity"},
         BadConfig{"runtimes: []\n", "runtimes: must name at least one runtime"},
         BadConfig{"log: {target: syslog}\n", "log.target: \"syslog\" is not accepted"},
-        BadConfig{"shim: /x\n", "shim: must be a mapping"},
-        BadConfig{"nvml: [1, 2\n", "cfg.yaml:2:1: invalid YAML"},
-        BadConfig{"state-dir: \"\"\n", "state-dir: must not be empty"},
-        BadConfig{"- a\n- b\n", "must be a mapping"}));
+        BadConfig{"shim: /x\n", "shim: must be a mapping"}, BadConfig{"nvml: [1, 2\n", "cfg.yaml:2:1: invalid YAML"},
+        BadConfig{"state-dir: \"\"\n", "state-dir: must not be empty"}, BadConfig{"- a\n- b\n", "must be a mapping"}));
 
 TEST(Config, SelectionOrder) {
   char tmpl[] = "/tmp/gpufrac-cfg-XXXXXX";

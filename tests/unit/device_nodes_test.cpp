@@ -8,7 +8,8 @@ namespace {
 
 TEST(DeviceNodes, ParsesCharacterMajorsOnly) {
   auto f = parse_proc_devices(
-      "Character devices:\n  1 mem\n195 nvidia-frontend\n235 nvidia-caps\n510 nvidia-uvm\n\nBlock devices:\n195 nvidia\n");
+      "Character devices:\n  1 mem\n195 nvidia-frontend\n235 nvidia-caps\n510 nvidia-uvm\n\nBlock devices:\n195 "
+      "nvidia\n");
   EXPECT_EQ(f.nvidia_major, 195);
   EXPECT_EQ(f.uvm_major, 510);
   EXPECT_EQ(f.caps_major, 235);

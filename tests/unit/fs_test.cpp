@@ -17,7 +17,7 @@ TEST(Fs, AtomicWriteReplacesWithMode) {
   ASSERT_TRUE(write_file_atomic(path, "one", 0644));
   ASSERT_TRUE(write_file_atomic(path, "two", 0600));
   EXPECT_EQ(*read_file(path), "two");
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }

@@ -82,7 +82,7 @@ TEST_F(NsApplyTest, MountsLandInTheContainerOnly) {
   EXPECT_EQ(errno, EROFS);
   { std::ofstream(in_ns("/run/gpufrac/usage")) << "counted"; }
   EXPECT_EQ(slurp(base_ + "/host/usage"), "counted");
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(in_ns("/dev/nvidia0").c_str(), &st), 0);
   EXPECT_TRUE(S_ISCHR(st.st_mode));
   EXPECT_EQ(st.st_rdev, makedev(1, 3));
@@ -155,7 +155,7 @@ TEST(Capabilities, BookingPhaseLowersAndApplyPhaseRaises) {
     if (::mount("none", "/tmp", "tmpfs", 0, nullptr) == 0 || errno != EPERM) ::_exit(12);  // no CAP_SYS_ADMIN
     if (!set_effective(kApplyCapabilities) || !effective(CAP_SYS_ADMIN)) ::_exit(13);
     if (effective(CAP_NET_ADMIN) || effective(CAP_SETUID)) ::_exit(14);  // never in the bounding set
-    if (effective(CAP_MKNOD)) ::_exit(17);  // only for the provisioner the hook runs
+    if (effective(CAP_MKNOD)) ::_exit(17);                               // only for the provisioner the hook runs
     if (!keep_only({CAP_SYS_ADMIN}) || effective(CAP_SYS_PTRACE)) ::_exit(15);
     if (set_effective({CAP_SYS_PTRACE}) && effective(CAP_SYS_PTRACE)) ::_exit(16);  // dropped for good
     ::_exit(0);

@@ -2,15 +2,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hook/cgroup_devices.hpp"
 #include "core/fs.hpp"
+#include "hook/cgroup_devices.hpp"
 #include "hook/oci.hpp"
 
 namespace gpufrac::hook {
 namespace {
 
 TEST(OciState, RuncShape) {
-  auto s = parse_oci_state(R"({"ociVersion":"1.0.2-dev","id":"abc","status":"creating","pid":4242,"bundle":"/b","annotations":{}})");
+  auto s = parse_oci_state(
+      R"({"ociVersion":"1.0.2-dev","id":"abc","status":"creating","pid":4242,"bundle":"/b","annotations":{}})");
   ASSERT_TRUE(s) << s.error().message;
   EXPECT_EQ(s->id, "abc");
   EXPECT_EQ(s->bundle, "/b");
@@ -49,7 +50,8 @@ TEST(BundleSpec, ReadsAnnotationsRootAndPidNamespace) {
   EXPECT_EQ(s->annotations.at("gpufrac.io/fraction"), "0.25");
   EXPECT_TRUE(s->private_pid_namespace);
   EXPECT_EQ(s->device_rules.size(), 1u);
-  auto host = parse_bundle_spec(R"({"root":{"path":"/abs"},"linux":{"namespaces":[{"type":"pid","path":"/proc/1/ns/pid"}]}})", "/b");
+  auto host = parse_bundle_spec(
+      R"({"root":{"path":"/abs"},"linux":{"namespaces":[{"type":"pid","path":"/proc/1/ns/pid"}]}})", "/b");
   ASSERT_TRUE(host);
   EXPECT_FALSE(host->private_pid_namespace);
   EXPECT_EQ(host->pid_namespace_path, "/proc/1/ns/pid");
@@ -58,11 +60,13 @@ TEST(BundleSpec, ReadsAnnotationsRootAndPidNamespace) {
 }
 
 TEST(DeviceRules, LastMatchWins) {
-  auto rules = nlohmann::json::parse(R"([{"allow":false,"access":"rwm"},{"allow":true,"type":"c","major":195,"access":"rw"}])");
+  auto rules =
+      nlohmann::json::parse(R"([{"allow":false,"access":"rwm"},{"allow":true,"type":"c","major":195,"access":"rw"}])");
   EXPECT_TRUE(spec_allows_device(rules, 'c', 195, 0, "rw"));
   EXPECT_FALSE(spec_allows_device(rules, 'c', 195, 0, "rwm"));
   EXPECT_FALSE(spec_allows_device(rules, 'c', 508, 0, "rw"));
-  auto deny_after = nlohmann::json::parse(R"([{"allow":true,"access":"rwm"},{"allow":false,"type":"c","major":195,"minor":1,"access":"rwm"}])");
+  auto deny_after = nlohmann::json::parse(
+      R"([{"allow":true,"access":"rwm"},{"allow":false,"type":"c","major":195,"minor":1,"access":"rwm"}])");
   EXPECT_TRUE(spec_allows_device(deny_after, 'c', 195, 0, "rw"));
   EXPECT_FALSE(spec_allows_device(deny_after, 'c', 195, 1, "rw"));
   EXPECT_FALSE(spec_allows_device(nlohmann::json::array(), 'c', 195, 0, "rw"));

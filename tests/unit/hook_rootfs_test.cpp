@@ -79,18 +79,20 @@ TEST_P(SymlinkAttack, RefusedWithOneLineAndNoHostChange) {
 
 INSTANTIATE_TEST_SUITE_P(
     Table, SymlinkAttack,
-    ::testing::Values(Attack{"etc absolute", "/etc", "{host}", "/etc/ld.so.preload", TargetKind::file},
-                      Attack{"etc relative", "/etc", "../../host", "/etc/ld.so.preload", TargetKind::file},
-                      Attack{"preload absolute", "/etc/ld.so.preload", "{host}/secret", "/etc/ld.so.preload", TargetKind::file},
-                      Attack{"preload relative", "/etc/ld.so.preload", "../../../host/secret", "/etc/ld.so.preload", TargetKind::file},
-                      Attack{"preload to new file", "/etc/ld.so.preload", "{host}/created", "/etc/ld.so.preload", TargetKind::file},
-                      Attack{"run absolute", "/run", "{host}", "/run/gpufrac", TargetKind::directory},
-                      Attack{"shim dir", "/run/gpufrac", "../../host", "/run/gpufrac", TargetKind::directory},
-                      Attack{"dev absolute", "/dev", "{host}", "/dev/nvidia0", TargetKind::file},
-                      Attack{"device node", "/dev/nvidia0", "{host}/secret", "/dev/nvidia0", TargetKind::file},
-                      Attack{"device relative", "/dev/nvidiactl", "../../../host/x", "/dev/nvidiactl", TargetKind::file}),
-    [](const auto& info) {
-      std::string n = info.param.name;
+    ::testing::Values(
+        Attack{"etc absolute", "/etc", "{host}", "/etc/ld.so.preload", TargetKind::file},
+        Attack{"etc relative", "/etc", "../../host", "/etc/ld.so.preload", TargetKind::file},
+        Attack{"preload absolute", "/etc/ld.so.preload", "{host}/secret", "/etc/ld.so.preload", TargetKind::file},
+        Attack{"preload relative", "/etc/ld.so.preload", "../../../host/secret", "/etc/ld.so.preload",
+               TargetKind::file},
+        Attack{"preload to new file", "/etc/ld.so.preload", "{host}/created", "/etc/ld.so.preload", TargetKind::file},
+        Attack{"run absolute", "/run", "{host}", "/run/gpufrac", TargetKind::directory},
+        Attack{"shim dir", "/run/gpufrac", "../../host", "/run/gpufrac", TargetKind::directory},
+        Attack{"dev absolute", "/dev", "{host}", "/dev/nvidia0", TargetKind::file},
+        Attack{"device node", "/dev/nvidia0", "{host}/secret", "/dev/nvidia0", TargetKind::file},
+        Attack{"device relative", "/dev/nvidiactl", "../../../host/x", "/dev/nvidiactl", TargetKind::file}),
+    [](const auto& test_param) {
+      std::string n = test_param.param.name;
       for (auto& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
       return n;
     });

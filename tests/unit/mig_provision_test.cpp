@@ -163,8 +163,9 @@ TEST_F(MigProvision, BlockingIdleInstancesAreDestroyedAndExpiredOnesByGc) {
 }
 
 TEST_F(MigProvision, RefusalsItCannotCureCreateNothing) {
-  ReserveArgs a{"gone", "", **parse_request({{"gpufrac.io/mig-profile", "1g.5gb"}}, true), BookingSource::hook,
-                4194304, std::nullopt};
+  ReserveArgs a{
+      "gone",  "",          **parse_request({{"gpufrac.io/mig-profile", "1g.5gb"}}, true), BookingSource::hook,
+      4194304, std::nullopt};
   auto r = provision_mig(cfg_, a);
   ASSERT_FALSE(r);
   EXPECT_TRUE(r.error().message.starts_with("process 4194304 does not exist")) << r.error().message;

@@ -38,7 +38,8 @@ TEST_F(PlanTest, ShareGetsItsGpuAndControlNodes) {
   auto nodes = plan_device_nodes({share_of(2)}, inv_, cfg_);
   ASSERT_TRUE(nodes) << nodes.error().message;
   ASSERT_EQ(nodes->size(), 4u);
-  EXPECT_EQ((*nodes)[0], (EditDeviceNode{"/dev/nvidiactl", "/nonexistent-root/dev/nvidiactl", 'c', 195, 255, 0666u, "rw"}));
+  EXPECT_EQ((*nodes)[0],
+            (EditDeviceNode{"/dev/nvidiactl", "/nonexistent-root/dev/nvidiactl", 'c', 195, 255, 0666u, "rw"}));
   EXPECT_EQ((*nodes)[1].path, "/dev/nvidia-uvm");
   EXPECT_EQ((*nodes)[1].major, 508);
   EXPECT_EQ((*nodes)[2].path, "/dev/nvidia-uvm-tools");
@@ -52,7 +53,9 @@ TEST_F(PlanTest, MigInstanceGetsParentAndBothCapNodes) {
   ASSERT_EQ(nodes->size(), 6u);
   EXPECT_EQ((*nodes)[3].path, "/dev/nvidia4");
   // gpu4/gi1/access and gpu4/gi1/ci0/access: minors from the simulated driver's mig-minors table.
-  EXPECT_EQ((*nodes)[4], (EditDeviceNode{"/dev/nvidia-caps/nvidia-cap552", "/nonexistent-root/dev/nvidia-caps/nvidia-cap552", 'c', 509, 552, 0666u, "rw"}));
+  EXPECT_EQ((*nodes)[4],
+            (EditDeviceNode{"/dev/nvidia-caps/nvidia-cap552", "/nonexistent-root/dev/nvidia-caps/nvidia-cap552", 'c',
+                            509, 552, 0666u, "rw"}));
   EXPECT_EQ((*nodes)[5].minor, 553);
 }
 
@@ -82,7 +85,9 @@ TEST_F(PlanTest, ContainerEditsMountTmpfsShimAndState) {
   ASSERT_EQ(e->mounts.size(), 5u);
   EXPECT_EQ(e->mounts[0].type, "tmpfs");
   EXPECT_EQ(e->mounts[0].container_path, "/run/gpufrac");
-  EXPECT_EQ(e->mounts[1], (EditMount{"/usr/lib/gpufrac/libgpufrac-limits.so", "/run/gpufrac/libgpufrac-limits.so", "bind",
+  EXPECT_EQ(e->mounts[1], (EditMount{"/usr/lib/gpufrac/libgpufrac-limits.so",
+                                     "/run/gpufrac/libgpufrac-limits.so",
+                                     "bind",
                                      {"ro", "nosuid", "nodev", "bind"}}));
   EXPECT_EQ(e->mounts[2].host_path, "/run/gpufrac-test/containers/c1/limits");
   EXPECT_EQ(e->mounts[2].options.front(), "ro");
@@ -104,15 +109,17 @@ TEST_F(PlanTest, HooksCarryAnExplicitEnvironment) {
   EXPECT_EQ(h.path, "/usr/bin/gpufrac-hook");
   EXPECT_EQ(h.timeout, 30);
   EXPECT_EQ(h.args, (std::vector<std::string>{"gpufrac-hook", "poststop", "--cdi-device", "0-0.25"}));
-  EXPECT_EQ(h.env, (std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "GPUFRAC_CONFIG=/etc/gpufrac/config.yaml"}));
+  EXPECT_EQ(h.env, (std::vector<std::string>{"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                                             "GPUFRAC_CONFIG=/etc/gpufrac/config.yaml"}));
   cfg_.source = "<built-in defaults>";
   EXPECT_EQ(plan_hook(cfg_, "createRuntime", "createRuntime").env.size(), 1u);
 }
 
 TEST(Preload, ShimFirstThenImageEntries) {
   EXPECT_EQ(render_preload(""), "/run/gpufrac/libgpufrac-limits.so\n");
-  EXPECT_EQ(render_preload("/lib/a.so /lib/b.so\n# comment /lib/c.so\n\n/lib/a.so\n/run/gpufrac/libgpufrac-limits.so\n"),
-            "/run/gpufrac/libgpufrac-limits.so\n/lib/a.so\n/lib/b.so\n");
+  EXPECT_EQ(
+      render_preload("/lib/a.so /lib/b.so\n# comment /lib/c.so\n\n/lib/a.so\n/run/gpufrac/libgpufrac-limits.so\n"),
+      "/run/gpufrac/libgpufrac-limits.so\n/lib/a.so\n/lib/b.so\n");
 }
 
 }  // namespace

@@ -10,7 +10,9 @@ struct FractionCase {
   Ppm expected;  // 0 = must be refused
 };
 
-void PrintTo(const FractionCase& c, std::ostream* os) { *os << '"' << c.text << '"'; }
+void PrintTo(const FractionCase& c, std::ostream* os) {
+  *os << '"' << c.text << '"';
+}
 
 class FractionTest : public ::testing::TestWithParam<FractionCase> {};
 
@@ -56,7 +58,9 @@ struct MemoryCase {
   std::uint64_t expected;  // 0 = must be refused
 };
 
-void PrintTo(const MemoryCase& c, std::ostream* os) { *os << '"' << c.text << '"'; }
+void PrintTo(const MemoryCase& c, std::ostream* os) {
+  *os << '"' << c.text << '"';
+}
 
 class MemoryTest : public ::testing::TestWithParam<MemoryCase> {};
 
@@ -72,15 +76,17 @@ TEST_P(MemoryTest, ParsesOrRefuses) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, MemoryTest,
-    ::testing::Values(MemoryCase{"4096", 4096ull << 20}, MemoryCase{"4Gi", 4ull << 30}, MemoryCase{"4096Mi", 4ull << 30},
-                      MemoryCase{"4G", 4000000000ull}, MemoryCase{"512M", 512000000ull}, MemoryCase{"1Ti", 1ull << 40},
-                      MemoryCase{"1T", 1000000000000ull}, MemoryCase{"64Ki", 65536}, MemoryCase{"64k", 64000},
-                      MemoryCase{"1.5Gi", 3ull << 29}, MemoryCase{"", 0}, MemoryCase{"0", 0}, MemoryCase{"0Gi", 0},
-                      MemoryCase{"-1Gi", 0}, MemoryCase{"4GB", 0}, MemoryCase{"4gi", 0}, MemoryCase{"4 Gi", 0},
-                      MemoryCase{"1.5", 0}, MemoryCase{"04Gi", 0}, MemoryCase{"2Pi", 0}, MemoryCase{"Gi", 0},
-                      MemoryCase{"1e9", 0}, MemoryCase{"99999999999999999999999Gi", 0}));
+INSTANTIATE_TEST_SUITE_P(Table, MemoryTest,
+                         ::testing::Values(MemoryCase{"4096", 4096ull << 20}, MemoryCase{"4Gi", 4ull << 30},
+                                           MemoryCase{"4096Mi", 4ull << 30}, MemoryCase{"4G", 4000000000ull},
+                                           MemoryCase{"512M", 512000000ull}, MemoryCase{"1Ti", 1ull << 40},
+                                           MemoryCase{"1T", 1000000000000ull}, MemoryCase{"64Ki", 65536},
+                                           MemoryCase{"64k", 64000}, MemoryCase{"1.5Gi", 3ull << 29}, MemoryCase{"", 0},
+                                           MemoryCase{"0", 0}, MemoryCase{"0Gi", 0}, MemoryCase{"-1Gi", 0},
+                                           MemoryCase{"4GB", 0}, MemoryCase{"4gi", 0}, MemoryCase{"4 Gi", 0},
+                                           MemoryCase{"1.5", 0}, MemoryCase{"04Gi", 0}, MemoryCase{"2Pi", 0},
+                                           MemoryCase{"Gi", 0}, MemoryCase{"1e9", 0},
+                                           MemoryCase{"99999999999999999999999Gi", 0}));
 
 TEST(Memory, FormatsInTheLargestExactUnit) {
   EXPECT_EQ(format_memory(4ull << 30), "4Gi");

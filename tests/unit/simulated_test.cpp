@@ -91,7 +91,9 @@ struct BadMachine {
   const char* expected;
 };
 
-void PrintTo(const BadMachine& c, std::ostream* os) { *os << c.yaml; }
+void PrintTo(const BadMachine& c, std::ostream* os) {
+  *os << c.yaml;
+}
 
 class MalformedMachine : public ::testing::TestWithParam<BadMachine> {};
 
@@ -125,16 +127,21 @@ INSTANTIATE_TEST_SUITE_P(
         BadMachine{"gpus:\n  - {name: x}\n", "m.yaml:1: driver-version: missing"},
         BadMachine{"driver-version: x\ngpu: []\n", "m.yaml:2: gpu: unknown key"},
         BadMachine{"driver-version: x\ngpus:\n  - {name: A100}\n", "m.yaml:3: gpus[0]: missing key uuid"},
-        BadMachine{"driver-version: x\ngpus:\n  - {name: A, uuid: GPU-1, pci-bus-id: x, memory-mib: 1, compute-capability: \"8.0\"}\n",
+        BadMachine{"driver-version: x\ngpus:\n  - {name: A, uuid: GPU-1, pci-bus-id: x, memory-mib: 1, "
+                   "compute-capability: \"8.0\"}\n",
                    "gpus[0].uuid: must be GPU-"},
-        BadMachine{"driver-version: x\ngpus:\n  - {name: A, uuid: GPU-11111111-2222-3333-4444-555555555555, pci-bus-id: x, memory-mib: 0, compute-capability: \"8.0\"}\n",
+        BadMachine{"driver-version: x\ngpus:\n  - {name: A, uuid: GPU-11111111-2222-3333-4444-555555555555, "
+                   "pci-bus-id: x, memory-mib: 0, compute-capability: \"8.0\"}\n",
                    "gpus[0].memory-mib: must be 1 to 16777216 MiB"},
-        BadMachine{"driver-version: x\ngpus:\n  - {name: A, uuid: GPU-11111111-2222-3333-4444-555555555555, pci-bus-id: x, memory-mib: 1, compute-capability: eight}\n",
+        BadMachine{"driver-version: x\ngpus:\n  - {name: A, uuid: GPU-11111111-2222-3333-4444-555555555555, "
+                   "pci-bus-id: x, memory-mib: 1, compute-capability: eight}\n",
                    "gpus[0].compute-capability: must be <major>.<minor>"},
         BadMachine{"driver-version: x\ngpus:\n  - {nme: A}\n", "gpus[0].nme: unknown key"},
-        BadMachine{"driver-version: x\nprofile-sets:\n  p:\n    - {index: 0, id: 19, name: a, compute-slices: 1, memory-slices: 4, memory-mib: 1, max: 1, placements: [6]}\ngpus: []\n",
+        BadMachine{"driver-version: x\nprofile-sets:\n  p:\n    - {index: 0, id: 19, name: a, compute-slices: 1, "
+                   "memory-slices: 4, memory-mib: 1, max: 1, placements: [6]}\ngpus: []\n",
                    "profile-sets.p[0].placements[0]: placement runs past the 8th memory slice"},
-        BadMachine{"driver-version: x\nprofile-sets:\n  p:\n    - {index: 0, id: 19, name: a}\ngpus: []\n", "profile-sets.p[0]: missing key compute-slices"},
+        BadMachine{"driver-version: x\nprofile-sets:\n  p:\n    - {index: 0, id: 19, name: a}\ngpus: []\n",
+                   "profile-sets.p[0]: missing key compute-slices"},
         BadMachine{"driver-version: [x\n", "m.yaml:2:1: invalid YAML"}));
 
 TEST(MalformedMachine, MigInstanceChecks) {
@@ -144,16 +151,21 @@ TEST(MalformedMachine, MigInstanceChecks) {
   };
   const Case cases[] = {
       {", mig: {enabled: true, profiles: q}}\n", "gpus[0].mig.profiles: \"q\" is not defined under profile-sets"},
-      {", mig: {enabled: false, profiles: p, instances: [{gi: 1, profile: 1g.5gb, start: 0, uuid: MIG-11111111-2222-3333-4444-555555555555}]}}\n",
+      {", mig: {enabled: false, profiles: p, instances: [{gi: 1, profile: 1g.5gb, start: 0, uuid: "
+       "MIG-11111111-2222-3333-4444-555555555555}]}}\n",
        "gpus[0].mig.instances: MIG instances need enabled: true"},
-      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 2g.10gb, start: 0, uuid: MIG-11111111-2222-3333-4444-555555555555}]}}\n",
+      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 2g.10gb, start: 0, uuid: "
+       "MIG-11111111-2222-3333-4444-555555555555}]}}\n",
        "gpus[0].mig.instances[0].profile: \"2g.10gb\" is not a profile of this GPU"},
-      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 3g.20gb, start: 2, uuid: MIG-11111111-2222-3333-4444-555555555555}]}}\n",
+      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 3g.20gb, start: 2, uuid: "
+       "MIG-11111111-2222-3333-4444-555555555555}]}}\n",
        "gpus[0].mig.instances[0].start: is not a valid placement of 3g.20gb"},
-      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 3g.20gb, start: 4, uuid: MIG-11111111-2222-3333-4444-555555555555}, "
+      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 3g.20gb, start: 4, uuid: "
+       "MIG-11111111-2222-3333-4444-555555555555}, "
        "{gi: 2, profile: 1g.5gb, start: 5, uuid: MIG-11111111-2222-3333-4444-555555555556}]}}\n",
        "gpus[0].mig.instances[1].start: overlaps instance gi 1"},
-      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 1g.5gb, start: 4, uuid: MIG-11111111-2222-3333-4444-555555555555}, "
+      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 1g.5gb, start: 4, uuid: "
+       "MIG-11111111-2222-3333-4444-555555555555}, "
        "{gi: 1, profile: 1g.5gb, start: 5, uuid: MIG-11111111-2222-3333-4444-555555555556}]}}\n",
        "gpus[0].mig.instances[1].gi: duplicate GPU instance id"},
       {", mig: {enabled: true}}\n", "gpus[0].mig: MIG mode needs profiles: <name under profile-sets>"},

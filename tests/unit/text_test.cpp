@@ -5,7 +5,9 @@
 namespace gpufrac::text {
 namespace {
 
-TEST(Text, CatMixesTypes) { EXPECT_EQ(cat("GPU ", 3, " has ", std::uint64_t{40}, '/', true), "GPU 3 has 40/true"); }
+TEST(Text, CatMixesTypes) {
+  EXPECT_EQ(cat("GPU ", 3, " has ", std::uint64_t{40}, '/', true), "GPU 3 has 40/true");
+}
 
 TEST(Text, FormatBytes) {
   EXPECT_EQ(format_bytes(100), "100 B");

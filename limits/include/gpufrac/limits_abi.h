@@ -84,25 +84,31 @@ extern "C" {
 static inline uint64_t gpufrac_owner(uint64_t pid, uint64_t start_ticks, uint64_t state) {
   return (pid << 40) | ((start_ticks & ((1ull << 38) - 1)) << 2) | (state & 3u);
 }
-static inline uint64_t gpufrac_owner_pid(uint64_t owner) { return owner >> 40; }
-static inline uint64_t gpufrac_owner_start(uint64_t owner) { return (owner >> 2) & ((1ull << 38) - 1); }
-static inline uint64_t gpufrac_owner_state(uint64_t owner) { return owner & 3u; }
+static inline uint64_t gpufrac_owner_pid(uint64_t owner) {
+  return owner >> 40;
+}
+static inline uint64_t gpufrac_owner_start(uint64_t owner) {
+  return (owner >> 2) & ((1ull << 38) - 1);
+}
+static inline uint64_t gpufrac_owner_state(uint64_t owner) {
+  return owner & 3u;
+}
 
 struct gpufrac_slot {
-  uint64_t owner;                     /* atomic; see above */
+  uint64_t owner; /* atomic; see above */
   uint64_t pad;
   uint64_t used[GPUFRAC_MAX_DEVICES]; /* atomic; bytes this process holds on each device */
   uint64_t pad_to_cache_line[6];      /* 192 bytes: slots never share a cache line */
 };
 
 struct gpufrac_region {
-  uint32_t magic;        /* GPUFRAC_REGION_MAGIC once initialised (0 in a fresh zero file) */
-  uint32_t version;      /* GPUFRAC_REGION_VERSION */
-  uint32_t region_size;  /* sizeof(struct gpufrac_region) */
-  uint32_t slot_count;   /* GPUFRAC_MAX_SLOTS */
-  uint32_t device_count; /* informational copy written by the host */
-  uint32_t slot_high_water; /* atomic; slots at or above this index have never been used */
-  uint64_t limit[GPUFRAC_MAX_DEVICES];           /* informational copy of the limit file */
+  uint32_t magic;                      /* GPUFRAC_REGION_MAGIC once initialised (0 in a fresh zero file) */
+  uint32_t version;                    /* GPUFRAC_REGION_VERSION */
+  uint32_t region_size;                /* sizeof(struct gpufrac_region) */
+  uint32_t slot_count;                 /* GPUFRAC_MAX_SLOTS */
+  uint32_t device_count;               /* informational copy written by the host */
+  uint32_t slot_high_water;            /* atomic; slots at or above this index have never been used */
+  uint64_t limit[GPUFRAC_MAX_DEVICES]; /* informational copy of the limit file */
   char uuid[GPUFRAC_MAX_DEVICES][GPUFRAC_UUID_SIZE]; /* informational copy of the limit file */
   uint8_t pad[64 - ((24 + 8 * GPUFRAC_MAX_DEVICES + GPUFRAC_UUID_SIZE * GPUFRAC_MAX_DEVICES) % 64)];
   struct gpufrac_slot slots[GPUFRAC_MAX_SLOTS];
