@@ -5,9 +5,9 @@ set -eu
 PACKAGES="build-essential cmake ninja-build pkg-config git ca-certificates
   libseccomp-dev libcap-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
-  clang-19 libclang-rt-19-dev
+  clang-19 libclang-rt-19-dev clang-format
   runc crun podman containerd busybox-static jq procps iproute2 util-linux kmod
-  debhelper dpkg-dev fakeroot lintian"
+  debhelper dpkg-dev fakeroot lintian man-db systemd"
 missing=""
 for p in $PACKAGES; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -2,6 +2,7 @@
 # The test command: installs dependencies, builds, and runs every test. Run as root. Stages:
 #   deps        scripts/install-deps.sh
 #   build       scripts/build.sh into $BUILD_DIR (default build)
+#   format      clang-format --dry-run -Werror on every tracked C and C++ file (.clang-format)
 #   ctest       the whole ctest suite: unit tests and end-to-end tests against real runc, podman
 #               and containerd on simulated GPU machines
 #   package     packaging/build-deb.sh: the Debian package, into $DEB_DIR (default build-deb)
@@ -69,6 +70,13 @@ stage() {
   fi
 }
 
+check_format() {
+  if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z '*.c' '*.h' '*.cpp' '*.hpp'
+  else
+    find . -path './build*' -prune -o -type f \( -name '*.[ch]' -o -name '*.[ch]pp' \) -print0
+  fi | xargs -0 clang-format --dry-run -Werror
+}
 run_ctest() { (cd "$1" && shift && ctest --output-on-failure -j "$JOBS" --timeout 900 "$@"); }
 build_package() {
   rm -f "$DEB_DIR"/gpufrac_*.deb
@@ -85,6 +93,7 @@ sanitize() {
 
 stage fatal deps "install the build and test dependencies" ./scripts/install-deps.sh
 stage fatal build "configure and build into $BUILD_DIR" env BUILD_DIR="$BUILD_DIR" ./scripts/build.sh
+stage continue format "clang-format check of the C and C++ sources" check_format
 stage continue ctest "all tests (unit + end-to-end) against the build tree" run_ctest "$BUILD_DIR"
 
 if ! skipped package; then
