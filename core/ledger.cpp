@@ -195,6 +195,15 @@ Result<LedgerState> Ledger::read() const {
   return load_ledger_file(options_.path);
 }
 
+Result<std::vector<LedgerEntry>> Ledger::bookings_of(const std::string& container_id) const {
+  auto state = read();
+  if (!state) return std::unexpected(state.error());
+  std::vector<LedgerEntry> mine;
+  for (const auto& e : state->entries)
+    if (e.container_id == container_id) mine.push_back(e);
+  return mine;
+}
+
 Result<Booking> Ledger::reserve_granted(const ReserveArgs& a, const Grant& g) {
   auto start = checked_start(a);
   if (!start) return std::unexpected(start.error());

@@ -75,6 +75,8 @@ class Ledger {
   Result<GcReport> gc();
   // The current content, without the lock (the file is only ever replaced whole).
   Result<LedgerState> read() const;
+  // The bookings a container holds now (read, no lock held afterwards).
+  Result<std::vector<LedgerEntry>> bookings_of(const std::string& container_id) const;
 
   // Dynamic MIG (nvml/mig_provision.hpp). Books exactly `grant` (an instance the provisioner made
   // or chose), idempotent like reserve(); refused when another booking holds the device.

@@ -229,27 +229,29 @@ void field(std::string& out, std::string_view key, const Args&... value) {
   out += text::cat(",\"", key, "\":", value...);
 }
 
+// `,"key":"value"` with the value escaped; `first` leaves out the comma.
+void string_field(std::string& out, std::string_view key, std::string_view value, bool first = false) {
+  out += text::cat(first ? "\"" : ",\"", key, "\":");
+  append_string(out, value);
+}
+
 void append_entry(std::string& out, const LedgerEntry& e) {
-  out += "{\"container_id\":";
-  append_string(out, e.container_id);
-  out += ",\"device_key\":";
-  append_string(out, e.device_key);
-  out += ",\"device_uuid\":";
-  append_string(out, e.device_uuid);
+  out += "{";
+  string_field(out, "container_id", e.container_id, true);
+  string_field(out, "device_key", e.device_key);
+  string_field(out, "device_uuid", e.device_uuid);
   field(out, "gpu_index", e.gpu_index);
-  out += ",\"gpu_uuid\":";
-  append_string(out, e.gpu_uuid);
+  string_field(out, "gpu_uuid", e.gpu_uuid);
   if (e.mig) {
-    out += text::cat(",\"mig\":{\"gi\":", e.mig->gi, ",\"ci\":", e.mig->ci, ",\"profile\":");
-    append_string(out, e.mig->profile);
+    out += text::cat(",\"mig\":{\"gi\":", e.mig->gi, ",\"ci\":", e.mig->ci);
+    string_field(out, "profile", e.mig->profile);
     out += "}";
   } else {
     out += ",\"mig\":null";
   }
   field(out, "bytes", e.bytes);
   field(out, "exclusive", e.exclusive);
-  out += ",\"request\":";
-  append_string(out, e.request);
+  string_field(out, "request", e.request);
   field(out, "source", "\"", to_string(e.source), "\"");
   field(out, "pid", e.pid);
   field(out, "pid_start", e.pid_start);
@@ -258,10 +260,9 @@ void append_entry(std::string& out, const LedgerEntry& e) {
 }
 
 void append_idle_record(std::string& out, const MigIdleRecord& r) {
-  out += "{\"uuid\":";
-  append_string(out, r.uuid);
-  out += ",\"gpu\":";
-  append_string(out, r.gpu_uuid);
+  out += "{";
+  string_field(out, "uuid", r.uuid, true);
+  string_field(out, "gpu", r.gpu_uuid);
   field(out, "since", r.since);
   out += "}";
 }

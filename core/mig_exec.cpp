@@ -9,8 +9,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/allocator.hpp"
 #include "core/fs.hpp"
+#include "core/log.hpp"
 #include "core/text.hpp"
+#include "nvml/inventory_cache.hpp"
 
 extern char** environ;
 
@@ -132,6 +135,18 @@ Result<std::string> run_mig_provision(const Config& cfg, const ProvisionCall& ca
   if (!captured) return std::unexpected(captured.error());
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return captured->out;
   return std::unexpected(child_error(captured->err, status, cfg.cli_path));
+}
+
+bool provisioning_may_help(const Error& refusal, const Request& request, const Inventory& inventory,
+                           const Config& cfg) {
+  return refusal.kind == ErrorKind::user && dynamic_mig_applies(request, inventory, cfg.allocation, cfg.mig);
+}
+
+Result<Inventory> provision_and_reread(const Config& cfg, const ProvisionCall& call) {
+  auto grant = run_mig_provision(cfg, call);
+  if (!grant) return std::unexpected(grant.error());
+  log::info("dynamic MIG: " + grant->substr(0, grant->find('\n')));
+  return inventory_for_allocation(cfg);
 }
 
 }  // namespace gpufrac

@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "core/ledger_entry.hpp"
 #include "core/request.hpp"
+#include "nvml/inventory.hpp"
 
 namespace gpufrac {
 
@@ -34,5 +35,12 @@ std::vector<std::string> provision_env(const Config& cfg, char** environ_in);
 
 // Runs the provisioner and returns its stdout (one JSON object).
 Result<std::string> run_mig_provision(const Config& cfg, const ProvisionCall& call);
+
+// Whether a reservation refused with `refusal` goes to the provisioner: a user error (no room)
+// for a request a new MIG instance on a dynamic GPU could serve (dynamic_mig_applies).
+bool provisioning_may_help(const Error& refusal, const Request& request, const Inventory& inventory, const Config& cfg);
+// Runs the provisioner (which books) and returns the inventory read again, which lists the new
+// instance and its device nodes.
+Result<Inventory> provision_and_reread(const Config& cfg, const ProvisionCall& call);
 
 }  // namespace gpufrac

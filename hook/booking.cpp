@@ -31,20 +31,11 @@ std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings) {
 }
 
 // Dynamic MIG: a refused annotation request that a new MIG instance could serve goes to the
-// provisioner (`gpufrac mig provision`, which loads NVML; this binary never does).
-bool needs_provisioning(const Invocation& inv, const Request& request, const Error& refusal) {
-  return refusal.kind == ErrorKind::user && inv.args.cdi_device.empty() &&
-         dynamic_mig_applies(request, inv.inventory, inv.cfg.allocation, inv.cfg.mig);
-}
-
-// Runs the provisioner, which books; the inventory is read again for the new instance's nodes.
+// provisioner (`gpufrac mig provision`, which loads NVML and books; this binary never does).
 Result<> provision(Invocation& inv) {
   ProvisionCall call{inv.state.id, "", *inv.state.pid, BookingSource::hook,
                      request_annotations(inv.spec.annotations, inv.cfg.aliases)};
-  auto grant = run_mig_provision(inv.cfg, call);
-  if (!grant) return std::unexpected(grant.error());
-  log::info("dynamic MIG: " + grant->substr(0, grant->find('\n')));
-  auto inventory = inventory_for_allocation(inv.cfg);
+  auto inventory = provision_and_reread(inv.cfg, call);
   if (!inventory) return std::unexpected(inventory.error());
   inv.inventory = std::move(*inventory);
   return {};
@@ -64,7 +55,8 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
                    **request,      inv.args.cdi_device.empty() ? BookingSource::hook : BookingSource::cdi,
                    *inv.state.pid, std::nullopt};
   auto booking = ledger.reserve(args, inv.inventory, inv.cfg.allocation);
-  if (!booking && needs_provisioning(inv, **request, booking.error())) {
+  if (!booking && inv.args.cdi_device.empty() &&
+      provisioning_may_help(booking.error(), **request, inv.inventory, inv.cfg)) {
     if (auto r = provision(inv); !r) return std::unexpected(r.error());
   } else if (!booking) {
     return std::unexpected(booking.error());
@@ -73,12 +65,7 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
     log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes), ") for ",
                         (*request)->describe(), ": ", booking->grant.reason));
   }
-  auto state = ledger.read();
-  if (!state) return std::unexpected(state.error());
-  std::vector<LedgerEntry> mine;
-  for (const auto& e : state->entries)
-    if (e.container_id == inv.state.id) mine.push_back(e);
-  return mine;
+  return ledger.bookings_of(inv.state.id);
 }
 
 Result<> attach_pid(const Invocation& inv) {

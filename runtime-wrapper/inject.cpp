@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "core/allocator.hpp"
 #include "core/container_state.hpp"
 #include "core/fs.hpp"
 #include "core/ledger.hpp"
@@ -47,28 +46,20 @@ Result<std::vector<WantedDevice>> wanted_devices(const Annotations& annotations,
   return wanted;
 }
 
-// Dynamic MIG: an annotation request the allocator refuses but a new MIG instance could serve goes
-// to the provisioner (`gpufrac mig provision`, which books it pending; this binary never loads
-// NVML), and the inventory is read again for the new instance's device nodes.
-Result<> provision(const std::string& id, const Annotations& annotations, const Config& cfg, Inventory& inventory) {
-  ProvisionCall call{id, "", 0, BookingSource::wrapper, request_annotations(annotations, cfg.aliases)};
-  auto grant = run_mig_provision(cfg, call);
-  if (!grant) return std::unexpected(grant.error());
-  log::info("dynamic MIG: " + grant->substr(0, grant->find('\n')));
-  auto fresh = inventory_for_allocation(cfg);
-  if (!fresh) return std::unexpected(fresh.error());
-  inventory = std::move(*fresh);
-  return {};
-}
-
 // Books one wanted device pending, through the provisioner when dynamic MIG applies.
 Result<> book_one(const std::string& id, const WantedDevice& w, const Annotations& annotations, Inventory& inventory,
                   const Config& cfg) {
   ReserveArgs args{id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt};
   auto booking = Ledger(LedgerOptions::from(cfg)).reserve(args, inventory, cfg.allocation);
-  if (!booking && booking.error().kind == ErrorKind::user && w.device_key.empty() &&
-      dynamic_mig_applies(w.request, inventory, cfg.allocation, cfg.mig))
-    return provision(id, annotations, cfg, inventory);
+  if (!booking && w.device_key.empty() && provisioning_may_help(booking.error(), w.request, inventory, cfg)) {
+    // Dynamic MIG: the provisioner books it pending; the new instance's nodes are in the
+    // inventory read again.
+    ProvisionCall call{id, "", 0, BookingSource::wrapper, request_annotations(annotations, cfg.aliases)};
+    auto fresh = provision_and_reread(cfg, call);
+    if (!fresh) return std::unexpected(fresh.error());
+    inventory = std::move(*fresh);
+    return {};
+  }
   if (!booking) return std::unexpected(booking.error());
   for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
   log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes),
@@ -84,12 +75,7 @@ Result<std::vector<LedgerEntry>> book(const std::string& id, const std::vector<W
     booked = true;  // a failed provisioner may have booked before failing: undo releases either way
     if (auto r = book_one(id, w, annotations, inventory, cfg); !r) return std::unexpected(r.error());
   }
-  auto state = Ledger(LedgerOptions::from(cfg)).read();
-  if (!state) return std::unexpected(state.error());
-  std::vector<LedgerEntry> mine;
-  for (const auto& e : state->entries)
-    if (e.container_id == id) mine.push_back(e);
-  return mine;
+  return Ledger(LedgerOptions::from(cfg)).bookings_of(id);
 }
 
 // The Edits for the bookings plus the wrapper's two hooks.
