@@ -14,14 +14,22 @@ namespace gpufrac::hook {
 
 namespace {
 
-// Annotations, or the CDI device named by --cdi-device (booked with the name as its device key).
-Result<std::optional<Request>> request_of(const Invocation& inv) {
-  if (inv.args.cdi_device.empty()) return parse_request(inv.spec.annotations, inv.cfg.aliases);
+// The request: the annotations', or the CDI device's named by --cdi-device (booked with the name
+// as its device key). Loads inv.inventory, once, whenever there is a request.
+Result<std::optional<Request>> request_of(Invocation& inv) {
+  std::optional<Request> request;
+  if (inv.args.cdi_device.empty()) {
+    auto parsed = parse_request(inv.spec.annotations, inv.cfg.aliases);
+    if (!parsed || !*parsed) return parsed;
+    request = std::move(**parsed);
+  }
   auto inventory = inventory_for_allocation(inv.cfg);
   if (!inventory) return std::unexpected(inventory.error());
-  auto request = cdi::request_for_cdi_device(inv.args.cdi_device, *inventory);
-  if (!request) return std::unexpected(request.error());
-  return std::optional<Request>(std::move(*request));
+  inv.inventory = std::move(*inventory);
+  if (request) return request;
+  auto named = cdi::request_for_cdi_device(inv.args.cdi_device, inv.inventory);
+  if (!named) return std::unexpected(named.error());
+  return std::optional<Request>(std::move(*named));
 }
 
 std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings) {
@@ -47,9 +55,6 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
   auto request = request_of(inv);
   if (!request) return std::unexpected(request.error());
   if (!*request) return std::vector<LedgerEntry>{};
-  auto inventory = inventory_for_allocation(inv.cfg);
-  if (!inventory) return std::unexpected(inventory.error());
-  inv.inventory = std::move(*inventory);
   Ledger ledger(LedgerOptions::from(inv.cfg));
   ReserveArgs args{inv.state.id,   inv.args.cdi_device,
                    **request,      inv.args.cdi_device.empty() ? BookingSource::hook : BookingSource::cdi,

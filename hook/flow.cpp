@@ -1,7 +1,5 @@
 #include "hook/flow.hpp"
 
-#include <fcntl.h>
-
 #include <cstdio>
 
 #include "core/config.hpp"
@@ -29,9 +27,7 @@ int report(const Error& e) {
 
 // The image's own /etc/ld.so.preload, read through the rootfs walk (never following a symlink).
 std::string image_preload(const BundleSpec& spec) {
-  fs::UniqueFd root(::open(spec.rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root) return "";
-  auto text = read_regular_in_root(root.get(), "/etc/ld.so.preload", 64u << 10);
+  auto text = read_image_preload(spec.rootfs);
   if (!text) log::warn("ignoring the image's /etc/ld.so.preload: " + text.error().message);
   return text ? *text : "";
 }

@@ -97,6 +97,12 @@ Result<std::string> read_regular_in_root(int root_fd, std::string_view path, std
   return fs::read_fd(readable.get(), max_bytes, "container path " + std::string(path));
 }
 
+Result<std::string> read_image_preload(const std::string& rootfs) {
+  fs::UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return "";
+  return read_regular_in_root(root.get(), "/etc/ld.so.preload", 64u << 10);
+}
+
 Result<fs::UniqueFd> ensure_target_in_root(int root_fd, std::string_view path, TargetKind kind) {
   auto parts = split_container_path(path);
   if (!parts) return std::unexpected(parts.error());

@@ -30,6 +30,11 @@ Result<fs::UniqueFd> open_in_root(int root_fd, std::string_view path);
 // image cannot block or redirect the read). A missing file reads as "".
 Result<std::string> read_regular_in_root(int root_fd, std::string_view path, std::size_t max_bytes);
 
+// The image's own /etc/ld.so.preload (at most 64 KiB), read beneath `rootfs` as above; "" when the
+// rootfs cannot be opened or the file is missing. An error (a symlink, a FIFO, too long) is the
+// caller's to report: the image's lines are then left out.
+Result<std::string> read_image_preload(const std::string& rootfs);
+
 // Makes sure `path` exists as a mount target of the given kind, creating missing directories (0755)
 // and, for files, an empty regular file (0644). An existing target must be a directory for
 // TargetKind::directory; for TargetKind::file anything but a directory or symlink is accepted (device

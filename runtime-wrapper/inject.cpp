@@ -1,6 +1,5 @@
 #include "runtime-wrapper/inject.hpp"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 
 #include "core/container_state.hpp"
@@ -28,9 +27,7 @@ std::string absolute(const std::string& path, const std::string& base) {
 
 // The image's own /etc/ld.so.preload, read inside the rootfs without following a symlink.
 std::string image_preload(const std::string& rootfs) {
-  fs::UniqueFd root(::open(rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root) return "";
-  auto text = hook::read_regular_in_root(root.get(), "/etc/ld.so.preload", 64u << 10);
+  auto text = hook::read_image_preload(rootfs);
   if (!text) log::warn("ignoring the image's /etc/ld.so.preload: " + text.error().message);
   return text ? *text : "";
 }
