@@ -22,6 +22,7 @@
 #include <filesystem>
 
 #include "bench/ratio_main.hpp"
+#include "cdi/spec_write.hpp"
 #include "core/fs.hpp"
 #include "core/ledger.hpp"
 #include "core/mig_exec.hpp"
@@ -94,10 +95,10 @@ void BM_StaticGrant(benchmark::State& state) {
 
 void BM_DynamicReuse(benchmark::State& state) {
   const Config cfg = setup("/dev/shm/gpufrac-mig-bench-reuse", true);
-  need(provision_mig(cfg, args()));  // creates the instance once
+  need(provision_mig(cfg, args(), cdi::spec_refresher(cfg)));  // creates the instance once
   release(cfg);
   for (auto _ : state) {
-    auto r = need(provision_mig(cfg, args()));
+    auto r = need(provision_mig(cfg, args(), cdi::spec_refresher(cfg)));
     if (r.created) state.SkipWithError("the idle instance was not reused");
     release(cfg);
   }
@@ -105,14 +106,15 @@ void BM_DynamicReuse(benchmark::State& state) {
 
 // Destroys the released instance again (not timed): gc with the idle timeout passed.
 void destroy_idle(const Config& cfg) {
-  auto r = need(reclaim_idle_mig(cfg, static_cast<std::int64_t>(std::time(nullptr)) + 100000));
+  auto r =
+      need(reclaim_idle_mig(cfg, static_cast<std::int64_t>(std::time(nullptr)) + 100000, cdi::spec_refresher(cfg)));
   if (r.destroyed.size() != 1) die(Error{"gc did not destroy the idle instance"});
 }
 
 void BM_DynamicCreate(benchmark::State& state) {
   const Config cfg = setup("/dev/shm/gpufrac-mig-bench-create", true);
   for (auto _ : state) {
-    auto r = need(provision_mig(cfg, args()));
+    auto r = need(provision_mig(cfg, args(), cdi::spec_refresher(cfg)));
     if (!r.created) state.SkipWithError("nothing was created");
     release(cfg);
     state.PauseTiming();

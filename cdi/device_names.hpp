@@ -27,7 +27,7 @@
 #include "core/error.hpp"
 #include "core/quantity.hpp"
 #include "core/request.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac::cdi {
 

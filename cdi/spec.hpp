@@ -20,7 +20,7 @@
 #include "core/config.hpp"
 #include "core/edits.hpp"
 #include "core/error.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac::cdi {
 

@@ -49,4 +49,11 @@ Result<SpecWritten> write_node_spec(const Inventory& inv, const Config& config) 
   return out;
 }
 
+InventoryListener spec_refresher(const Config& config) {
+  return [&config](const Inventory& inv) -> Result<> {
+    if (auto r = write_node_spec(inv, config); !r) return std::unexpected(r.error().wrap("CDI spec not refreshed"));
+    return {};
+  };
+}
+
 }  // namespace gpufrac::cdi

@@ -10,7 +10,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac::cdi {
 
@@ -21,5 +21,9 @@ struct SpecWritten {
 };
 
 Result<SpecWritten> write_node_spec(const Inventory& inventory, const Config& config);
+
+// What dynamic MIG tells after every change (nvml/mig_provision.hpp): write_node_spec, its error
+// prefixed "CDI spec not refreshed: ".
+InventoryListener spec_refresher(const Config& config);
 
 }  // namespace gpufrac::cdi

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cdi/spec_write.hpp"
 #include "cli/context.hpp"
 #include "cli/status_model.hpp"
 #include "cli/table.hpp"
@@ -132,7 +133,7 @@ int run_gc(Context& ctx, bool json) {
   if (!report) return ctx.fail(report.error());
   auto files = collect_files(*cfg);
   if (!files) return ctx.fail(files.error());
-  auto mig = reclaim_idle_mig(*cfg, static_cast<std::int64_t>(std::time(nullptr)));
+  auto mig = reclaim_idle_mig(*cfg, static_cast<std::int64_t>(std::time(nullptr)), cdi::spec_refresher(*cfg));
   if (!mig) return ctx.fail(mig.error());
   nlohmann::json j = to_json(*report);
   j["container_dirs_removed"] = files->dirs_removed;

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cdi/spec_write.hpp"
 #include "cli/booking_args.hpp"
 #include "cli/context.hpp"
 #include "core/allocator.hpp"
@@ -58,7 +59,7 @@ int run_provision(Context& ctx, const MigOptions& o) {
   log::set_context(o.container);
   auto args = reserve_args_from(o, *cfg, kExample);
   if (!args) return ctx.fail(args.error());
-  auto result = provision_mig(*cfg, *args);
+  auto result = provision_mig(*cfg, *args, cdi::spec_refresher(*cfg));
   if (!result) {
     log::error("mig provision: " + result.error().message);
     return ctx.fail(result.error());

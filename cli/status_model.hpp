@@ -16,7 +16,7 @@
 
 #include "core/config.hpp"
 #include "core/ledger_entry.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac::cli {
 

@@ -14,9 +14,9 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/grant.hpp"
+#include "core/inventory.hpp"
 #include "core/ledger_entry.hpp"
 #include "core/request.hpp"
-#include "nvml/inventory.hpp"
 
 namespace gpufrac {
 

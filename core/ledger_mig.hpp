@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/inventory.hpp"
 #include "core/ledger_entry.hpp"
-#include "nvml/inventory.hpp"
 
 namespace gpufrac {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/inventory.hpp"
 #include "core/ledger_entry.hpp"
-#include "nvml/inventory.hpp"
 
 namespace gpufrac {
 

@@ -10,7 +10,7 @@
 #include "core/edits.hpp"
 #include "core/error.hpp"
 #include "core/grant.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac {
 

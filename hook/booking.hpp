@@ -9,7 +9,7 @@
 #include "core/ledger_entry.hpp"
 #include "hook/flow.hpp"
 #include "hook/oci.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac::hook {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac {
 

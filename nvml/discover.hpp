@@ -5,7 +5,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 #include "nvml/inventory_cache.hpp"
 
 namespace gpufrac {

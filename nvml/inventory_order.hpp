@@ -2,7 +2,7 @@
 // read from its file whatever order the driver or the file lists things in.
 #pragma once
 
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac {
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 #include "nvml/nvml_library.hpp"
 
 namespace gpufrac::nvml {

@@ -60,6 +60,7 @@ struct Target {
   const MigDriver& driver;
   nvmlDevice_t device;
   const ReserveArgs& args;
+  const InventoryListener& on_changed;
 };
 
 // Step 4: the plan, and the idle records of what it destroys dropped under the ledger lock.
@@ -108,7 +109,7 @@ Result<ProvisionResult> provision_on(Target& t, const Inventory& inv, const Gpu&
   Result<nvml::CreatedInstance> made =
       destroyed ? create_journaled(t.driver, t.device, t.cfg, gpu, plan->create, t.args.container_id)
                 : std::unexpected(destroyed.error());
-  auto fresh = refresh_after_mig_change(t.cfg, out.notes);
+  auto fresh = refresh_after_mig_change(t.cfg, t.on_changed, out.notes);
   if (!made) return std::unexpected(made.error());
   if (!fresh) return std::unexpected(fresh.error());
   out.destroyed = plan->destroy;
@@ -126,7 +127,7 @@ Result<ProvisionResult> provision_on(Target& t, const Inventory& inv, const Gpu&
 
 // Steps 2 and 3: lock, NVML, recovery, records, and the reservation that may now reuse.
 Result<ProvisionResult> provision_locked(const Config& cfg, Ledger& ledger, const std::string& gpu_uuid,
-                                         const ReserveArgs& args) {
+                                         const ReserveArgs& args, const InventoryListener& on_changed) {
   auto lock = MigGpuLock::acquire(cfg, gpu_uuid);
   if (!lock) return std::unexpected(lock.error());
   auto driver = MigDriver::open(cfg);
@@ -141,7 +142,7 @@ Result<ProvisionResult> provision_locked(const Config& cfg, Ledger& ledger, cons
     if (!note) return std::unexpected(note.error());
     if (!note->empty()) out.notes.push_back(*note);
   }
-  auto inv = out.notes.empty() ? rediscover_mig(cfg) : refresh_after_mig_change(cfg, out.notes);
+  auto inv = out.notes.empty() ? rediscover_mig(cfg) : refresh_after_mig_change(cfg, on_changed, out.notes);
   if (!inv) return std::unexpected(inv.error());
   const Gpu* gpu = inv->gpu_by_uuid(gpu_uuid);
   if (gpu == nullptr || !gpu->mig_enabled) return internal_error("GPU " + gpu_uuid + " is no longer in MIG mode");
@@ -151,7 +152,7 @@ Result<ProvisionResult> provision_locked(const Config& cfg, Ledger& ledger, cons
     out.booking = std::move(*b);
     return out;
   }
-  Target t{cfg, ledger, *driver, *device, args};
+  Target t{cfg, ledger, *driver, *device, args, on_changed};
   return provision_on(t, *inv, *gpu, std::move(out));
 }
 
@@ -167,7 +168,7 @@ bool curable(const Config& cfg, const ReserveArgs& a, const LedgerState& state) 
 
 }  // namespace
 
-Result<ProvisionResult> provision_mig(const Config& cfg, const ReserveArgs& args) {
+Result<ProvisionResult> provision_mig(const Config& cfg, const ReserveArgs& args, const InventoryListener& on_changed) {
   Ledger ledger(LedgerOptions::from(cfg));
   auto inv = inventory_for_allocation(cfg);
   if (!inv) return std::unexpected(inv.error());
@@ -180,7 +181,7 @@ Result<ProvisionResult> provision_mig(const Config& cfg, const ReserveArgs& args
   if (!curable(cfg, args, *state)) return std::unexpected(first.error());
   auto gpu = target_gpu(cfg, *inv, *state, args.request);
   if (!gpu) return std::unexpected(gpu.error());
-  return provision_locked(cfg, ledger, *gpu, args);
+  return provision_locked(cfg, ledger, *gpu, args, on_changed);
 }
 
 }  // namespace gpufrac

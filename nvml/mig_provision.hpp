@@ -9,7 +9,8 @@
 //  4. ledger: the plan on this GPU, with recorded instances idle past mig.idle-timeout counted as
 //     gone (they are destroyed too); the records of every instance to destroy are dropped in the
 //     same transaction, so no other front-end can book one while it goes;
-//  5. NVML: destroy, then create under the journal; inventory cache and CDI spec refreshed;
+//  5. NVML: destroy, then create under the journal; inventory cache refreshed, `on_changed` told
+//     (the CLI rewrites the CDI spec);
 //  6. ledger: the new instance booked for the container.
 // A process killed anywhere leaves the ledger whole and at worst an unrecorded idle instance
 // (adopted by the next run) or a journaled GPU instance without compute instance (destroyed by the
@@ -22,6 +23,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/inventory.hpp"
 #include "core/ledger.hpp"
 #include "core/mig_plan.hpp"
 
@@ -34,6 +36,6 @@ struct ProvisionResult {
   std::vector<std::string> notes;  // journal recovery, warnings (CDI spec not written, ...)
 };
 
-Result<ProvisionResult> provision_mig(const Config& cfg, const ReserveArgs& args);
+Result<ProvisionResult> provision_mig(const Config& cfg, const ReserveArgs& args, const InventoryListener& on_changed);
 
 }  // namespace gpufrac

@@ -40,7 +40,7 @@ Result<std::vector<MigDestroyStep>> claim_expired(Ledger& ledger, const Config& 
 }
 
 Result<> reclaim_gpu(const Config& cfg, const MigDriver& driver, const Gpu& cached, std::int64_t now,
-                     MigReclaimReport& report) {
+                     const InventoryListener& on_changed, MigReclaimReport& report) {
   auto lock = MigGpuLock::acquire(cfg, cached.uuid);
   if (!lock) return std::unexpected(lock.error());
   auto device = nvml::mig_device(driver.lib(), cached.uuid);
@@ -57,13 +57,14 @@ Result<> reclaim_gpu(const Config& cfg, const MigDriver& driver, const Gpu& cach
   if (!steps) return std::unexpected(steps.error());
   auto destroyed = destroy_gpu_instances(driver, *device, *gpu, *steps);
   if (!steps->empty() || !note->empty())
-    if (auto fresh = refresh_after_mig_change(cfg, report.notes); !fresh) return std::unexpected(fresh.error());
+    if (auto fresh = refresh_after_mig_change(cfg, on_changed, report.notes); !fresh)
+      return std::unexpected(fresh.error());
   return destroyed;
 }
 
 }  // namespace
 
-Result<MigReclaimReport> reclaim_idle_mig(const Config& cfg, std::int64_t now) {
+Result<MigReclaimReport> reclaim_idle_mig(const Config& cfg, std::int64_t now, const InventoryListener& on_changed) {
   MigReclaimReport report;
   const bool any_dynamic =
       cfg.mig.mode == MigMode::dynamic || std::any_of(cfg.mig.gpus.begin(), cfg.mig.gpus.end(),
@@ -81,7 +82,7 @@ Result<MigReclaimReport> reclaim_idle_mig(const Config& cfg, std::int64_t now) {
     auto driver = MigDriver::open(cfg);
     if (!driver) return std::unexpected(driver.error());
     for (const Gpu* g : dynamic)
-      if (auto r = reclaim_gpu(cfg, *driver, *g, now, report); !r)
+      if (auto r = reclaim_gpu(cfg, *driver, *g, now, on_changed, report); !r)
         return std::unexpected(r.error().wrap(text::cat("GPU ", g->index)));
   }
   auto inv = inventory_for_allocation(cfg);

@@ -11,6 +11,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/inventory.hpp"
 #include "core/ledger_mig.hpp"
 
 namespace gpufrac {
@@ -21,6 +22,6 @@ struct MigReclaimReport {
   std::vector<std::string> notes;          // recoveries and warnings, one line each
 };
 
-Result<MigReclaimReport> reclaim_idle_mig(const Config& cfg, std::int64_t now);
+Result<MigReclaimReport> reclaim_idle_mig(const Config& cfg, std::int64_t now, const InventoryListener& on_changed);
 
 }  // namespace gpufrac

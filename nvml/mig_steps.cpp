@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <ctime>
 
-#include "cdi/spec_write.hpp"
 #include "core/fault.hpp"
 #include "core/fs.hpp"
 #include "core/log.hpp"
@@ -99,12 +98,12 @@ Result<Inventory> rediscover_mig(const Config& cfg) {
   return inv;
 }
 
-Result<Inventory> refresh_after_mig_change(const Config& cfg, std::vector<std::string>& warnings) {
+Result<Inventory> refresh_after_mig_change(const Config& cfg, const InventoryListener& on_changed,
+                                           std::vector<std::string>& warnings) {
   auto inv = rediscover_mig(cfg);
-  if (!inv) return inv;
-  auto spec = cdi::write_node_spec(*inv, cfg);
-  if (!spec) {
-    warnings.push_back("CDI spec not refreshed: " + spec.error().message);
+  if (!inv || !on_changed) return inv;
+  if (auto told = on_changed(*inv); !told) {
+    warnings.push_back(told.error().message);
     log::warn(warnings.back());
   }
   return inv;

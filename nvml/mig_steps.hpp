@@ -1,6 +1,6 @@
 // The steps of a dynamic MIG change on one GPU, each run while holding its MigGpuLock
 // (mig_session.hpp): undo what a killed provisioner left, destroy idle GPU instances, create one
-// under the journal, and refresh the inventory cache and the CDI spec afterwards. The provisioner
+// under the journal, and refresh the inventory cache (and tell the caller) afterwards. The provisioner
 // (mig_provision.hpp) and `gpufrac gc` (mig_reclaim.hpp) are built from these.
 #pragma once
 
@@ -9,8 +9,8 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/inventory.hpp"
 #include "core/mig_plan.hpp"
-#include "nvml/inventory.hpp"
 #include "nvml/mig_change.hpp"
 #include "nvml/mig_session.hpp"
 
@@ -39,9 +39,10 @@ Result<nvml::CreatedInstance> create_journaled(const MigDriver& driver, nvmlDevi
 
 // The inventory discovered again (from NVML) and its cache written.
 Result<Inventory> rediscover_mig(const Config& cfg);
-// After a change: rediscover_mig, then the CDI spec rewritten (cdi.output). A spec that cannot be
-// written is a warning in `warnings`, not a failure.
-Result<Inventory> refresh_after_mig_change(const Config& cfg, std::vector<std::string>& warnings);
+// After a change: rediscover_mig, then `on_changed` told (the CLI rewrites the CDI spec). Its error
+// is a warning in `warnings`, not a failure.
+Result<Inventory> refresh_after_mig_change(const Config& cfg, const InventoryListener& on_changed,
+                                           std::vector<std::string>& warnings);
 
 // The capability device nodes of a new instance under host-root, made when missing: a real host
 // creates /dev/nvidia-caps nodes only through nvidia-modprobe -f or nvidia-smi, so a fresh GPU or

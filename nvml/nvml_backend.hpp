@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac {
 

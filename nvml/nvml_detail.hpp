@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 #include "nvml/nvml_library.hpp"
 
 namespace gpufrac::nvml {

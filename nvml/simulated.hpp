@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac {
 

@@ -10,7 +10,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/request.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac::wrapper {
 

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "cdi/spec_write.hpp"
 #include "core/fs.hpp"
 #include "core/ledger_mig.hpp"
 #include "core/mig_plan.hpp"
@@ -56,7 +57,7 @@ class MigProvision : public ::testing::Test {
     ReserveArgs a{
         id,         "",          **parse_request({{"gpufrac.io/mig-profile", profile}}, true), BookingSource::hook,
         ::getpid(), std::nullopt};
-    return provision_mig(cfg_, a);
+    return provision_mig(cfg_, a, cdi::spec_refresher(cfg_));
   }
   // "1g.5gb@0 ..." as NVML has it now.
   std::string layout() {
@@ -149,12 +150,12 @@ TEST_F(MigProvision, BlockingIdleInstancesAreDestroyedAndExpiredOnesByGc) {
   EXPECT_EQ(r->destroyed[0].placement.start, 4u);
   EXPECT_EQ(layout(), "2g.10gb@0 2g.10gb@2 3g.20gb@4");
   ASSERT_TRUE(ledger.release("a"));
-  auto kept = reclaim_idle_mig(cfg_, ::time(nullptr));
+  auto kept = reclaim_idle_mig(cfg_, ::time(nullptr), cdi::spec_refresher(cfg_));
   ASSERT_TRUE(kept) << kept.error().message;
   EXPECT_TRUE(kept->destroyed.empty());
   ASSERT_EQ(kept->idle.size(), 1u);
   EXPECT_EQ(kept->idle[0].placement.start, 0u);
-  auto gone = reclaim_idle_mig(cfg_, ::time(nullptr) + 600);
+  auto gone = reclaim_idle_mig(cfg_, ::time(nullptr) + 600, cdi::spec_refresher(cfg_));
   ASSERT_TRUE(gone) << gone.error().message;
   ASSERT_EQ(gone->destroyed.size(), 1u);
   EXPECT_TRUE(gone->idle.empty());
@@ -166,7 +167,7 @@ TEST_F(MigProvision, RefusalsItCannotCureCreateNothing) {
   ReserveArgs a{
       "gone",  "",          **parse_request({{"gpufrac.io/mig-profile", "1g.5gb"}}, true), BookingSource::hook,
       4194304, std::nullopt};
-  auto r = provision_mig(cfg_, a);
+  auto r = provision_mig(cfg_, a, cdi::spec_refresher(cfg_));
   ASSERT_FALSE(r);
   EXPECT_TRUE(r.error().message.starts_with("process 4194304 does not exist")) << r.error().message;
   ASSERT_TRUE(provision("twice", "1g.5gb"));

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 #include "nvml/nvml_api.hpp"
 
 namespace gpufrac::fake_nvml {

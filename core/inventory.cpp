@@ -1,4 +1,4 @@
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 #include <algorithm>
 

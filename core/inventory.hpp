@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,6 +94,11 @@ struct Inventory {
   std::optional<std::pair<const Gpu*, const MigInstance*>> mig_by_uuid(const std::string& uuid) const;
   bool same_hardware(const Inventory& o) const;  // == except `source`
 };
+
+// Told the new inventory after the node changed under gpufrac (dynamic MIG created or destroyed an
+// instance). The layer above decides what follows (the CLI rewrites the CDI spec); an error it
+// returns is reported as a warning, never a failed change.
+using InventoryListener = std::function<Result<>(const Inventory&)>;
 
 nlohmann::json to_json(const Inventory& inv);
 Result<Inventory> inventory_from_json(const nlohmann::json& j);

@@ -2,7 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/text.hpp"
-#include "nvml/inventory.hpp"
+#include "core/inventory.hpp"
 
 namespace gpufrac {
 
