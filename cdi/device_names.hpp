@@ -25,9 +25,9 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/inventory.hpp"
 #include "core/quantity.hpp"
 #include "core/request.hpp"
-#include "core/inventory.hpp"
 
 namespace gpufrac::cdi {
 

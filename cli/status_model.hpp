@@ -15,8 +15,8 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/config.hpp"
-#include "core/ledger_entry.hpp"
 #include "core/inventory.hpp"
+#include "core/ledger_entry.hpp"
 
 namespace gpufrac::cli {
 

@@ -1,8 +1,8 @@
 // JSON form of the Inventory: the cache file /run/gpufrac/inventory.json and `gpufrac info --json`.
 #include <nlohmann/json.hpp>
 
-#include "core/text.hpp"
 #include "core/inventory.hpp"
+#include "core/text.hpp"
 
 namespace gpufrac {
 

@@ -6,10 +6,10 @@
 
 #include "core/config.hpp"
 #include "core/edits.hpp"
+#include "core/inventory.hpp"
 #include "core/ledger_entry.hpp"
 #include "hook/flow.hpp"
 #include "hook/oci.hpp"
-#include "core/inventory.hpp"
 
 namespace gpufrac::hook {
 

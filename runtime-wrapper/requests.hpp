@@ -9,8 +9,8 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
-#include "core/request.hpp"
 #include "core/inventory.hpp"
+#include "core/request.hpp"
 
 namespace gpufrac::wrapper {
 
