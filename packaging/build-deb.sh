@@ -5,6 +5,8 @@
 # as debian/, runs `dpkg-buildpackage -b -uc -us` there, and moves gpufrac_<version>_<arch>.deb,
 # .buildinfo and .changes to OUTDIR. The staged copy is removed afterwards (KEEP_STAGE=1 keeps it).
 # Needs the build dependencies of packaging/debian/control (scripts/install-deps.sh installs them).
+# GPUFRAC_PREBUILT=DIR packages a tree already built by `GPUFRAC_DEB_LAYOUT=1 scripts/build.sh`
+# (the package's paths and flags) instead of compiling again; any other tree is refused.
 set -eu
 cd "$(dirname "$0")/.."
 SRC=$(pwd)
@@ -19,6 +21,19 @@ if [ "${deb_version%-*}" != "$cmake_version" ]; then
   echo "build-deb: packaging/debian/changelog says $deb_version but CMakeLists.txt says $cmake_version;" \
     "add a changelog entry (dch -v $cmake_version-1)" >&2
   exit 1
+fi
+
+if [ -n "${GPUFRAC_PREBUILT:-}" ]; then
+  GPUFRAC_PREBUILT=$(cd "$GPUFRAC_PREBUILT" && pwd)
+  cache=$GPUFRAC_PREBUILT/CMakeCache.txt
+  if ! grep -qx 'CMAKE_INSTALL_PREFIX:PATH=/usr' "$cache" 2>/dev/null ||
+    ! grep -qx 'CMAKE_BUILD_TYPE:STRING=None' "$cache"; then
+    echo "build-deb: $GPUFRAC_PREBUILT was not configured with the package's layout;" \
+      "build it with GPUFRAC_DEB_LAYOUT=1 BUILD_DIR=$GPUFRAC_PREBUILT scripts/build.sh" >&2
+    exit 1
+  fi
+  export GPUFRAC_PREBUILT
+  echo "build-deb: packaging the prebuilt tree $GPUFRAC_PREBUILT"
 fi
 
 STAGE=$(mktemp -d "${TMPDIR:-/tmp}/gpufrac-deb.XXXXXX")

@@ -1,8 +1,19 @@
 #!/bin/sh
 # Configures and builds gpufrac into ${BUILD_DIR:-build} (RelWithDebInfo). Extra CMake arguments
 # may follow, e.g. scripts/build.sh -DGPUFRAC_SANITIZE=address,undefined.
+# GPUFRAC_DEB_LAYOUT=1 configures the tree exactly as the Debian package's build does (debhelper's
+# CMake arguments, dpkg-buildflags with the package's hardening options, /usr paths), so that
+# packaging/build-deb.sh can package this tree without compiling again (GPUFRAC_PREBUILT).
 set -eu
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+if [ "${GPUFRAC_DEB_LAYOUT:-0}" = 1 ]; then
+  # The same flags as packaging/debian/rules (DEB_BUILD_MAINT_OPTIONS) give dpkg-buildpackage.
+  eval "$(DEB_BUILD_MAINT_OPTIONS=hardening=+bindnow dpkg-buildflags --export=sh)"
+  multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+  set -- -DCMAKE_BUILD_TYPE=None -DCMAKE_INSTALL_PREFIX=/usr -DCMAKE_INSTALL_SYSCONFDIR=/etc \
+    -DCMAKE_INSTALL_LOCALSTATEDIR=/var -DCMAKE_INSTALL_RUNSTATEDIR=/run "-DCMAKE_INSTALL_LIBDIR=lib/$multiarch" \
+    -DGPUFRAC_SYSTEMD_UNIT_DIR=/lib/systemd/system -DGPUFRAC_UDEV_RULES_DIR=/lib/udev/rules.d "$@"
+fi
 cmake -S . -B "$BUILD_DIR" -G Ninja "$@" >/dev/null
 cmake --build "$BUILD_DIR" -j "$(nproc)"

@@ -1,18 +1,20 @@
 #!/bin/sh
 # The test command: installs dependencies, builds, and runs every test. Run as root. Stages:
 #   deps        scripts/install-deps.sh
-#   build       scripts/build.sh into $BUILD_DIR (default build)
+#   build       scripts/build.sh into $BUILD_DIR (default build), with the Debian package's layout
+#               and flags (GPUFRAC_DEB_LAYOUT=1) so the package stage reuses it
 #   format      clang-format --dry-run -Werror on every tracked C and C++ file (.clang-format)
 #   ctest       the whole ctest suite: unit tests and end-to-end tests against real runc, podman
 #               and containerd on simulated GPU machines
-#   package     packaging/build-deb.sh: the Debian package, into $DEB_DIR (default build-deb)
+#   package     packaging/build-deb.sh: the Debian package of $BUILD_DIR (no second compile), into
+#               $DEB_DIR (default build-deb)
 #   lintian     scripts/check-package.sh contents: lintian (no errors), control fields, file list
 #   install     apt-get install ./gpufrac_*.deb and checks of the installed files
 #   e2e-installed  the end-to-end tests again, against the installed programs and shim
 #   remove      apt-get remove (only conffiles stay), then purge (nothing stays)
-#   sanitize    ASan + UBSan build in $ASAN_BUILD_DIR (default build-asan), unit tests
-#   fuzz        the libFuzzer targets in $FUZZ_BUILD_DIR (default build-fuzz), $FUZZ_SECONDS
-#               (default 60) each (scripts/fuzz.sh)
+#   sanitize    scripts/build-sanitized.sh: clang-19 ASan + UBSan (+ libFuzzer coverage) build of the
+#               unit tests and the fuzzers in $ASAN_BUILD_DIR (default build-asan); the unit tests
+#   fuzz        every libFuzzer target of that build, $FUZZ_SECONDS (default 60) each (scripts/fuzz.sh)
 # A failed test stage is reported and the next stages still run; the script then exits 1. A failed
 # deps, build, package or install stage stops it. SKIP="stage ..." leaves stages out (skipping
 # package skips lintian to remove as well). The package stages install gpufrac on this machine (they
@@ -80,19 +82,19 @@ check_format() {
 run_ctest() { (cd "$1" && shift && ctest --output-on-failure -j "$JOBS" --timeout 900 "$@"); }
 build_package() {
   rm -f "$DEB_DIR"/gpufrac_*.deb
-  ./packaging/build-deb.sh "$DEB_DIR"
+  GPUFRAC_PREBUILT=$BUILD_DIR ./packaging/build-deb.sh "$DEB_DIR"
 }
 deb() { ls "$DEB_DIR"/gpufrac_*.deb; }
 e2e_installed() {
   GPUFRAC_BIN_DIR=/usr/bin GPUFRAC_SHIM_DIR=/usr/lib/$MULTIARCH/gpufrac run_ctest "$BUILD_DIR" -L e2e
 }
 sanitize() {
-  BUILD_DIR=$ASAN_BUILD_DIR ./scripts/build.sh -DGPUFRAC_SANITIZE=address,undefined -DGPUFRAC_BUILD_BENCH=OFF
+  ASAN_BUILD_DIR=$ASAN_BUILD_DIR ./scripts/build-sanitized.sh
   run_ctest "$ASAN_BUILD_DIR" -L unit
 }
 
 stage fatal deps "install the build and test dependencies" ./scripts/install-deps.sh
-stage fatal build "configure and build into $BUILD_DIR" env BUILD_DIR="$BUILD_DIR" ./scripts/build.sh
+stage fatal build "configure and build into $BUILD_DIR" env BUILD_DIR="$BUILD_DIR" GPUFRAC_DEB_LAYOUT=1 ./scripts/build.sh
 stage continue format "clang-format check of the C and C++ sources" check_format
 stage continue ctest "all tests (unit + end-to-end) against the build tree" run_ctest "$BUILD_DIR"
 
@@ -108,7 +110,7 @@ if ! skipped package; then
 fi
 
 stage continue sanitize "ASan + UBSan build in $ASAN_BUILD_DIR, unit tests" sanitize
-stage continue fuzz "libFuzzer targets, ${FUZZ_SECONDS:-60} s each" ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+stage continue fuzz "libFuzzer targets, ${FUZZ_SECONDS:-60} s each" env ASAN_BUILD_DIR="$ASAN_BUILD_DIR" ./scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
 
 if [ -n "$FAILED" ]; then
   echo "== FAILED stages:$FAILED"
