@@ -1,4 +1,4 @@
-// `gpufrac runtime configure containerd|docker|crio|podman [--dry-run] [--config PATH]
+// `gpufrac runtime configure containerd|docker|crio|podman [--dry-run] [--engine-config PATH]
 // [--drop-in PATH] [--runtime-path PATH] [--config-version 2|3]`: registers gpufrac-runtime as the
 // runtime handler "gpufrac" (runtime-wrapper/configure/). Idempotent: a second run changes nothing
 // and says so. --dry-run prints the change as a unified diff and writes nothing.
@@ -105,7 +105,7 @@ void add_runtime_command(CLI::App& app, Context& ctx) {
   auto* cmd = runtime->add_subcommand("configure", "Register gpufrac-runtime as the runtime handler \"gpufrac\"");
   cmd->add_option("engine", a->engine, "containerd, docker, crio or podman")->required();
   cmd->add_flag("--dry-run", a->dry_run, "Print the change as a diff; write nothing");
-  cmd->add_option("--config", a->config,
+  cmd->add_option("--engine-config", a->config,
                   "The engine's config (default /etc/containerd/config.toml, /etc/docker/daemon.json, "
                   "/etc/crio/crio.conf, /etc/containers/containers.conf)");
   cmd->add_option("--drop-in", a->drop_in,
