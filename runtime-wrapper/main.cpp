@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/log.hpp"
+#include "metrics/counter_file.hpp"
 #include "runtime-wrapper/argv.hpp"
 #include "runtime-wrapper/error_log.hpp"
 #include "runtime-wrapper/inject.hpp"
@@ -28,10 +30,20 @@ std::optional<std::string> path_env() {
   return p ? std::optional<std::string>(p) : std::nullopt;
 }
 
+// A create that asked gpufrac for a GPU goes into the counter file for `gpufrac metrics`.
+void count(const gpufrac::Config& cfg, std::uint64_t started_ns, const gpufrac::wrapper::InjectOutcome& outcome,
+           bool refused) {
+  if (!outcome.asked) return;
+  gpufrac::metrics::Observation o{gpufrac::metrics::Timer::wrapper_create,
+                                  gpufrac::metrics::monotonic_ns() - started_ns, refused, outcome.why};
+  if (auto r = gpufrac::metrics::record(cfg.state_dir, o); !r) gpufrac::log::warn("metrics: " + r.error().message);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace gpufrac::wrapper;
+  const std::uint64_t started_ns = gpufrac::metrics::monotonic_ns();
   std::vector<std::string_view> rest(argv + (argc > 0 ? 1 : 0), argv + argc);
   const RuntimeArgs args = parse_runtime_args(rest);
   auto cfg = gpufrac::select_config("");
@@ -40,7 +52,9 @@ int main(int argc, char** argv) {
   if (!runtime) return report_error(args, runtime.error());
   Injection injection;
   if (args.creates) {
-    auto r = inject(args, current_dir(), *cfg);
+    InjectOutcome outcome;
+    auto r = inject(args, current_dir(), *cfg, &outcome);
+    count(*cfg, started_ns, outcome, !r);
     if (!r) return report_error(args, r.error());
     injection = std::move(*r);
   }
