@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   gpufrac::cli::add_info_command(app, ctx);
   gpufrac::cli::add_simulate_command(app, ctx);
   gpufrac::cli::add_status_command(app, ctx);
+  gpufrac::cli::add_metrics_command(app, ctx);
   gpufrac::cli::add_gc_command(app, ctx);
   gpufrac::cli::add_ledger_command(app, ctx);
   gpufrac::cli::add_cdi_command(app, ctx);
