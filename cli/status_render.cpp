@@ -34,6 +34,10 @@ std::string cells(const StatusStyle& st, std::size_t share, Cell kind, std::size
   return paint(st, kind == Cell::used ? text::cat("1;97;4", c) : text::cat("3", c), run);
 }
 
+std::string label_cell(const StatusStyle& st, std::size_t share) {
+  return paint(st, text::cat("1;3", kPalette[share % std::size(kPalette)]), share_label(share));
+}
+
 std::size_t cell_of(std::uint64_t bytes, std::uint64_t scale, std::size_t width) {
   return scale == 0 ? 0 : static_cast<std::size_t>((static_cast<unsigned __int128>(bytes) * width + scale / 2) / scale);
 }
@@ -103,7 +107,7 @@ std::string state_text(const std::string& state, const StatusStyle& st) {
 }
 
 struct ShareRow {
-  std::string label;
+  std::string label;  // coloured as the share's cells in the bar
   std::vector<std::string> where;
   const ShareStatus* share;
 };
@@ -171,6 +175,14 @@ std::string memory_bar(const DeviceStatus& d, const StatusStyle& st) {
   return bar + cells(st, 0, Cell::free, w - pos) + "]";
 }
 
+// Bookings on devices the inventory does not list (a GPU removed, or another node's ledger).
+std::string render_unknown(const StatusReport& r) {
+  std::string out;
+  for (const auto& s : r.unknown)
+    out += "?: " + s.entry.container_id + " is booked on " + s.entry.device_uuid + ", which this node does not list\n";
+  return out;
+}
+
 std::string render_status(const StatusReport& r, const StatusStyle& st) {
   std::string out;
   if (r.overcommit != 1.0)
@@ -180,13 +192,13 @@ std::string render_status(const StatusReport& r, const StatusStyle& st) {
   std::vector<ShareRow> rows;
   for (const auto& d : r.devices)
     for (std::size_t i = 0; i < d.shares.size(); ++i)
-      rows.push_back({share_label(i), where(d.gpu_index, d.mig, mig), &d.shares[i]});
+      rows.push_back({label_cell(st, i), where(d.gpu_index, d.mig, mig), &d.shares[i]});
   for (const auto& s : r.unknown) {
-    std::vector<std::string> cell{short_id(s.entry.device_uuid, st.no_trunc) + " (not on this node)"};
+    std::vector<std::string> cell{"?"};
     if (mig) cell.insert(cell.end(), {"-", "-"});
     rows.push_back({"-", cell, &s});
   }
-  out += rows.empty() ? "\nNo shares.\n" : "\n" + render_shares(rows, mig, st);
+  out += rows.empty() ? "\nNo shares.\n" : "\n" + render_shares(rows, mig, st) + render_unknown(r);
   return out + render_idle(r, st);
 }
 
