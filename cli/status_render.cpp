@@ -154,7 +154,9 @@ std::string share_label(std::size_t index) {
 }
 
 std::string short_id(std::string_view id, bool no_trunc) {
-  return std::string(no_trunc ? id : id.substr(0, kShortIdLength));
+  const bool generated = id.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  const bool uuid = id.starts_with("GPU-") || id.starts_with("MIG-");
+  return std::string(no_trunc || !(generated || uuid) ? id : id.substr(0, kShortIdLength));
 }
 
 std::string memory_bar(const DeviceStatus& d, const StatusStyle& st) {

@@ -16,7 +16,7 @@ namespace gpufrac::cli {
 
 struct StatusStyle {
   bool colour = false;
-  bool no_trunc = false;  // full container ids and UUIDs (else cut to kShortIdLength)
+  bool no_trunc = false;  // full container ids and UUIDs (else short_id)
   std::size_t bar_width = 60;
 };
 
@@ -27,7 +27,9 @@ std::string render_status(const StatusReport& report, const StatusStyle& style =
 std::string memory_bar(const DeviceStatus& device, const StatusStyle& style);
 // "A".."Z", then "#" (the bar's lower case of "#" is "=").
 std::string share_label(std::size_t index);
-// An id cut to kShortIdLength characters unless no_trunc.
+// An id cut to kShortIdLength characters unless no_trunc: ids runtimes generate (lower-case hex, as
+// docker ps and kubectl cut them) and GPU-/MIG- UUIDs. A name someone chose is shown whole: cut,
+// "demo-sleeper-1" and "demo-sleeper-2" would read the same.
 std::string short_id(std::string_view id, bool no_trunc);
 // True when fd is a terminal, NO_COLOR is unset or empty (no-color.org) and TERM is not "dumb".
 bool colour_wanted(int fd);

@@ -139,7 +139,9 @@ TEST(StatusRender, ColourOnlyWhenAsked) {
 TEST(StatusRender, ShortIds) {
   EXPECT_EQ(short_id("3f2a9c1e7d44aa55", false), "3f2a9c1e7d44");
   EXPECT_EQ(short_id("3f2a9c1e7d44aa55", true), "3f2a9c1e7d44aa55");
+  EXPECT_EQ(short_id("GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5", false), "GPU-d7dabd4b");
   EXPECT_EQ(short_id("web", false), "web");
+  EXPECT_EQ(short_id("demo-sleeper-1", false), "demo-sleeper-1");  // a name, not a generated id
 }
 
 TEST(StatusModel, Ages) {
