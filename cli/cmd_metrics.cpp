@@ -104,7 +104,9 @@ int serve(Context& ctx, const Config& cfg, const std::string& listen) {
     res.set_content("gpufrac metrics: /metrics\n", "text/plain; charset=utf-8");
   });
   std::thread signals = stop_on_signal(server);
-  if (!server.bind_to_port(addr->host, addr->port)) {
+  const bool bound = addr->port != 0 ? server.bind_to_port(addr->host, addr->port)
+                                      : (addr->port = server.bind_to_any_port(addr->host)) > 0;
+  if (!bound) {
     const int err = errno;
     signals.detach();
     return ctx.fail(sys_error("cannot listen on " + listen, err).error());

@@ -29,8 +29,8 @@ Result<ListenAddress> parse_listen(std::string_view text) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == ':' || c == '%')) return bad();
   ListenAddress a{host.empty() ? "0.0.0.0" : std::string(host), 0};
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), a.port);
-  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || a.port < 1 || a.port > 65535)
-    return user_error("--listen: " + text::quote(text) + ": the port must be 1 to 65535");
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || a.port < 0 || a.port > 65535)
+    return user_error("--listen: " + text::quote(text) + ": the port must be 0 (any free port) to 65535");
   return a;
 }
 

@@ -54,9 +54,10 @@ TEST(ListenAddress, Forms) {
               std::string("--listen: \"") + bad +
                   "\" is not an address; use HOST:PORT, [IPV6]:PORT or :PORT, e.g. 127.0.0.1:9400")
         << bad;
-  for (const char* bad : {"h:0", "h:65536", "h:", "h:12x"})
+  EXPECT_EQ(metrics::parse_listen("127.0.0.1:0")->port, 0);
+  for (const char* bad : {"h:-1", "h:65536", "h:", "h:12x"})
     EXPECT_EQ(metrics::parse_listen(bad).error().message,
-              std::string("--listen: \"") + bad + "\": the port must be 1 to 65535")
+              std::string("--listen: \"") + bad + "\": the port must be 0 (any free port) to 65535")
         << bad;
 }
 
