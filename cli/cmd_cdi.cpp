@@ -64,7 +64,7 @@ int run_validate(const std::vector<std::string>& files) {
 
 void add_cdi_command(CLI::App& app, Context& ctx) {
   auto* cdi = app.add_subcommand("cdi", "CDI specs: generate, list and validate");
-  cdi->require_subcommand(1);
+  cdi->require_subcommand(0, 1);  // alone: its help (cli/usage.hpp)
   add_cdi_generate_command(*cdi, ctx);
 
   auto* list = cdi->add_subcommand("list", "Fully qualified CDI devices the spec directories offer");

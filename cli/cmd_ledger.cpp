@@ -72,7 +72,7 @@ void add_reserve(CLI::App& ledger, Context& ctx) {
 void add_ledger_command(CLI::App& app, Context& ctx) {
   auto* ledger = app.add_subcommand("ledger", "Ledger operations for debugging and tests");
   ledger->group("");  // hidden from --help
-  ledger->require_subcommand(1);
+  ledger->require_subcommand(0, 1);  // alone: its help (cli/usage.hpp)
   add_reserve(*ledger, ctx);
   auto container = std::make_shared<std::string>();
   auto pid = std::make_shared<std::int64_t>(0);

@@ -112,7 +112,7 @@ int run_plan(Context& ctx, const MigOptions& o) {
 
 void add_mig_command(CLI::App& app, Context& ctx) {
   auto* mig = app.add_subcommand("mig", "Dynamic MIG: create instances on demand (mig.mode dynamic)");
-  mig->require_subcommand(1);
+  mig->require_subcommand(0, 1);  // alone: its help (cli/usage.hpp)
   auto o = std::make_shared<MigOptions>();
   auto* provision = mig->add_subcommand("provision", "Book a request, creating a MIG instance if needed (prints JSON)");
   add_booking_options(*provision, *o);

@@ -100,7 +100,7 @@ int run_configure(Context& ctx, const ConfigureArgs& a) {
 
 void add_runtime_command(CLI::App& app, Context& ctx) {
   auto* runtime = app.add_subcommand("runtime", "Container engine integration of gpufrac-runtime");
-  runtime->require_subcommand(1);
+  runtime->require_subcommand(0, 1);  // alone: its help (cli/usage.hpp)
   auto a = std::make_shared<ConfigureArgs>();
   auto* cmd = runtime->add_subcommand("configure", "Register gpufrac-runtime as the runtime handler \"gpufrac\"");
   cmd->add_option("engine", a->engine, "containerd, docker, crio or podman")->required();

@@ -21,7 +21,7 @@ int run_init_root(Context& ctx, const std::string& machine_file, const std::stri
 
 void add_simulate_command(CLI::App& app, Context& ctx) {
   auto* sim = app.add_subcommand("simulate", "Tools for running gpufrac on a simulated GPU machine");
-  sim->require_subcommand(1);
+  sim->require_subcommand(0, 1);  // alone: its help (cli/usage.hpp)
   auto* init = sim->add_subcommand("init-root", "Create a simulated host root (proc files and device nodes)");
   auto machine = std::make_shared<std::string>();
   auto root = std::make_shared<std::string>();
