@@ -71,7 +71,7 @@ void add_reserve(CLI::App& ledger, Context& ctx) {
 
 void add_ledger_command(CLI::App& app, Context& ctx) {
   auto* ledger = app.add_subcommand("ledger", "Ledger operations for debugging and tests");
-  ledger->group("");  // hidden from --help
+  ledger->group("");                 // hidden from --help
   ledger->require_subcommand(0, 1);  // alone: its help (cli/usage.hpp)
   add_reserve(*ledger, ctx);
   auto container = std::make_shared<std::string>();

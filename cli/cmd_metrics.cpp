@@ -105,7 +105,7 @@ int serve(Context& ctx, const Config& cfg, const std::string& listen) {
   });
   std::thread signals = stop_on_signal(server);
   const bool bound = addr->port != 0 ? server.bind_to_port(addr->host, addr->port)
-                                      : (addr->port = server.bind_to_any_port(addr->host)) > 0;
+                                     : (addr->port = server.bind_to_any_port(addr->host)) > 0;
   if (!bound) {
     const int err = errno;
     signals.detach();

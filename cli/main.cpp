@@ -10,7 +10,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"gpufrac: fractional NVIDIA GPUs and MIG instances for OCI containers", "gpufrac"};
   app.set_version_flag("--version", std::string("gpufrac ") + gpufrac::build::kVersion);
-  app.fallthrough();           // subcommands inherit it: a parent's option (--config) may follow them
+  app.fallthrough();             // subcommands inherit it: a parent's option (--config) may follow them
   app.require_subcommand(0, 1);  // one command; none prints the help
   gpufrac::cli::Context ctx;
   app.add_option("--config", ctx.config_path,

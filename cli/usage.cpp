@@ -38,8 +38,8 @@ std::string message_for(CLI::App& app, const CLI::ParseError& e) {
   const std::string& bad = extras.front();
   const std::string in = cmd == &app ? "" : " for " + text::quote(where);
   if (bad.starts_with("-"))
-    return "unknown option " + text::quote(bad) + in + suggestion(closest(bad, long_options(cmd))) + " (see " +
-           where + " --help)";
+    return "unknown option " + text::quote(bad) + in + suggestion(closest(bad, long_options(cmd))) + " (see " + where +
+           " --help)";
   const auto subcommands = visible_subcommands(cmd);
   if (!subcommands.empty())
     return "unknown command " + text::quote(bad) + in + suggestion(closest(bad, subcommands)) + " (see " + where +
@@ -57,7 +57,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     for (std::size_t j = 1; j <= b.size(); ++j) {
       const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   return d[a.size()][b.size()];
 }

@@ -105,7 +105,14 @@ if [ "${GPUFRAC_REGENERATE_FIXTURES:-0}" = 1 ]; then
   sed "s|$dir|@DIR@|g" <<<"$OUT" >"$FIXTURES/containerd/v2-minimal/dry-run.out"
 fi
 assert_eq "$OUT" "$(sed "s|@DIR@|$dir|g" "$FIXTURES/containerd/v2-minimal/dry-run.out")" "dry-run output"
+run "$GPUFRAC" runtime configure containerd --dry-run --json --engine-config "$dir/config.toml" --runtime-path "$RT"
+assert_eq "$(jq -c '[.engine, .dry_run, .changed, [.files[] | [.path, .action, (.diff | length > 0)]]]' <<<"$OUT")" \
+  "[\"containerd\",true,true,[[\"$dir/conf.d/99-gpufrac.toml\",\"create\",true],[\"$dir/config.toml\",\"update\",true]]]" \
+  "dry run as JSON"
 "$GPUFRAC" runtime configure containerd --engine-config "$dir/config.toml" --runtime-path "$RT" >/dev/null
+run "$GPUFRAC" runtime configure containerd --json --engine-config "$dir/config.toml" --runtime-path "$RT"
+assert_eq "$(jq -c '[.changed, [.files[].action], .reload]' <<<"$OUT")" '[false,["unchanged","unchanged"],""]' \
+  "a second run as JSON: nothing changed"
 run "$GPUFRAC" runtime configure containerd --dry-run --engine-config "$dir/config.toml" --runtime-path "$RT"
 assert_eq "$OUT" "containerd: already configured ($dir/conf.d/99-gpufrac.toml, $dir/config.toml); nothing to change" \
   "dry run after configuring"
