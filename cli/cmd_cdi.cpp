@@ -32,7 +32,7 @@ int run_list(Context& ctx, std::vector<std::string> dirs, bool json) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& d : listing.devices) a.push_back({{"name", d.name}, {"spec", d.file}});
     out = a.dump(2) + "\n";
-  } else {
+  } else if (!listing.devices.empty()) {
     Table t({"DEVICE", "SPEC"});
     for (const auto& d : listing.devices) t.add({d.name, d.file});
     out = t.render();

@@ -116,6 +116,7 @@ void add_mig_command(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<MigOptions>();
   auto* provision = mig->add_subcommand("provision", "Book a request, creating a MIG instance if needed (prints JSON)");
   add_booking_options(*provision, *o);
+  provision->add_flag("--json", o->json, "Print JSON (what this command always prints)");
   provision->callback([&ctx, o] { ctx.exit_code = run_provision(ctx, *o); });
   auto* plan = mig->add_subcommand("plan", "Show what a request would get on the dynamic MIG GPUs now");
   plan->add_option("--annotation", o->annotations, "Request annotation KEY=VALUE (repeatable)")->required();
