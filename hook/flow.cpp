@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/build_info.hpp"
 #include "core/config.hpp"
 #include "core/container_state.hpp"
 #include "core/ledger.hpp"
@@ -22,7 +23,7 @@ namespace gpufrac::hook {
 namespace {
 
 int report(const Error& e) {
-  std::fprintf(stderr, "gpufrac: %s\n", e.message.c_str());
+  std::fprintf(stderr, "gpufrac-hook: %s\n", e.message.c_str());
   log::error(e.message);
   return e.exit_code();
 }
@@ -108,7 +109,7 @@ Result<> create(const HookArgs& args, const OciState& state, std::uint64_t start
 int poststop(const HookArgs& args, const OciState& state, std::uint64_t started_ns) {
   auto cfg = select_config(args.config_path);
   if (!cfg) {
-    std::fprintf(stderr, "gpufrac: poststop: %s\n", cfg.error().message.c_str());
+    std::fprintf(stderr, "gpufrac-hook: poststop: %s\n", cfg.error().message.c_str());
     return 0;
   }
   log::init(cfg->log, "gpufrac-hook");
@@ -124,9 +125,21 @@ int poststop(const HookArgs& args, const OciState& state, std::uint64_t started_
 
 }  // namespace
 
+std::string hook_help() {
+  return std::string(kHookUsage) + "\n" +
+         "The OCI hook of gpufrac (gpufrac-hook(8)). A runtime runs it with the container's OCI state on stdin:\n"
+         "at prestart or createRuntime it books the GPU share the container asks for (annotations gpufrac.io/*)\n"
+         "and mounts it into the container; at poststop it releases the share.\n"
+         "  --config FILE      config file (default $GPUFRAC_CONFIG, else " +
+         build::kConfigPath +
+         ")\n"
+         "  --cdi-device NAME  book this gpufrac CDI device (the CDI spec's hooks pass it)\n"
+         "  --attach           only record the pid of a container gpufrac-runtime booked\n"
+         "  --help             print this help; --version prints the version\n";
+}
+
 Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
-  constexpr const char* usage =
-      "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach]";
+  constexpr const char* usage = kHookUsage;
   if (argc < 2) return user_error(usage);
   HookArgs a;
   std::string_view stage = argv[1];

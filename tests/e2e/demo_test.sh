@@ -11,7 +11,7 @@ run env BUILD_DIR="$GPUFRAC_BUILD_DIR" "$GPUFRAC_SOURCE_DIR/scripts/demo-story.s
 assert_eq "$RC" 0 "the demo story exits 0: $OUT"
 for line in "== 1. The node" "NVIDIA A100-SXM4-40GB" "gpufrac.io/gpu=0-0.25" \
   "demo-sleeper-3 sees /run/gpufrac/limits: device GPU-" \
-  "gpufrac: no GPU has 9.9 GiB free for fraction=0.25: GPU 0 0 B" \
+  "gpufrac-hook: no GPU has 9.9 GiB free for fraction=0.25: GPU 0 0 B" \
   "allocated 19 x 512 MiB = 9.5 GiB; the next cuMemAlloc of 512 MiB returned CUDA_ERROR_OUT_OF_MEMORY" \
   "0    demo-cuda       fraction=0.25  9.9 GiB   9.5 GiB  hook" "No shares." "Done (simulated node"; do
   assert_contains "$OUT" "$line" "demo output"
