@@ -87,7 +87,6 @@ void add_reserve(CLI::App& ledger, Context& ctx) {
 
 void add_ledger_command(CLI::App& app, Context& ctx) {
   auto* ledger = app.add_subcommand("ledger", "Ledger operations for debugging and tests");
-  ledger->group("");                 // hidden from --help
   ledger->require_subcommand(0, 1);  // alone: its help (cli/usage.hpp)
   add_reserve(*ledger, ctx);
   auto container = std::make_shared<std::string>();
@@ -102,6 +101,7 @@ void add_ledger_command(CLI::App& app, Context& ctx) {
   release->add_option("--container", *container, "Container id")->required();
   release->add_flag("--json", *json, "Print the released bookings as JSON");
   release->callback([&ctx, container, json] { ctx.exit_code = run_release(ctx, *container, *json); });
+  ledger->group("");  // hidden from gpufrac --help; set last, so its own subcommands stay listed
 }
 
 }  // namespace gpufrac::cli

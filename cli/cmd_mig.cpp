@@ -89,7 +89,7 @@ int run_plan(Context& ctx, const MigOptions& o) {
   if (!cfg) return ctx.fail(cfg.error());
   auto request = request_from(o.annotations, cfg->aliases, kExample);
   if (!request) return ctx.fail(request.error());
-  auto inv = inventory_for_allocation(*cfg);
+  auto inv = inventory_for_reading(*cfg);  // a plan changes nothing, not even the cache
   if (!inv) return ctx.fail(inv.error());
   auto state = Ledger(LedgerOptions::from(*cfg)).read();
   if (!state) return ctx.fail(state.error());
