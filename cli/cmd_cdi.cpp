@@ -1,14 +1,18 @@
 // `gpufrac cdi list [--spec-dir DIR...] [--json]` and `gpufrac cdi validate FILE...`; generate is in
 // cmd_cdi_generate.cpp.
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "cdi/spec_dirs.hpp"
 #include "cdi/spec_file.hpp"
+#include "cdi/spec_lines.hpp"
 #include "cdi/validate.hpp"
 #include "cli/cmd_cdi.hpp"
 #include "cli/table.hpp"
+#include "core/fs.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::cli {
@@ -28,35 +32,88 @@ int run_list(Context& ctx, std::vector<std::string> dirs, bool json) {
     nlohmann::json a = nlohmann::json::array();
     for (const auto& d : listing.devices) a.push_back({{"name", d.name}, {"spec", d.file}});
     out = a.dump(2) + "\n";
-  } else {
+  } else if (!listing.devices.empty()) {
     Table t({"DEVICE", "SPEC"});
     for (const auto& d : listing.devices) t.add({d.name, d.file});
     out = t.render();
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
+  if (listing.devices.empty()) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "gpufrac: no CDI device found in %s\n", text::join(dirs, ", ").c_str());
+  }
   return 0;
 }
 
-// Prints the file's problems; true when it has no error.
-bool validate_file(const std::string& file) {
-  auto spec = cdi::read_spec_file(file);
-  if (!spec) {
-    std::printf("%s\n", spec.error().message.c_str());
-    return false;
+struct FileReport {
+  std::string file;
+  std::optional<nlohmann::ordered_json> spec;          // nullopt: unreadable or not YAML
+  std::vector<std::pair<int, cdi::Problem>> problems;  // with their lines
+  bool valid() const {
+    return spec && std::none_of(problems.begin(), problems.end(),
+                                [](const auto& p) { return p.second.severity == cdi::Severity::error; });
   }
-  auto problems = cdi::validate_spec(*spec);
-  for (const auto& p : problems) std::printf("%s: %s\n", file.c_str(), cdi::format_problem(p).c_str());
-  if (cdi::has_errors(problems)) return false;
-  const std::size_t n = (*spec)["devices"].size();
-  std::printf("%s: valid (cdiVersion %s, kind %s, %zu device%s)\n", file.c_str(),
-              (*spec)["cdiVersion"].get<std::string>().c_str(), (*spec)["kind"].get<std::string>().c_str(), n,
-              n == 1 ? "" : "s");
-  return true;
+};
+
+FileReport check_file(const std::string& file) {
+  FileReport r{file, std::nullopt, {}};
+  auto text = fs::read_file(file, cdi::kMaxSpecBytes);
+  auto spec = text ? cdi::parse_spec_text(*text, file) : std::unexpected(text.error());
+  if (!spec) {
+    r.problems.push_back({0, cdi::Problem{cdi::Severity::error, "", spec.error().message}});
+    return r;
+  }
+  const cdi::SpecLines lines = cdi::spec_lines(*text);
+  for (auto& p : cdi::validate_spec(*spec)) r.problems.emplace_back(cdi::line_of(lines, p.location), std::move(p));
+  r.spec = std::move(*spec);
+  return r;
 }
 
-int run_validate(const std::vector<std::string>& files) {
+// "gpufrac: FILE:LINE: error: LOCATION: MESSAGE", as config errors name file:line.
+std::string problem_text(const FileReport& r, int line, const cdi::Problem& p) {
+  if (line == 0) return "gpufrac: " + p.message + "\n";  // the file itself (unreadable, not YAML)
+  return text::cat("gpufrac: ", r.file, ":", line, ": ", p.severity == cdi::Severity::error ? "error" : "warning", ": ",
+                   p.location.empty() ? "" : p.location + ": ", p.message, "\n");
+}
+
+std::string summary(const FileReport& r) {
+  const std::size_t n = (*r.spec)["devices"].size();
+  return text::cat(r.file, ": valid (cdiVersion ", (*r.spec)["cdiVersion"].get<std::string>(), ", kind ",
+                   (*r.spec)["kind"].get<std::string>(), ", ", n, n == 1 ? " device)" : " devices)");
+}
+
+nlohmann::json report_json(const FileReport& r) {
+  nlohmann::json problems = nlohmann::json::array();
+  for (const auto& [line, p] : r.problems)
+    problems.push_back({{"line", line},
+                        {"severity", p.severity == cdi::Severity::error ? "error" : "warning"},
+                        {"location", p.location},
+                        {"message", p.message}});
+  nlohmann::json j{{"file", r.file}, {"valid", r.valid()}, {"problems", std::move(problems)}};
+  if (r.valid()) {
+    j["cdiVersion"] = (*r.spec)["cdiVersion"];
+    j["kind"] = (*r.spec)["kind"];
+    j["devices"] = (*r.spec)["devices"].size();
+  }
+  return j;
+}
+
+// Problems on stderr (one line each, prefixed), the verdict of each valid file on stdout.
+int run_validate(const std::vector<std::string>& files, bool json) {
   bool ok = true;
-  for (const auto& f : files) ok = validate_file(f) && ok;
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& f : files) {
+    FileReport r = check_file(f);
+    ok = r.valid() && ok;
+    if (json) {
+      all.push_back(report_json(r));
+      continue;
+    }
+    for (const auto& [line, p] : r.problems) std::fputs(problem_text(r, line, p).c_str(), stderr);
+    if (r.valid()) std::printf("%s\n", summary(r).c_str());
+    std::fflush(stdout);
+  }
+  if (json) std::printf("%s\n", all.dump(2).c_str());
   return ok ? 0 : 1;
 }
 
@@ -64,7 +121,7 @@ int run_validate(const std::vector<std::string>& files) {
 
 void add_cdi_command(CLI::App& app, Context& ctx) {
   auto* cdi = app.add_subcommand("cdi", "CDI specs: generate, list and validate");
-  cdi->require_subcommand(1);
+  cdi->require_subcommand(0, 1);  // alone: its help (cli/usage.hpp)
   add_cdi_generate_command(*cdi, ctx);
 
   auto* list = cdi->add_subcommand("list", "Fully qualified CDI devices the spec directories offer");
@@ -77,8 +134,10 @@ void add_cdi_command(CLI::App& app, Context& ctx) {
   auto* validate =
       cdi->add_subcommand("validate", "Check spec files as a runtime's CDI library would (exit 1 on errors)");
   auto files = std::make_shared<std::vector<std::string>>();
+  auto validate_json = std::make_shared<bool>(false);
   validate->add_option("files", *files, "Spec files (YAML or JSON)")->required();
-  validate->callback([&ctx, files] { ctx.exit_code = run_validate(*files); });
+  validate->add_flag("--json", *validate_json, "Print each file's problems as JSON");
+  validate->callback([&ctx, files, validate_json] { ctx.exit_code = run_validate(*files, *validate_json); });
 }
 
 }  // namespace gpufrac::cli

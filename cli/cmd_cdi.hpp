@@ -13,6 +13,7 @@ struct GenerateOptions {
   std::string format;  // "", yaml, json
   std::string machine;
   std::string kind = std::string(cdi::kKind);
+  bool json = false;  // a summary of what was written, as JSON
 };
 
 void add_cdi_generate_command(CLI::App& cdi, Context& ctx);

@@ -1,11 +1,15 @@
-// `gpufrac cdi generate [--output FILE|-] [--format yaml|json] [--machine FILE] [--kind VENDOR/CLASS]`:
-// writes the CDI spec for this node (cdi/spec.hpp) atomically, mode 0644 (default cdi.output), and
-// the static preload file it mounts (<state-dir>/cdi/ld.so.preload). A node with nothing to offer
-// gets no spec: a stale one is removed, so runtimes stop offering devices that are gone.
+// `gpufrac cdi generate [--output FILE|-] [--format yaml|json] [--machine FILE] [--kind VENDOR/CLASS]
+// [--json]`: writes the CDI spec for this node (cdi/spec.hpp) atomically, mode 0644 (default
+// cdi.output), and the static preload file it mounts (<state-dir>/cdi/ld.so.preload). A node with
+// nothing to offer gets no spec: a stale one is removed, so runtimes stop offering devices that are
+// gone. Warns (stderr) when the hook or shim the spec names is missing: the containers would fail.
+// --machine is a preview: the hook books on the node's own inventory, not on that file.
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+
+#include <nlohmann/json.hpp>
 
 #include "cdi/cdi_names.hpp"
 #include "cdi/render.hpp"
@@ -67,6 +71,27 @@ Result<std::string> render_spec(const cdi::Spec& spec, cdi::Format format) {
   return cdi::render(json, format, cdi::kSpecHeader);
 }
 
+// The spec names these host files; a runtime fails every container that uses it without them.
+std::vector<std::string> missing_files(const Config& cfg) {
+  std::vector<std::string> out;
+  if (!fs::exists(cfg.hook_path))
+    out.push_back("the spec's hooks run " + cfg.hook_path + " (hook.path), which does not exist");
+  if (!fs::exists(cfg.shim_path))
+    out.push_back("the spec mounts " + cfg.shim_path + " (shim.path), which does not exist");
+  return out;
+}
+
+void print_summary(bool json, const std::string& kind, const std::string& output, std::size_t devices,
+                   const std::vector<std::string>& warnings) {
+  if (json) {
+    nlohmann::json j{{"output", output}, {"kind", kind}, {"devices", devices}, {"warnings", warnings}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  if (devices == 0) return;
+  std::printf("CDI spec for %zu devices of kind %s written to %s\n", devices, kind.c_str(), output.c_str());
+}
+
 int run_generate(Context& ctx, const GenerateOptions& o) {
   auto cfg = ctx.load(o.machine);
   if (!cfg) return ctx.fail(cfg.error());
@@ -80,12 +105,22 @@ int run_generate(Context& ctx, const GenerateOptions& o) {
                         .error());
   auto format = format_of(o, output);
   if (!format) return ctx.fail(format.error());
+  if (o.json && output == "-")
+    return ctx.fail(
+        user_error("--json describes the spec written to a file; with --output - use --format json").error());
   auto inv = discover(*cfg);
   if (!inv) return ctx.fail(inv.error());
   auto built = cdi::build_spec(*inv, *cfg, kind->str());
   if (!built) return ctx.fail(built.error());
-  for (const auto& w : built->warnings) std::fprintf(stderr, "gpufrac: warning: %s\n", w.c_str());
-  if (built->spec.devices.empty()) return no_devices(ctx, output);
+  std::vector<std::string> warnings = built->warnings;
+  if (!built->spec.devices.empty())
+    for (auto& m : missing_files(*cfg)) warnings.push_back(std::move(m));
+  for (const auto& w : warnings) std::fprintf(stderr, "gpufrac: warning: %s\n", w.c_str());
+  if (built->spec.devices.empty()) {
+    const int rc = no_devices(ctx, output);
+    if (rc == 0 && o.json) print_summary(true, kind->str(), output, 0, warnings);
+    return rc;
+  }
   auto text = render_spec(built->spec, *format);
   if (!text) return ctx.fail(text.error());
   if (auto r = write_preload(*cfg, output == "-"); !r) return ctx.fail(r.error());
@@ -94,8 +129,7 @@ int run_generate(Context& ctx, const GenerateOptions& o) {
     return 0;
   }
   if (auto r = cdi::write_spec_file(output, *text); !r) return ctx.fail(r.error());
-  std::printf("CDI spec for %zu devices of kind %s written to %s\n", built->spec.devices.size(), kind->str().c_str(),
-              output.c_str());
+  print_summary(o.json, kind->str(), output, built->spec.devices.size(), warnings);
   return 0;
 }
 
@@ -106,8 +140,11 @@ void add_cdi_generate_command(CLI::App& cdi, Context& ctx) {
   auto o = std::make_shared<GenerateOptions>();
   cmd->add_option("--output", o->output, "Spec file, or - for stdout (default cdi.output: /var/run/cdi/gpufrac.yaml)");
   cmd->add_option("--format", o->format, "yaml or json (default: from the file name; yaml for -)");
-  cmd->add_option("--machine", o->machine, "Simulated machine file instead of the real driver");
+  cmd->add_option("--machine", o->machine,
+                  "Preview: the spec for a simulated machine file (the hook books on this node's own inventory, "
+                  "not on this file)");
   cmd->add_option("--kind", o->kind, "CDI kind vendor/class (default gpufrac.io/gpu)");
+  cmd->add_flag("--json", o->json, "Print what was written (file, kind, devices, warnings) as JSON");
   cmd->callback([&ctx, o] { ctx.exit_code = run_generate(ctx, *o); });
 }
 

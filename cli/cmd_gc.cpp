@@ -1,8 +1,9 @@
-// `gpufrac gc [--json]`: reclaims bookings whose process is gone (pid + start time) or that stayed
-// pending past allocation.pending-timeout, removes temp files of killed writers and the files of
-// containers without bookings, drops dead processes from accounting regions, and says what it did.
-// On dynamic-MIG GPUs it also undoes half-made instances and destroys instances idle for
-// mig.idle-timeout (nvml/mig_reclaim.hpp), and lists those kept for reuse.
+// `gpufrac gc [--dry-run] [--json]`: reclaims bookings whose process is gone (pid + start time) or
+// that stayed pending past allocation.pending-timeout, removes temp files of killed writers and the
+// files of containers without bookings, drops dead processes from accounting regions, and says what
+// it did. On dynamic-MIG GPUs it also undoes half-made instances and destroys instances idle for
+// mig.idle-timeout (nvml/mig_reclaim.hpp), and lists those kept for reuse. --dry-run says what it
+// would do from what `status` reads (cli/gc_dry_run.hpp), and writes nothing.
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -12,6 +13,7 @@
 
 #include "cdi/spec_write.hpp"
 #include "cli/context.hpp"
+#include "cli/gc_dry_run.hpp"
 #include "cli/status_model.hpp"
 #include "cli/table.hpp"
 #include "core/container_state.hpp"
@@ -24,13 +26,6 @@
 namespace gpufrac::cli {
 
 namespace {
-
-// What gc does beyond the ledger: per-container directories whose container holds no booking any
-// more are removed, and the accounting regions of booked containers drop their dead processes.
-struct FilesReport {
-  std::vector<std::string> dirs_removed;
-  unsigned dead_slots = 0;
-};
 
 Result<FilesReport> collect_files(const Config& cfg) {
   auto state = Ledger(LedgerOptions::from(cfg)).read();
@@ -50,31 +45,39 @@ Result<FilesReport> collect_files(const Config& cfg) {
   return out;
 }
 
-std::string render(const FilesReport& f) {
+std::string render(const FilesReport& f, bool dry) {
   std::string out;
   if (!f.dirs_removed.empty())
-    out += text::cat("Removed ", f.dirs_removed.size(), " container director(ies) without bookings.\n");
-  if (f.dead_slots) out += text::cat("Reclaimed ", f.dead_slots, " dead process slot(s) from accounting regions.\n");
+    out += text::cat(dry ? "Would remove " : "Removed ", f.dirs_removed.size(),
+                     " container director(ies) without bookings.\n");
+  if (f.dead_slots)
+    out += text::cat(dry ? "Would reclaim " : "Reclaimed ", f.dead_slots,
+                     " dead process slot(s) from accounting regions.\n");
   return out;
 }
 
-std::string render(const GcReport& r) {
+std::string gpu_text(const LedgerEntry& e) {
+  return e.mig ? text::cat(e.gpu_index, " gi ", e.mig->gi, " ci ", e.mig->ci) : text::cat(e.gpu_index);
+}
+
+std::string render(const GcReport& r, bool dry) {
   std::string out;
   if (r.reclaimed.empty()) {
     out = "Nothing to reclaim.\n";
   } else {
-    Table t({"CONTAINER", "DEVICE", "BYTES", "REQUEST", "PID", "WHY"});
+    Table t({"CONTAINER", "GPU", "RESERVED", "REQUEST", "PID", "WHY"});
     for (const auto& rc : r.reclaimed) {
       const LedgerEntry& e = rc.entry;
-      t.add({e.container_id, e.device_uuid, text::format_bytes(e.bytes), e.request,
-             e.pending() ? "-" : text::cat(e.pid), rc.why});
+      t.add({e.container_id, gpu_text(e), text::format_bytes(e.bytes), e.request, e.pending() ? "-" : text::cat(e.pid),
+             rc.why});
     }
-    out = text::cat("Reclaimed ", r.reclaimed.size(), r.reclaimed.size() == 1 ? " booking" : " bookings", ":\n") +
+    out = text::cat(dry ? "Would reclaim " : "Reclaimed ", r.reclaimed.size(),
+                    r.reclaimed.size() == 1 ? " booking" : " bookings", ":\n") +
           t.render();
   }
   if (!r.temp_files_removed.empty())
-    out += text::cat("Removed ", r.temp_files_removed.size(), " stale temp file(s).\n");
-  return out + text::cat(r.kept, r.kept == 1 ? " booking" : " bookings", " kept.\n");
+    out += text::cat(dry ? "Would remove " : "Removed ", r.temp_files_removed.size(), " stale temp file(s).\n");
+  return out + text::cat(r.kept, r.kept == 1 ? " booking" : " bookings", dry ? " would be kept.\n" : " kept.\n");
 }
 
 nlohmann::json to_json(const GcReport& r) {
@@ -87,25 +90,24 @@ nlohmann::json to_json(const GcReport& r) {
   return {{"reclaimed", std::move(reclaimed)}, {"temp_files_removed", r.temp_files_removed}, {"kept", r.kept}};
 }
 
-std::string mig_row_device(const IdleMigInstance& i) {
-  return text::cat("MIG ", i.profile, " gi ", i.gi, " ci ", i.ci);
-}
-
 // Dynamic MIG: what was destroyed for being idle too long, and what stays for reuse.
-std::string render(const MigReclaimReport& m, std::uint32_t timeout_s) {
+std::string render(const MigReclaimReport& m, std::uint32_t timeout_s, bool dry) {
   std::string out;
   for (const auto& n : m.notes) out += "MIG: " + n + "\n";
   if (!m.destroyed.empty()) {
-    Table t({"GPU", "DEVICE", "UUID", "IDLE"});
-    for (const auto& i : m.destroyed) t.add({text::cat(i.gpu_index), mig_row_device(i), i.uuid, format_age(i.idle_s)});
-    out += text::cat("Destroyed ", m.destroyed.size(), " idle MIG instance(s) (idle ", format_age(timeout_s),
-                     " or longer, mig.idle-timeout):\n") +
+    Table t({"GPU", "GI", "CI", "NAME", "UUID", "IDLE"});
+    for (const auto& i : m.destroyed)
+      t.add(
+          {text::cat(i.gpu_index), text::cat(i.gi), text::cat(i.ci), "MIG " + i.profile, i.uuid, format_age(i.idle_s)});
+    out += text::cat(dry ? "Would destroy " : "Destroyed ", m.destroyed.size(), " idle MIG instance(s) (idle ",
+                     format_age(timeout_s), " or longer, mig.idle-timeout):\n") +
            t.render();
   }
   if (!m.idle.empty()) {
-    Table t({"GPU", "DEVICE", "UUID", "STATE", "IDLE"});
+    Table t({"GPU", "GI", "CI", "NAME", "UUID", "STATE", "IDLE"});
     for (const auto& i : m.idle)
-      t.add({text::cat(i.gpu_index), mig_row_device(i), i.uuid, "idle", format_age(i.idle_s)});
+      t.add({text::cat(i.gpu_index), text::cat(i.gi), text::cat(i.ci), "MIG " + i.profile, i.uuid, "idle",
+             format_age(i.idle_s)});
     out += "Idle dynamic MIG instances kept for reuse:\n" + t.render();
   }
   return out;
@@ -126,22 +128,37 @@ nlohmann::json idle_json(const std::vector<IdleMigInstance>& list) {
   return out;
 }
 
-int run_gc(Context& ctx, bool json) {
+std::string report_text(const GcPlan& p, const Config& cfg, bool json, bool dry) {
+  if (!json) return render(p.ledger, dry) + render(p.files, dry) + render(p.mig, cfg.mig.idle_timeout_s, dry);
+  nlohmann::json j = to_json(p.ledger);
+  j["dry_run"] = dry;
+  j["container_dirs_removed"] = p.files.dirs_removed;
+  j["dead_slots_reclaimed"] = p.files.dead_slots;
+  j["mig_destroyed"] = idle_json(p.mig.destroyed);
+  j["mig_idle"] = idle_json(p.mig.idle);
+  j["mig_notes"] = p.mig.notes;
+  return j.dump(2) + "\n";
+}
+
+int run_gc(Context& ctx, bool json, bool dry_run) {
   auto cfg = ctx.load();
   if (!cfg) return ctx.fail(cfg.error());
-  auto report = Ledger(LedgerOptions::from(*cfg)).gc();
-  if (!report) return ctx.fail(report.error());
-  auto files = collect_files(*cfg);
-  if (!files) return ctx.fail(files.error());
-  auto mig = reclaim_idle_mig(*cfg, static_cast<std::int64_t>(std::time(nullptr)), cdi::spec_refresher(*cfg));
-  if (!mig) return ctx.fail(mig.error());
-  nlohmann::json j = to_json(*report);
-  j["container_dirs_removed"] = files->dirs_removed;
-  j["dead_slots_reclaimed"] = files->dead_slots;
-  j["mig_destroyed"] = idle_json(mig->destroyed);
-  j["mig_idle"] = idle_json(mig->idle);
-  j["mig_notes"] = mig->notes;
-  std::string out = json ? j.dump(2) + "\n" : render(*report) + render(*files) + render(*mig, cfg->mig.idle_timeout_s);
+  const auto now = static_cast<std::int64_t>(std::time(nullptr));
+  GcPlan plan;
+  if (dry_run) {
+    auto p = plan_gc(*cfg, now);
+    if (!p) return ctx.fail(p.error());
+    plan = std::move(*p);
+  } else {
+    auto report = Ledger(LedgerOptions::from(*cfg)).gc();
+    if (!report) return ctx.fail(report.error());
+    auto files = collect_files(*cfg);
+    if (!files) return ctx.fail(files.error());
+    auto mig = reclaim_idle_mig(*cfg, now, cdi::spec_refresher(*cfg));
+    if (!mig) return ctx.fail(mig.error());
+    plan = GcPlan{std::move(*report), std::move(*files), std::move(*mig)};
+  }
+  std::string out = report_text(plan, *cfg, json, dry_run);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }
@@ -151,8 +168,10 @@ int run_gc(Context& ctx, bool json) {
 void add_gc_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("gc", "Reclaim bookings of exited containers and expired pending bookings");
   auto json = std::make_shared<bool>(false);
+  auto dry_run = std::make_shared<bool>(false);
   cmd->add_flag("--json", *json, "Print JSON");
-  cmd->callback([&ctx, json] { ctx.exit_code = run_gc(ctx, *json); });
+  cmd->add_flag("--dry-run", *dry_run, "Say what would be reclaimed; change nothing");
+  cmd->callback([&ctx, json, dry_run] { ctx.exit_code = run_gc(ctx, *json, *dry_run); });
 }
 
 }  // namespace gpufrac::cli

@@ -78,7 +78,8 @@ int run_info(Context& ctx, const std::string& machine, bool json, bool refresh) 
     if (auto r = write_inventory_cache(*cfg, *inv); !r) return ctx.fail(r.error());
   std::string out = json ? to_json(*inv).dump(2) + "\n" : render(*inv);
   std::fwrite(out.data(), 1, out.size(), stdout);
-  if (refresh && !json) std::printf("\nInventory cache written to %s\n", cfg->inventory_cache_path().c_str());
+  std::fflush(stdout);
+  if (refresh) std::fprintf(stderr, "gpufrac: inventory cache written to %s\n", cfg->inventory_cache_path().c_str());
   return 0;
 }
 

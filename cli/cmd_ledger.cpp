@@ -8,6 +8,7 @@
 #include "cli/booking_args.hpp"
 #include "cli/context.hpp"
 #include "core/ledger.hpp"
+#include "core/ledger_json.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
 
@@ -40,21 +41,36 @@ int run_reserve(Context& ctx, const ReserveOptions& o) {
   return 0;
 }
 
-int run_attach(Context& ctx, const std::string& container, std::int64_t pid) {
+// The bookings an operation touched, as JSON (the ledger's entry form).
+void print_entries(const std::vector<LedgerEntry>& entries) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& e : entries) a.push_back(entry_to_json(e));
+  std::printf("%s\n", a.dump(2).c_str());
+}
+
+int run_attach(Context& ctx, const std::string& container, std::int64_t pid, bool json) {
   auto cfg = ctx.load();
   if (!cfg) return ctx.fail(cfg.error());
   auto entries = Ledger(LedgerOptions::from(*cfg)).attach(container, pid);
   if (!entries) return ctx.fail(entries.error());
+  if (json) {
+    print_entries(*entries);
+    return 0;
+  }
   std::printf("attached pid %lld to %zu booking(s) of %s\n", static_cast<long long>(pid), entries->size(),
               container.c_str());
   return 0;
 }
 
-int run_release(Context& ctx, const std::string& container) {
+int run_release(Context& ctx, const std::string& container, bool json) {
   auto cfg = ctx.load();
   if (!cfg) return ctx.fail(cfg.error());
   auto removed = Ledger(LedgerOptions::from(*cfg)).release(container);
   if (!removed) return ctx.fail(removed.error());
+  if (json) {
+    print_entries(*removed);
+    return 0;
+  }
   std::printf("released %zu booking(s) of %s\n", removed->size(), container.c_str());
   return 0;
 }
@@ -71,18 +87,21 @@ void add_reserve(CLI::App& ledger, Context& ctx) {
 
 void add_ledger_command(CLI::App& app, Context& ctx) {
   auto* ledger = app.add_subcommand("ledger", "Ledger operations for debugging and tests");
-  ledger->group("");  // hidden from --help
-  ledger->require_subcommand(1);
+  ledger->require_subcommand(0, 1);  // alone: its help (cli/usage.hpp)
   add_reserve(*ledger, ctx);
   auto container = std::make_shared<std::string>();
   auto pid = std::make_shared<std::int64_t>(0);
+  auto json = std::make_shared<bool>(false);
   auto* attach = ledger->add_subcommand("attach", "Give a container's pending bookings its pid");
   attach->add_option("--container", *container, "Container id")->required();
   attach->add_option("--pid", *pid, "Host pid")->required();
-  attach->callback([&ctx, container, pid] { ctx.exit_code = run_attach(ctx, *container, *pid); });
+  attach->add_flag("--json", *json, "Print the container's bookings as JSON");
+  attach->callback([&ctx, container, pid, json] { ctx.exit_code = run_attach(ctx, *container, *pid, *json); });
   auto* release = ledger->add_subcommand("release", "Remove every booking of a container");
   release->add_option("--container", *container, "Container id")->required();
-  release->callback([&ctx, container] { ctx.exit_code = run_release(ctx, *container); });
+  release->add_flag("--json", *json, "Print the released bookings as JSON");
+  release->callback([&ctx, container, json] { ctx.exit_code = run_release(ctx, *container, *json); });
+  ledger->group("");  // hidden from gpufrac --help; set last, so its own subcommands stay listed
 }
 
 }  // namespace gpufrac::cli

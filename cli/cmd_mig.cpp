@@ -89,7 +89,7 @@ int run_plan(Context& ctx, const MigOptions& o) {
   if (!cfg) return ctx.fail(cfg.error());
   auto request = request_from(o.annotations, cfg->aliases, kExample);
   if (!request) return ctx.fail(request.error());
-  auto inv = inventory_for_allocation(*cfg);
+  auto inv = inventory_for_reading(*cfg);  // a plan changes nothing, not even the cache
   if (!inv) return ctx.fail(inv.error());
   auto state = Ledger(LedgerOptions::from(*cfg)).read();
   if (!state) return ctx.fail(state.error());
@@ -112,10 +112,11 @@ int run_plan(Context& ctx, const MigOptions& o) {
 
 void add_mig_command(CLI::App& app, Context& ctx) {
   auto* mig = app.add_subcommand("mig", "Dynamic MIG: create instances on demand (mig.mode dynamic)");
-  mig->require_subcommand(1);
+  mig->require_subcommand(0, 1);  // alone: its help (cli/usage.hpp)
   auto o = std::make_shared<MigOptions>();
   auto* provision = mig->add_subcommand("provision", "Book a request, creating a MIG instance if needed (prints JSON)");
   add_booking_options(*provision, *o);
+  provision->add_flag("--json", o->json, "Print JSON (what this command always prints)");
   provision->callback([&ctx, o] { ctx.exit_code = run_provision(ctx, *o); });
   auto* plan = mig->add_subcommand("plan", "Show what a request would get on the dynamic MIG GPUs now");
   plan->add_option("--annotation", o->annotations, "Request annotation KEY=VALUE (repeatable)")->required();

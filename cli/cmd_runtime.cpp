@@ -1,8 +1,11 @@
-// `gpufrac runtime configure containerd|docker|crio|podman [--dry-run] [--config PATH]
-// [--drop-in PATH] [--runtime-path PATH] [--config-version 2|3]`: registers gpufrac-runtime as the
-// runtime handler "gpufrac" (runtime-wrapper/configure/). Idempotent: a second run changes nothing
-// and says so. --dry-run prints the change as a unified diff and writes nothing.
+// `gpufrac runtime configure containerd|docker|crio|podman [--dry-run] [--engine-config PATH]
+// [--drop-in PATH] [--runtime-path PATH] [--config-version 2|3] [--json]`: registers
+// gpufrac-runtime as the runtime handler "gpufrac" (runtime-wrapper/configure/). Idempotent: a
+// second run changes nothing and says so. --dry-run prints the change as a unified diff and writes
+// nothing. --json prints what was (or would be) done as one object; notes go to stderr.
 #include <cstdio>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/context.hpp"
 #include "core/build_info.hpp"
@@ -26,6 +29,7 @@ struct ConfigureArgs {
   std::string drop_in;
   std::string runtime_path = std::string(build::kBinDir) + "/gpufrac-runtime";
   int config_version = 0;  // 0 = from the file (2 for a missing one)
+  bool json = false;
 };
 
 Result<Plan> make_plan(Engine engine, const ConfigureArgs& a) {
@@ -56,14 +60,48 @@ void print(const std::string& s) {
   std::fwrite(s.data(), 1, s.size(), stdout);
 }
 
-int report_dry_run(const Plan& plan, Engine engine) {
+// A note for the operator: on stderr, after the data already printed.
+void note(const std::string& s) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s", s.c_str());
+}
+
+const char* action_of(const FileChange& f) {
+  return !f.changed() ? "unchanged" : f.before ? "update" : "create";
+}
+
+// The --json form: every file of the plan with what happens to it, and how to reload the engine.
+nlohmann::json plan_json(const Plan& plan, Engine engine, bool dry_run, const std::vector<Written>& written) {
+  nlohmann::json files = nlohmann::json::array();
+  bool changed = false;
+  for (const auto& f : plan.files) {
+    nlohmann::json j{{"path", f.path}, {"action", action_of(f)}};
+    for (const auto& w : written)
+      if (w.path == f.path && !w.backup.empty()) j["backup"] = w.backup;
+    if (dry_run) j["diff"] = unified_diff(f.path, f.before, f.after);
+    changed = changed || f.changed();
+    files.push_back(std::move(j));
+  }
+  return {{"engine", to_string(engine)},
+          {"dry_run", dry_run},
+          {"changed", changed},
+          {"files", std::move(files)},
+          {"reload", changed ? plan.reload : ""}};
+}
+
+int report_dry_run(const Plan& plan, Engine engine, bool json) {
+  if (json) {
+    print(plan_json(plan, engine, true, {}).dump(2) + "\n");
+    return 0;
+  }
   std::string out;
   for (const auto& f : plan.files) out += unified_diff(f.path, f.before, f.after);
-  if (out.empty())
-    out = text::cat(to_string(engine), ": already configured (", file_list(plan), "); nothing to change\n");
-  else
-    out += "(dry run: nothing was written)\n";
+  if (out.empty()) {
+    print(text::cat(to_string(engine), ": already configured (", file_list(plan), "); nothing to change\n"));
+    return 0;
+  }
   print(out);
+  note("(dry run: nothing was written)\n");
   return 0;
 }
 
@@ -79,9 +117,17 @@ int run_configure(Context& ctx, const ConfigureArgs& a) {
         user_error(text::cat("--config-version ", a.config_version, ": use 2 (containerd 1.x) or 3 (2.x)")).error());
   auto plan = make_plan(*engine, a);
   if (!plan) return ctx.fail(plan.error().wrap(std::string("runtime configure ") + to_string(*engine)));
-  if (a.dry_run) return report_dry_run(*plan, *engine);
+  if (a.dry_run) return report_dry_run(*plan, *engine, a.json);
   auto written = apply_plan(*plan);
   if (!written) return ctx.fail(written.error());
+  const std::string missing = fs::exists(a.runtime_path)
+                                  ? ""
+                                  : "note: " + a.runtime_path + " does not exist yet; install gpufrac-runtime there\n";
+  if (a.json) {
+    print(plan_json(*plan, *engine, false, *written).dump(2) + "\n");
+    note(missing);
+    return 0;
+  }
   std::string out;
   for (const auto& w : *written)
     out += w.created ? "wrote " + w.path + " (new file)\n"
@@ -90,9 +136,8 @@ int run_configure(Context& ctx, const ConfigureArgs& a) {
     out = text::cat(to_string(*engine), ": already configured (", file_list(*plan), "); nothing changed\n");
   else
     out += plan->reload + "\n";
-  if (!fs::exists(a.runtime_path))
-    out += "note: " + a.runtime_path + " does not exist yet; install gpufrac-runtime there\n";
   print(out);
+  note(missing);
   return 0;
 }
 
@@ -100,18 +145,19 @@ int run_configure(Context& ctx, const ConfigureArgs& a) {
 
 void add_runtime_command(CLI::App& app, Context& ctx) {
   auto* runtime = app.add_subcommand("runtime", "Container engine integration of gpufrac-runtime");
-  runtime->require_subcommand(1);
+  runtime->require_subcommand(0, 1);  // alone: its help (cli/usage.hpp)
   auto a = std::make_shared<ConfigureArgs>();
   auto* cmd = runtime->add_subcommand("configure", "Register gpufrac-runtime as the runtime handler \"gpufrac\"");
   cmd->add_option("engine", a->engine, "containerd, docker, crio or podman")->required();
   cmd->add_flag("--dry-run", a->dry_run, "Print the change as a diff; write nothing");
-  cmd->add_option("--config", a->config,
+  cmd->add_option("--engine-config", a->config,
                   "The engine's config (default /etc/containerd/config.toml, /etc/docker/daemon.json, "
                   "/etc/crio/crio.conf, /etc/containers/containers.conf)");
   cmd->add_option("--drop-in", a->drop_in,
                   "The drop-in file (default next to the config, e.g. conf.d/99-gpufrac.toml)");
   cmd->add_option("--runtime-path", a->runtime_path, "Path of gpufrac-runtime")->capture_default_str();
   cmd->add_option("--config-version", a->config_version, "containerd: version of a config.toml to create (2 or 3)");
+  cmd->add_flag("--json", a->json, "Print what was (or, with --dry-run, would be) done as JSON");
   cmd->callback([&ctx, a] { ctx.exit_code = run_configure(ctx, *a); });
 }
 

@@ -25,6 +25,7 @@ struct Context {
 void add_info_command(CLI::App& app, Context& ctx);
 void add_simulate_command(CLI::App& app, Context& ctx);
 void add_status_command(CLI::App& app, Context& ctx);
+void add_metrics_command(CLI::App& app, Context& ctx);  // Prometheus: HTTP or a textfile
 void add_gc_command(CLI::App& app, Context& ctx);
 void add_ledger_command(CLI::App& app, Context& ctx);   // hidden: reserve/attach/release by hand
 void add_cdi_command(CLI::App& app, Context& ctx);      // generate, list, validate

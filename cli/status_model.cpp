@@ -4,7 +4,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/table.hpp"
 #include "core/ledger_json.hpp"
 #include "core/ledger_mig.hpp"
 #include "core/load.hpp"
@@ -38,65 +37,6 @@ DeviceStatus gpu_status(const Gpu& g, const DeviceLoad& d, const AllocationConfi
 DeviceStatus instance_status(const Gpu& g, const MigInstance& m, const DeviceLoad& d) {
   return DeviceStatus{g.index,        m.uuid,         m.profile_name, MigRef{m.gi_id, m.ci_id, m.profile_name}, false,
                       m.memory_bytes, m.memory_bytes, d.reserved,     d.entries.empty() ? m.memory_bytes : 0,   {}};
-}
-
-std::string device_text(const DeviceStatus& d) {
-  if (d.mig) return text::cat("MIG ", d.name, " gi ", d.mig->gi, " ci ", d.mig->ci);
-  return d.mig_mode ? d.name + " (MIG mode)" : d.name;
-}
-
-std::string share_device(const LedgerEntry& e) {
-  if (e.mig) return text::cat("GPU ", e.gpu_index, " gi ", e.mig->gi, " ci ", e.mig->ci);
-  return text::cat("GPU ", e.gpu_index);
-}
-
-std::string render_devices(const StatusReport& r) {
-  Table t({"GPU", "DEVICE", "UUID", "TOTAL", "RESERVED", "FREE", "SHARES"});
-  for (const auto& d : r.devices) {
-    if (d.mig_mode) {
-      t.add({text::cat(d.gpu_index), device_text(d), d.uuid, text::format_bytes(d.total), "-", "-", "-"});
-      continue;
-    }
-    t.add({text::cat(d.gpu_index), device_text(d), d.uuid, text::format_bytes(d.total), text::format_bytes(d.reserved),
-           text::format_bytes(d.free), text::cat(d.shares.size())});
-  }
-  return t.render();
-}
-
-std::string render_shares(const std::vector<std::pair<std::string, const ShareStatus*>>& rows) {
-  bool keys = false, usage = false;
-  for (const auto& [device, s] : rows) {
-    keys = keys || !s->entry.device_key.empty();
-    usage = usage || s->used_bytes.has_value();
-  }
-  std::vector<std::string> header{"DEVICE", "CONTAINER"};
-  if (keys) header.push_back("DEVICE KEY");
-  for (const char* h : {"REQUEST", "BYTES", "SOURCE", "PID", "STATE", "AGE"}) header.push_back(h);
-  if (usage) header.push_back("USED");
-  Table t(header);
-  for (const auto& [device, s] : rows) {
-    const LedgerEntry& e = s->entry;
-    std::vector<std::string> row{device, e.container_id};
-    if (keys) row.push_back(e.device_key.empty() ? "-" : e.device_key);
-    for (auto v : {e.request, text::format_bytes(e.bytes), std::string(to_string(e.source)),
-                   e.pending() ? std::string("-") : text::cat(e.pid), s->state, format_age(s->age_s)})
-      row.push_back(v);
-    if (usage) row.push_back(s->used_bytes ? text::format_bytes(*s->used_bytes) : "-");
-    t.add(std::move(row));
-  }
-  return t.render();
-}
-
-// Dynamic MIG instances without booking, kept for reuse until mig.idle-timeout.
-std::string render_idle(const StatusReport& r) {
-  Table t({"GPU", "DEVICE", "UUID", "STATE", "IDLE"});
-  bool any = false;
-  for (const auto& d : r.devices) {
-    if (!d.idle_s) continue;
-    any = true;
-    t.add({text::cat(d.gpu_index), device_text(d), d.uuid, "idle", format_age(*d.idle_s)});
-  }
-  return any ? "\nIdle dynamic MIG instances (kept for reuse)\n" + t.render() : "";
 }
 
 nlohmann::json share_json(const ShareStatus& s) {
@@ -134,19 +74,6 @@ StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const
   }
   r.unknown = shares_of(load.unknown, now, state_of, usage_of);
   return r;
-}
-
-std::string render_status(const StatusReport& r) {
-  std::string out;
-  if (r.overcommit != 1.0)
-    out += "Overcommit " + text::format_fixed(r.overcommit, 2) + ": FREE counts up to TOTAL x overcommit\n\n";
-  out += render_devices(r);
-  std::vector<std::pair<std::string, const ShareStatus*>> rows;
-  for (const auto& d : r.devices)
-    for (const auto& s : d.shares) rows.emplace_back(share_device(s.entry), &s);
-  for (const auto& s : r.unknown) rows.emplace_back(s.entry.device_uuid + " (not on this node)", &s);
-  out += rows.empty() ? "\nNo shares.\n" : "\nShares\n" + render_shares(rows);
-  return out + render_idle(r);
 }
 
 nlohmann::json status_json(const StatusReport& r) {

@@ -1,9 +1,9 @@
 // `gpufrac status` as data: per device (GPU, or MIG instance) total, reserved and free memory
 // and its shares (and, for dynamic MIG instances kept for reuse, state "idle" and the idle age),
-// built purely from the inventory and the ledger, then rendered as a table or JSON. Liveness and
-// live usage come in as functions so tests need no processes, and a usage source (the shim's
-// accounting region) plugs in without changing the model: a share's used_bytes stays nullopt
-// until one is given, and the USED column appears only when some share has a figure.
+// built purely from the inventory and the ledger, then rendered as JSON here, for people in
+// status_render.hpp, and as Prometheus series by metrics_model.hpp. Liveness and live usage come
+// in as functions so tests need no processes: a share's used_bytes stays nullopt when no usage
+// source knows it (e.g. a pending booking, whose container has no accounting region yet).
 #pragma once
 
 #include <cstdint>
@@ -49,7 +49,6 @@ using UsageOf = std::function<std::optional<std::uint64_t>(const LedgerEntry&)>;
 
 StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const AllocationConfig& cfg,
                           std::int64_t now, const StateOf& state_of, const UsageOf& usage_of = {});
-std::string render_status(const StatusReport& report);
 nlohmann::json status_json(const StatusReport& report);
 // "45s", "2m05s", "3h02m", "2d03h"
 std::string format_age(std::int64_t seconds);

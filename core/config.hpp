@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/build_info.hpp"
 #include "core/error.hpp"
 #include "core/quantity.hpp"
 
@@ -79,7 +80,7 @@ struct Config {
   std::string host_path(const std::string& absolute) const;
 };
 
-inline constexpr const char* kDefaultConfigPath = "/etc/gpufrac/config.yaml";
+inline constexpr const char* kDefaultConfigPath = build::kConfigPath;  // /etc/gpufrac/config.yaml for /usr
 inline constexpr const char* kConfigEnv = "GPUFRAC_CONFIG";
 
 // Built-in defaults (installed paths come from the build).

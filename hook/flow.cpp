@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/build_info.hpp"
 #include "core/config.hpp"
 #include "core/container_state.hpp"
 #include "core/ledger.hpp"
@@ -13,14 +14,16 @@
 #include "hook/ns_apply.hpp"
 #include "hook/oci.hpp"
 #include "hook/privileges.hpp"
+#include "hook/refusal.hpp"
 #include "hook/rootfs_path.hpp"
+#include "metrics/counter_file.hpp"
 
 namespace gpufrac::hook {
 
 namespace {
 
 int report(const Error& e) {
-  std::fprintf(stderr, "gpufrac: %s\n", e.message.c_str());
+  std::fprintf(stderr, "gpufrac-hook: %s\n", e.message.c_str());
   log::error(e.message);
   return e.exit_code();
 }
@@ -73,7 +76,19 @@ Result<> book_and_apply(Invocation& inv) {
   return done;
 }
 
-Result<> create(const HookArgs& args, const OciState& state) {
+// Adds this invocation to the counter file for `gpufrac metrics`; a failure costs a log line only.
+void count(const Config& cfg, Stage stage, std::uint64_t started_ns, const Invocation* refused, const Error* e) {
+  metrics::Observation o;
+  o.timer = stage == Stage::prestart         ? metrics::Timer::hook_prestart
+            : stage == Stage::create_runtime ? metrics::Timer::hook_create_runtime
+                                             : metrics::Timer::hook_poststop;
+  o.duration_ns = metrics::monotonic_ns() - started_ns;
+  o.refused = refused != nullptr;
+  if (refused) o.reason = refusal_of(*refused, *e);
+  if (auto r = metrics::record(cfg.state_dir, o); !r) log::warn("metrics: " + r.error().message);
+}
+
+Result<> create(const HookArgs& args, const OciState& state, std::uint64_t started_ns) {
   auto spec = load_bundle_spec(state.bundle);
   if (!spec) return std::unexpected(spec.error());
   // The fast path: this hook runs for every container on the node. No config, no NVML, no ledger.
@@ -87,13 +102,14 @@ Result<> create(const HookArgs& args, const OciState& state) {
   Invocation inv{args, state, std::move(*spec), std::move(*cfg)};
   auto r = book_and_apply(inv);
   if (r) log::info("applied at " + std::string(args.stage == Stage::prestart ? "prestart" : "createRuntime"));
+  count(inv.cfg, args.stage, started_ns, r ? nullptr : &inv, r ? nullptr : &r.error());
   return r;
 }
 
-int poststop(const HookArgs& args, const OciState& state) {
+int poststop(const HookArgs& args, const OciState& state, std::uint64_t started_ns) {
   auto cfg = select_config(args.config_path);
   if (!cfg) {
-    std::fprintf(stderr, "gpufrac: poststop: %s\n", cfg.error().message.c_str());
+    std::fprintf(stderr, "gpufrac-hook: poststop: %s\n", cfg.error().message.c_str());
     return 0;
   }
   log::init(cfg->log, "gpufrac-hook");
@@ -103,14 +119,27 @@ int poststop(const HookArgs& args, const OciState& state) {
   if (!released) log::warn("poststop: " + released.error().message);
   if (auto r = remove_container_files(*cfg, state.id); !r) log::warn("poststop: " + r.error().message);
   if (released && !released->empty()) log::info(text::cat("released ", released->size(), " booking(s)"));
+  count(*cfg, args.stage, started_ns, nullptr, nullptr);
   return 0;  // poststop never fails the lifecycle
 }
 
 }  // namespace
 
+std::string hook_help() {
+  return std::string(kHookUsage) + "\n" +
+         "The OCI hook of gpufrac (gpufrac-hook(8)). A runtime runs it with the container's OCI state on stdin:\n"
+         "at prestart or createRuntime it books the GPU share the container asks for (annotations gpufrac.io/*)\n"
+         "and mounts it into the container; at poststop it releases the share.\n"
+         "  --config FILE      config file (default $GPUFRAC_CONFIG, else " +
+         build::kConfigPath +
+         ")\n"
+         "  --cdi-device NAME  book this gpufrac CDI device (the CDI spec's hooks pass it)\n"
+         "  --attach           only record the pid of a container gpufrac-runtime booked\n"
+         "  --help             print this help; --version prints the version\n";
+}
+
 Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
-  constexpr const char* usage =
-      "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach]";
+  constexpr const char* usage = kHookUsage;
   if (argc < 2) return user_error(usage);
   HookArgs a;
   std::string_view stage = argv[1];
@@ -138,12 +167,13 @@ Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
 }
 
 int run_hook(const HookArgs& args, std::string_view state_json) {
+  const std::uint64_t started_ns = metrics::monotonic_ns();
   if (auto r = restrict_bounding_set(); !r) return report(r.error());
   if (auto r = set_effective(kBookingCapabilities); !r) return report(r.error());
   auto state = parse_oci_state(state_json);
   if (!state) return args.stage == Stage::poststop ? 0 : report(state.error());
-  if (args.stage == Stage::poststop) return poststop(args, *state);
-  auto r = create(args, *state);
+  if (args.stage == Stage::poststop) return poststop(args, *state, started_ns);
+  auto r = create(args, *state, started_ns);
   return r ? 0 : report(r.error());
 }
 

@@ -17,11 +17,16 @@ struct HookArgs {
   bool attach = false;      // --attach: the runtime wrapper booked it; only record the pid
 };
 
+inline constexpr const char* kHookUsage =
+    "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach]";
+// `gpufrac-hook --help`: the usage and what each part means.
+std::string hook_help();
+
 // gpufrac-hook <prestart|createRuntime|poststop> [--config FILE] [--cdi-device NAME] [--attach]
 Result<HookArgs> parse_hook_args(int argc, const char* const* argv);
 
 // Runs one invocation on the OCI state read from stdin; returns the exit code. Errors are printed as
-// one "gpufrac: ..." line on stderr (runtimes show it to the user). poststop always returns 0.
+// one "gpufrac-hook: ..." line on stderr (runtimes show it to the user). poststop always returns 0.
 int run_hook(const HookArgs& args, std::string_view state_json);
 
 }  // namespace gpufrac::hook

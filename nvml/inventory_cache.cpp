@@ -52,11 +52,16 @@ Result<Inventory> read_inventory_cache(const Config& cfg) {
   return inventory_from_json(j);
 }
 
-Result<Inventory> inventory_for_allocation(const Config& cfg) {
+Result<Inventory> inventory_for_reading(const Config& cfg) {
   if (fs::exists(cfg.inventory_cache_path())) return read_inventory_cache(cfg);
   if (!uses_simulated_machine(cfg))
     return internal_error("no inventory cache at " + cfg.inventory_cache_path() +
                           "; run gpufrac info --refresh (gpufrac-cdi-refresh.service does this at boot)");
+  return discover_simulated(cfg);
+}
+
+Result<Inventory> inventory_for_allocation(const Config& cfg) {
+  if (fs::exists(cfg.inventory_cache_path()) || !uses_simulated_machine(cfg)) return inventory_for_reading(cfg);
   auto inv = discover_simulated(cfg);
   if (!inv) return inv;
   if (auto r = write_inventory_cache(cfg, *inv); !r) return std::unexpected(r.error());

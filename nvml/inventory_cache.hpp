@@ -19,5 +19,7 @@ Result<Inventory> read_inventory_cache(const Config& cfg);
 // The cached inventory; a missing cache is discovered (and written) when the backend is
 // simulated, and is an error naming `gpufrac info --refresh` for the real backend.
 Result<Inventory> inventory_for_allocation(const Config& cfg);
+// The same for readers (`gpufrac status`, `metrics`, `gc --dry-run`): never writes the cache.
+Result<Inventory> inventory_for_reading(const Config& cfg);
 
 }  // namespace gpufrac

@@ -114,11 +114,15 @@ Result<> prepare(Parsed& p, const Injection& inj, const std::vector<LedgerEntry>
 }
 
 // Books and prepares; on failure after a booking everything is undone.
-Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg) {
+Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, metrics::Refusal& why) {
   auto inventory = inventory_for_allocation(cfg);
   if (!inventory) return std::unexpected(inventory.error());
   auto wanted = wanted_devices(p.bundle.annotations, cfg, *inventory);
-  if (!wanted) return std::unexpected(wanted.error());
+  if (!wanted) {
+    why = metrics::Refusal::malformed;  // a CDI device name this node does not offer
+    return std::unexpected(wanted.error());
+  }
+  why = metrics::Refusal::capacity;
   if (wanted->empty()) return Injection{};  // only alias keys, and aliases are off
   bool booked = false;
   auto done = [&]() -> Result<> {
@@ -153,7 +157,9 @@ std::string spec_path(const RuntimeArgs& args, const std::string& cwd) {
   return absolute(args.config_file.empty() ? "config.json" : args.config_file, bundle);
 }
 
-Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const Config& cfg) {
+Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const Config& cfg, InjectOutcome* outcome) {
+  InjectOutcome ignored;
+  InjectOutcome& out = outcome ? *outcome : ignored;
   Injection inj{false, args.container_id, spec_path(args, cwd), "", 0644};
   auto text = fs::read_file(inj.config_path, hook::kMaxConfigBytes);
   if (!text) return Injection{};
@@ -161,14 +167,19 @@ Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const 
   if (!parsed) return Injection{};
   log::init(cfg.log, "gpufrac-runtime");
   log::set_context(args.container_id);
+  out.asked = true;
+  out.why = metrics::Refusal::malformed;
   if (auto r = validate_container_id(args.container_id); !r) return std::unexpected(r.error());
   if (auto r = annotation_request(parsed->bundle.annotations, cfg.aliases); !r) return std::unexpected(r.error());
+  out.why = metrics::Refusal::host_pid;
   if (auto r = hook::check_host_pid(parsed->bundle, cfg.require_host_pid, cfg.proc_root); !r)
     return std::unexpected(r.error());
   struct stat st {};
   if (::stat(inj.config_path.c_str(), &st) == 0) inj.mode = st.st_mode & 07777;
   inj.original = std::move(*text);
-  return book_and_prepare(*parsed, std::move(inj), cfg);
+  auto done = book_and_prepare(*parsed, std::move(inj), cfg, out.why);
+  if (!done && done.error().kind == ErrorKind::internal) out.why = metrics::Refusal::other;
+  return done;
 }
 
 void undo(const Injection& inj, const Config& cfg) {

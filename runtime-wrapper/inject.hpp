@@ -12,6 +12,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "metrics/counter_file.hpp"
 #include "runtime-wrapper/argv.hpp"
 
 namespace gpufrac::wrapper {
@@ -28,7 +29,14 @@ struct Injection {
 // Where the create's config.json is: --config/-f (crun) or config.json, in --bundle or cwd.
 std::string spec_path(const RuntimeArgs& args, const std::string& cwd);
 
-Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const Config& cfg);
+// A refusal also says why in `why` (for the refusal counters, metrics/counter_file.hpp); `asked` is
+// set once the spec is known to ask gpufrac for something.
+struct InjectOutcome {
+  bool asked = false;
+  metrics::Refusal why = metrics::Refusal::other;
+};
+Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const Config& cfg,
+                         InjectOutcome* outcome = nullptr);
 
 // Puts config.json back, releases the bookings and removes the container's files (best effort).
 void undo(const Injection& injection, const Config& cfg);

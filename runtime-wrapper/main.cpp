@@ -6,11 +6,15 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 #include <vector>
 
+#include "core/build_info.hpp"
 #include "core/config.hpp"
+#include "core/log.hpp"
+#include "metrics/counter_file.hpp"
 #include "runtime-wrapper/argv.hpp"
 #include "runtime-wrapper/error_log.hpp"
 #include "runtime-wrapper/inject.hpp"
@@ -28,19 +32,55 @@ std::optional<std::string> path_env() {
   return p ? std::optional<std::string>(p) : std::nullopt;
 }
 
+// `gpufrac-runtime --help` and `--version` (before any command): gpufrac's part first, then the
+// runtime's own, which the exec below prints.
+void print_own_help_or_version(const std::vector<std::string_view>& rest) {
+  for (std::string_view a : rest) {
+    if (!a.starts_with("-")) return;  // the command: its --help is the runtime's
+    if (a == "--version" || a == "-v") {
+      std::printf("gpufrac-runtime %s (gpufrac); the runtime it runs:\n", gpufrac::build::kVersion);
+    } else if (a == "--help" || a == "-h") {
+      std::printf(
+          "gpufrac-runtime %s: gpufrac's OCI runtime wrapper (gpufrac-runtime(8)), argv-compatible with runc.\n"
+          "On create or run of a container that asks for a GPU (gpufrac.io/* annotations, or gpufrac.io/gpu CDI\n"
+          "devices in cdi.k8s.io/* annotations) it books the share and adds it to config.json; then it runs\n"
+          "the runtime named by runtimes: in the config (default runc, then crun) with the same arguments.\n"
+          "Config: $GPUFRAC_CONFIG, else %s.\n\nThe runtime's own help:\n\n",
+          gpufrac::build::kVersion, gpufrac::build::kConfigPath);
+    } else {
+      continue;
+    }
+    std::fflush(stdout);
+    return;
+  }
+}
+
+// A create that asked gpufrac for a GPU goes into the counter file for `gpufrac metrics`.
+void count(const gpufrac::Config& cfg, std::uint64_t started_ns, const gpufrac::wrapper::InjectOutcome& outcome,
+           bool refused) {
+  if (!outcome.asked) return;
+  gpufrac::metrics::Observation o{gpufrac::metrics::Timer::wrapper_create,
+                                  gpufrac::metrics::monotonic_ns() - started_ns, refused, outcome.why};
+  if (auto r = gpufrac::metrics::record(cfg.state_dir, o); !r) gpufrac::log::warn("metrics: " + r.error().message);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace gpufrac::wrapper;
+  const std::uint64_t started_ns = gpufrac::metrics::monotonic_ns();
   std::vector<std::string_view> rest(argv + (argc > 0 ? 1 : 0), argv + argc);
   const RuntimeArgs args = parse_runtime_args(rest);
+  if (args.command.empty()) print_own_help_or_version(rest);
   auto cfg = gpufrac::select_config("");
   if (!cfg) return report_error(args, cfg.error());
   auto runtime = resolve_runtime(cfg->runtimes, path_env(), self_file());
   if (!runtime) return report_error(args, runtime.error());
   Injection injection;
   if (args.creates) {
-    auto r = inject(args, current_dir(), *cfg);
+    InjectOutcome outcome;
+    auto r = inject(args, current_dir(), *cfg, &outcome);
+    count(*cfg, started_ns, outcome, !r);
     if (!r) return report_error(args, r.error());
     injection = std::move(*r);
   }

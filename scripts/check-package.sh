@@ -30,6 +30,7 @@ expected_files() {
     /etc/gpufrac/config.yaml \
     /lib/systemd/system/gpufrac-cdi-refresh.path \
     /lib/systemd/system/gpufrac-cdi-refresh.service \
+    /lib/systemd/system/gpufrac-metrics.service \
     /lib/udev/rules.d/71-gpufrac-cdi.rules \
     /usr/bin/gpufrac \
     /usr/bin/gpufrac-hook \
@@ -43,6 +44,7 @@ expected_files() {
     /usr/share/doc/gpufrac/changelog.Debian \
     /usr/share/doc/gpufrac/copyright \
     /usr/share/doc/gpufrac/machines.md \
+    /usr/share/gpufrac/grafana/gpufrac.json \
     /usr/share/gpufrac/kubernetes/daemonset.yaml \
     /usr/share/gpufrac/kubernetes/example-pod.yaml \
     /usr/share/gpufrac/kubernetes/runtimeclass.yaml \
@@ -158,9 +160,12 @@ check_install() {
   expect_eq "$(grep '^ExecStart=' /lib/systemd/system/gpufrac-cdi-refresh.service)" \
     "$(printf 'ExecStart=/usr/bin/gpufrac info --refresh --json\nExecStart=/usr/bin/gpufrac cdi generate')" \
     "the refresh service runs the installed gpufrac"
+  expect_eq "$(grep '^ExecStart=' /lib/systemd/system/gpufrac-metrics.service)" \
+    "ExecStart=/usr/bin/gpufrac metrics --listen 127.0.0.1:9400" "the metrics service runs the installed gpufrac"
   if command -v systemd-analyze >/dev/null; then
     out=$(systemd-analyze verify --man=no /lib/systemd/system/gpufrac-cdi-refresh.service \
-      /lib/systemd/system/gpufrac-cdi-refresh.path 2>&1) || fail "systemd-analyze verify: $out"
+      /lib/systemd/system/gpufrac-cdi-refresh.path /lib/systemd/system/gpufrac-metrics.service 2>&1) ||
+      fail "systemd-analyze verify: $out"
   fi
   out=$(gpufrac info --machine /usr/share/gpufrac/machines/a100-40gb-x2.yaml 2>&1) || fail "gpufrac info (simulated): $out"
   grep -q 'A100' <<<"$out" || fail "gpufrac info on a simulated machine lists no A100: $out"

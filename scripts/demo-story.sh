@@ -83,7 +83,7 @@ if runc run --bundle "$DEMO/demo-fifth" demo-fifth >"$DEMO/fifth.log" 2>&1; then
   echo "unexpected: the fifth container started" >&2
   exit 1
 fi
-grep -o 'gpufrac: .*' "$DEMO/fifth.log" | sed 's/\\n"*$//'
+grep -o 'gpufrac-hook: .*' "$DEMO/fifth.log" | sed 's/\\n"*$//'
 
 step "5. Inside demo-cuda: a CUDA program allocates 512 MiB at a time until the shim says no"
 cat "$DEMO/demo-cuda.log"

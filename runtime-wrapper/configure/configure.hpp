@@ -59,7 +59,7 @@ struct Plan {
 
 Result<Plan> plan_docker(const SourceFile& daemon_json, const std::string& runtime_path);
 Result<Plan> plan_crio(const SourceFile& drop_in, const std::string& runtime_path);
-// main_conf: the containers.conf named by --config (its hooks_dir, if set, is kept first).
+// main_conf: the containers.conf named by --engine-config (its hooks_dir, if set, is kept first).
 Result<Plan> plan_podman(const SourceFile& main_conf, const SourceFile& drop_in, const std::string& runtime_path);
 
 }  // namespace gpufrac::configure

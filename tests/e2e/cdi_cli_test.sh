@@ -100,7 +100,10 @@ n=0
 for f in "$FIX"/bad/*.yaml; do
   run "$GPUFRAC" cdi validate "$f"
   assert_eq "$RC" 1 "validate $(basename "$f") exits 1"
-  assert_eq "$OUT" "$(sed -n "s|^# expect: |$f: |p" "$f")" "validate $(basename "$f") message"
+  # gpufrac: FILE:LINE: error: LOCATION: MESSAGE (the file itself: gpufrac: FILE: MESSAGE)
+  assert_eq "$(sed -E "s|^gpufrac: $f(:[0-9]+: error)?: ||" <<<"$OUT")" "$(sed -n 's|^# expect: ||p' "$f")" \
+    "validate $(basename "$f") message"
+  assert_eq "$(grep -cvE "^gpufrac: $f(:[1-9][0-9]*: error)?: " <<<"$OUT")" 0 "validate $(basename "$f"): prefix, file:line, severity"
   n=$((n + 1))
 done
 [ "$n" -ge 15 ] || fail "only $n bad specs"
@@ -108,5 +111,14 @@ run "$GPUFRAC" cdi validate "$FIX"/good/*
 assert_eq "$RC" 0 "good specs: $OUT"
 run "$GPUFRAC" cdi validate "$E2E_TMP/nonexistent.yaml"
 assert_eq "$RC" 1 "missing file"
-assert_contains "$OUT" "$E2E_TMP/nonexistent.yaml" "names the file"
+assert_contains "$OUT" "gpufrac: cannot open $E2E_TMP/nonexistent.yaml" "names the file"
+BAD=$FIX/bad/bad-permissions.yaml
+run "$GPUFRAC" cdi validate "$BAD"
+assert_eq "$OUT" "gpufrac: $BAD:7: error: devices[0].containerEdits.deviceNodes[0].permissions: \"rwx\" is not a subset of rwm; use r, w and m (e.g. rw), or none" \
+  "the line of the flow mapping that holds the bad value"
+run "$GPUFRAC" cdi validate --json "$BAD" "$FIX/good/newer-version.yaml"
+assert_eq "$RC" 1 "--json: exit 1 on errors"
+assert_eq "$(jq -c '[.[] | [.valid, (.problems | map([.line, .severity, .location]))]]' <<<"$OUT")" \
+  '[[false,[[7,"error","devices[0].containerEdits.deviceNodes[0].permissions"]]],[true,[[2,"warning","cdiVersion"]]]]' \
+  "validate --json"
 finish

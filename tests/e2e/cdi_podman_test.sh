@@ -64,11 +64,11 @@ assert_contains "$(podman exec "$P-s1" cat /run/gpufrac/limits)" "container $ID"
 # 3. The fifth fails with the capacity message; a whole GPU 0 is refused while shares are booked.
 podman_run --rm --name "$P-s5" --pid=host --device "$KIND=0-0.25" -- /bin/true
 assert_eq "$RC" 126 "the fifth quarter is refused"
-assert_contains "$OUT" "gpufrac: no GPU has 9.9 GiB free for fraction=0.25: GPU 0 0 B (pinned by gpufrac.io/gpu)" \
+assert_contains "$OUT" "gpufrac-hook: no GPU has 9.9 GiB free for fraction=0.25: GPU 0 0 B (pinned by gpufrac.io/gpu)" \
   "podman shows the capacity message"
 podman_run --rm --name "$P-w" --pid=host --device "$KIND=0" -- /bin/true
 assert_eq "$RC" 126 "whole GPU 0 refused"
-assert_contains "$OUT" "gpufrac: no GPU is free for a whole GPU: GPU 0 has 4 shares (pinned by gpufrac.io/gpu)" \
+assert_contains "$OUT" "gpufrac-hook: no GPU is free for a whole GPU: GPU 0 has 4 shares (pinned by gpufrac.io/gpu)" \
   "whole-GPU refusal"
 assert_eq "$(entries)" 4 "refusals booked nothing"
 
@@ -110,6 +110,6 @@ assert_eq "$(entries)" 0 "released"
 # 7. A private PID namespace is refused by the spec's hook.
 podman_run --rm --name "$P-3" --device "$KIND=0-0.25" -- /bin/true
 assert_eq "$RC" 126 "private PID namespace refused"
-assert_contains "$OUT" "gpufrac: the container has its own PID namespace" "host-PID message"
+assert_contains "$OUT" "gpufrac-hook: the container has its own PID namespace" "host-PID message"
 assert_eq "$(entries)" 0 "ledger empty at the end"
 finish

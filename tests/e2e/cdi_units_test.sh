@@ -1,7 +1,8 @@
 #!/bin/bash
 # The CDI refresh units as installed: systemd-analyze verify accepts the service (pointed at this
 # build's gpufrac) and the path unit; the service runs `gpufrac info --refresh` then
-# `gpufrac cdi generate`; the udev rule starts it when the NVIDIA modules load.
+# `gpufrac cdi generate`; the udev rule starts it when the NVIDIA modules load. The metrics service
+# passes the same verification.
 source "$(dirname "$0")/lib.sh"
 need_cmd systemd-analyze
 e2e_tmp
@@ -25,4 +26,12 @@ assert_contains "$(cat "$SRC/gpufrac-cdi-refresh.path")" "Unit=gpufrac-cdi-refre
 assert_eq "$(grep -v '^#' "$SRC/71-gpufrac-cdi.rules")" \
   'ACTION=="add", SUBSYSTEM=="module", KERNEL=="nvidia|nvidia_uvm", RUN+="/bin/systemctl --no-block start gpufrac-cdi-refresh.service"' \
   "udev rule on NVIDIA module load"
+
+# The metrics service: verified the same way; it serves gpufrac metrics on the default address.
+METRICS=$GPUFRAC_BUILD_DIR/etc/systemd/gpufrac-metrics.service
+sed "s|$configured_bin/gpufrac|$GPUFRAC|" "$METRICS" >"$E2E_TMP/units/gpufrac-metrics.service"
+run systemd-analyze verify --man=no "$E2E_TMP/units/gpufrac-metrics.service"
+assert_eq "$RC:$OUT" "0:" "systemd-analyze verify gpufrac-metrics.service"
+assert_eq "$(grep '^ExecStart=' "$E2E_TMP/units/gpufrac-metrics.service")" "ExecStart=$GPUFRAC metrics --listen 127.0.0.1:9400" \
+  "the metrics service"
 finish

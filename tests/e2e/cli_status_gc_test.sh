@@ -13,7 +13,8 @@ e2e_on_exit() { kill "$SLEEPER" 2>/dev/null || true; }
 
 run "$GPUFRAC" status
 assert_eq "$RC" 0 "status on an empty node"
-assert_contains "$OUT" "0    MIG 1g.10gb gi 9 ci 0             MIG-7e3ba276-cba9-efe9-9fe8-6c419f56af4e  9.5 GiB   0 B       9.5 GiB   0" "idle instance row"
+assert_contains "$OUT" "0    9   0   MIG 1g.10gb                       MIG-7e3ba276  0 B   0 B       9.5 GiB   9.5 GiB   0
+     [............................................................]" "free instance row and its bar"
 assert_contains "$OUT" "No shares." "no shares"
 
 run "$GPUFRAC" ledger reserve --container web --annotation gpufrac.io/mig-profile=1g.10gb --pid "$SLEEPER"
@@ -25,8 +26,10 @@ assert_eq "$RC:$OUT" "1:gpufrac: no idle MIG instance of profile 1g.10gb: GPU 0 
 
 run "$GPUFRAC" status
 assert_eq "$RC" 0 "status"
-assert_contains "$OUT" "GPU 0 gi 9 ci 0   web        mig-profile=1g.10gb  9.5 GiB  hook     $SLEEPER" "running share row"
-assert_contains "$OUT" "GPU 0 gi 10 ci 0  batch      mig-profile=1g.10gb  9.5 GiB  wrapper  -" "pending share row"
+assert_contains "$OUT" "0    9   0   MIG 1g.10gb                       MIG-7e3ba276  -     9.5 GiB   0 B       9.5 GiB   1
+     [aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]" "booked instance: reserved, usage unknown"
+assert_contains "$OUT" "A      0    9   0   web        mig-profile=1g.10gb  9.5 GiB   -     hook     $SLEEPER" "running share row"
+assert_contains "$OUT" "A      0    10  0   batch      mig-profile=1g.10gb  9.5 GiB   -     wrapper  -" "pending share row"
 assert_contains "$OUT" "pending" "pending state"
 run "$GPUFRAC" status --json
 assert_eq "$(jq -c '[.devices[] | select(.type == "mig") | [.mig.gi, .reserved, .free, (.shares | map(.state))]]' <<<"$OUT")" \

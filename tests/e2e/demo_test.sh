@@ -11,12 +11,13 @@ run env BUILD_DIR="$GPUFRAC_BUILD_DIR" "$GPUFRAC_SOURCE_DIR/scripts/demo-story.s
 assert_eq "$RC" 0 "the demo story exits 0: $OUT"
 for line in "== 1. The node" "NVIDIA A100-SXM4-40GB" "gpufrac.io/gpu=0-0.25" \
   "demo-sleeper-3 sees /run/gpufrac/limits: device GPU-" \
-  "gpufrac: no GPU has 9.9 GiB free for fraction=0.25: GPU 0 0 B" \
+  "gpufrac-hook: no GPU has 9.9 GiB free for fraction=0.25: GPU 0 0 B" \
   "allocated 19 x 512 MiB = 9.5 GiB; the next cuMemAlloc of 512 MiB returned CUDA_ERROR_OUT_OF_MEMORY" \
-  "demo-cuda       fraction=0.25  9.9 GiB  hook" "No shares." "Done (simulated node"; do
+  "0    demo-cuda       fraction=0.25  9.9 GiB   9.5 GiB  hook" "No shares." "Done (simulated node"; do
   assert_contains "$OUT" "$line" "demo output"
 done
-assert_contains "$(grep -E '^GPU 0   demo-cuda' <<<"$OUT")" "9.5 GiB" "status shows demo-cuda's live usage"
+assert_contains "$(grep -E '^0    NVIDIA A100-SXM4-40GB  GPU-[0-9a-f]{8}  ' <<<"$OUT" | head -1)" \
+  "9.5 GiB  39.6 GiB  0 B   39.6 GiB  4" "status: 9.5 GiB used of the 39.6 GiB the four shares reserve"
 assert_eq "$(runc list -q | grep -c '^demo-' || true)" 0 "no demo container left"
 assert_eq "$(ls -d /tmp/gpufrac-demo.* 2>/dev/null | wc -l)" 0 "the demo's temporary root is removed"
 finish

@@ -23,7 +23,7 @@ attack() {
   run runc run --bundle "$b" "$P-$n"
   assert_eq "$RC" 1 "$name: refused"
   assert_not_contains "$OUT" "RAN" "$name: container did not run"
-  assert_contains "$OUT" "gpufrac: container path" "$name: one-line refusal"
+  assert_contains "$OUT" "gpufrac-hook: container path" "$name: one-line refusal"
   assert_contains "$OUT" "symlink" "$name: names the symlink"
   assert_eq "$(host_snapshot)" "$SNAP" "$name: host directory unchanged"
   assert_eq "$(mount | grep -c "$HOSTDIR" || true)" 0 "$name: nothing mounted on the host"
@@ -45,7 +45,7 @@ for id in '../../etc' 'a/b' '..' ''; do
   state=$(jq -cn --arg id "$id" --arg b "$E2E_TMP/plain" '{ociVersion:"1.0.2",id:$id,status:"creating",pid:1,bundle:$b}')
   run "$HOOK" createRuntime <<<"$state"
   assert_eq "$RC" 1 "container id [$id] refused"
-  assert_contains "$OUT" "gpufrac: container id" "container id [$id]: one line"
+  assert_contains "$OUT" "gpufrac-hook: container id" "container id [$id]: one line"
   assert_eq "$(printf '%s\n' "$OUT" | wc -l)" 1 "container id [$id]: exactly one line"
 done
 head -c 1048576 /dev/zero | tr '\0' '7' >"$E2E_TMP/big.txt"   # 1 MB: too long for an argv string
@@ -54,7 +54,7 @@ jq --rawfile big "$E2E_TMP/big.txt" '.annotations["gpufrac.io/fraction"] = ("0."
   >"$E2E_TMP/big.json" && mv "$E2E_TMP/big.json" "$E2E_TMP/big/config.json"
 run runc run --bundle "$E2E_TMP/big" "$P-big"
 assert_eq "$RC" 1 "1 MB annotation refused"
-assert_contains "$OUT" "gpufrac: gpufrac.io/fraction:" "1 MB annotation: names the annotation"
+assert_contains "$OUT" "gpufrac-hook: gpufrac.io/fraction:" "1 MB annotation: names the annotation"
 assert_contains "$OUT" "(1048578 bytes)" "1 MB annotation: quoted bounded"
 echo '{"not json' >"$E2E_TMP/plain/config.json"
 state=$(jq -cn --arg b "$E2E_TMP/plain" '{id:"notjson",bundle:$b,pid:1}')

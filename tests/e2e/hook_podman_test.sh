@@ -35,7 +35,7 @@ for i in 1 2; do
 done
 podman_run --rm --name "$P-s3" --pid=host --annotation gpufrac.io/fraction=0.5 -- /bin/true
 assert_eq "$RC" 126 "the third share is refused"
-assert_contains "$OUT" "gpufrac: no GPU has" "podman shows the capacity message"
+assert_contains "$OUT" "gpufrac-hook: no GPU has" "podman shows the capacity message"
 assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 2 "two shares booked"
 podman rm -f "$P-s1" "$P-s2" >/dev/null
 assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "podman rm releases both"
@@ -43,10 +43,10 @@ assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "podman rm 
 # 3. Refusals: private PID namespace, malformed annotation.
 podman_run --rm --name "$P-3" --annotation gpufrac.io/fraction=0.5 -- /bin/true
 assert_eq "$RC" 126 "private PID namespace refused"
-assert_contains "$OUT" "gpufrac: the container has its own PID namespace" "host-PID message"
+assert_contains "$OUT" "gpufrac-hook: the container has its own PID namespace" "host-PID message"
 podman_run --rm --name "$P-4" --pid=host --annotation gpufrac.io/memory=4GB -- /bin/true
 assert_eq "$RC" 126 "malformed memory refused"
-assert_contains "$OUT" 'gpufrac: gpufrac.io/memory: "4GB" is not a memory quantity' "parse message"
+assert_contains "$OUT" 'gpufrac-hook: gpufrac.io/memory: "4GB" is not a memory quantity' "parse message"
 
 # 4. No annotation: the hooks do not even run (hooks.d matches gpufrac annotations only). The
 # rootfs directory is shared by these runs, so earlier ones left the empty /run/gpufrac mount point.

@@ -36,7 +36,7 @@ for i in 1 2 3 4; do
 done
 create "$E2E_TMP/s5" "$P-s5"
 assert_eq "$RC" 1 "the fifth 0.25 share is refused"
-assert_contains "$OUT" "gpufrac: no GPU has" "runc shows the capacity message"
+assert_contains "$OUT" "gpufrac-hook: no GPU has" "runc shows the capacity message"
 run "$GPUFRAC" status --json
 assert_eq "$(jq --arg p "$P-s" '[.devices[].shares[].container_id | select(startswith($p))] | length' <<<"$OUT")" 4 \
   "status lists four shares"
@@ -48,7 +48,7 @@ make_bundle "$E2E_TMP/b3" 'true' gpufrac.io/fraction=0.25
 jq '.linux.namespaces += [{"type":"pid"}]' "$E2E_TMP/b3/config.json" >"$E2E_TMP/c.json" && mv "$E2E_TMP/c.json" "$E2E_TMP/b3/config.json"
 run runc run --bundle "$E2E_TMP/b3" "$P-3"
 assert_eq "$RC" 1 "private PID namespace refused"
-assert_contains "$OUT" "gpufrac: the container has its own PID namespace" "host-PID message"
+assert_contains "$OUT" "gpufrac-hook: the container has its own PID namespace" "host-PID message"
 assert_contains "$OUT" "--pid=host" "names --pid=host"
 assert_contains "$OUT" "hostPID: true" "names hostPID: true"
 
@@ -56,7 +56,7 @@ assert_contains "$OUT" "hostPID: true" "names hostPID: true"
 make_bundle "$E2E_TMP/b4" 'true' gpufrac.io/fraction=1.5
 run runc run --bundle "$E2E_TMP/b4" "$P-4"
 assert_eq "$RC" 1 "malformed fraction refused"
-assert_contains "$OUT" 'gpufrac: gpufrac.io/fraction: \"1.5\" is out of range' "parse error names the annotation and value"
+assert_contains "$OUT" 'gpufrac-hook: gpufrac.io/fraction: \"1.5\" is out of range' "parse error names the annotation and value"
 assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "nothing booked"
 
 # 5. No annotation: untouched container, untouched ledger.

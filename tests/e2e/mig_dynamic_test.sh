@@ -74,7 +74,7 @@ run "$GPUFRAC" status --json
 assert_eq "$(jq -r --arg u "$MIG" '.devices[] | select(.uuid == $u) | .state' <<<"$OUT")" idle "status --json: idle"
 run "$GPUFRAC" status
 assert_contains "$OUT" "Idle dynamic MIG instances (kept for reuse)" "status lists idle instances"
-assert_contains "$OUT" "MIG 1g.10gb gi $GI ci 0  $MIG  idle" "status row of the idle instance"
+assert_contains "$OUT" "0    $GI   0   MIG 1g.10gb  ${MIG:0:12}  idle" "status row of the idle instance"
 
 # 3. The CDI spec lists the new instance.
 run "$GPUFRAC" cdi list

@@ -60,11 +60,11 @@ for case in containerd/v2-default containerd/v2-minimal containerd/v3 containerd
             docker/existing docker/missing crio/default podman/hooks-dir; do
   engine=${case%%/*}
   dir=$(prepare "$case")
-  run "$GPUFRAC" runtime configure "$engine" --config "$dir/$(main_file "$engine")" --runtime-path "$RT"
+  run "$GPUFRAC" runtime configure "$engine" --engine-config "$dir/$(main_file "$engine")" --runtime-path "$RT"
   assert_eq "$RC" 0 "$case: configure: $OUT"
   check_expected "$case" "$dir"
   before=$(snapshot "$dir")
-  run "$GPUFRAC" runtime configure "$engine" --config "$dir/$(main_file "$engine")" --runtime-path "$RT"
+  run "$GPUFRAC" runtime configure "$engine" --engine-config "$dir/$(main_file "$engine")" --runtime-path "$RT"
   assert_eq "$RC" 0 "$case: second run"
   assert_contains "$OUT" "$engine: already configured (" "$case: second run says nothing changed"
   assert_eq "$(snapshot "$dir")" "$before" "$case: second run leaves every file as it was"
@@ -73,7 +73,7 @@ done
 # 2. Messages and backups of the first run (containerd v2-default: one new file, one updated).
 dir=$(prepare containerd/backup)
 cp "$FIXTURES/containerd/v2-minimal/config.toml" "$dir/config.toml"
-run "$GPUFRAC" runtime configure containerd --config "$dir/config.toml" --runtime-path "$RT"
+run "$GPUFRAC" runtime configure containerd --engine-config "$dir/config.toml" --runtime-path "$RT"
 note=""  # the note appears only while $RT is missing (it exists with the package installed)
 [ -e "$RT" ] || note="
 note: $RT does not exist yet; install gpufrac-runtime there"
@@ -83,7 +83,7 @@ restart containerd to load it: systemctl restart containerd$note" "first-run rep
 cmp -s "$FIXTURES/containerd/v2-minimal/config.toml" "$dir/config.toml.gpufrac.bak" || fail "the backup is the original"
 assert_eq "$(stat -c %a "$dir/config.toml")" "644" "mode kept"
 # A later change (another runtime path) keeps the first backup: it stays the operator's original.
-run "$GPUFRAC" runtime configure containerd --config "$dir/config.toml" --runtime-path /opt/gpufrac/bin/gpufrac-runtime
+run "$GPUFRAC" runtime configure containerd --engine-config "$dir/config.toml" --runtime-path /opt/gpufrac/bin/gpufrac-runtime
 assert_eq "$OUT" "updated $dir/conf.d/99-gpufrac.toml (backup: $dir/conf.d/99-gpufrac.toml.gpufrac.bak)
 restart containerd to load it: systemctl restart containerd
 note: /opt/gpufrac/bin/gpufrac-runtime does not exist yet; install gpufrac-runtime there" "second change backs up the drop-in only"
@@ -92,53 +92,60 @@ assert_contains "$(cat "$dir/conf.d/99-gpufrac.toml")" 'BinaryName = "/opt/gpufr
 # daemon.json keeps its mode.
 dir=$(prepare docker/existing)
 chmod 600 "$dir/daemon.json"
-"$GPUFRAC" runtime configure docker --config "$dir/daemon.json" --runtime-path "$RT" >/dev/null
+"$GPUFRAC" runtime configure docker --engine-config "$dir/daemon.json" --runtime-path "$RT" >/dev/null
 assert_eq "$(stat -c %a "$dir/daemon.json") $(stat -c %a "$dir/daemon.json.gpufrac.bak")" "600 600" "daemon.json and its backup keep mode 600"
 
 # 3. --dry-run prints the diff and writes nothing.
 dir=$(prepare containerd/v2-minimal)
 before=$(snapshot "$dir")
-run "$GPUFRAC" runtime configure containerd --dry-run --config "$dir/config.toml" --runtime-path "$RT"
+run "$GPUFRAC" runtime configure containerd --dry-run --engine-config "$dir/config.toml" --runtime-path "$RT"
 assert_eq "$RC" 0 "dry run"
 assert_eq "$(snapshot "$dir")" "$before" "dry run writes nothing"
 if [ "${GPUFRAC_REGENERATE_FIXTURES:-0}" = 1 ]; then
   sed "s|$dir|@DIR@|g" <<<"$OUT" >"$FIXTURES/containerd/v2-minimal/dry-run.out"
 fi
 assert_eq "$OUT" "$(sed "s|@DIR@|$dir|g" "$FIXTURES/containerd/v2-minimal/dry-run.out")" "dry-run output"
-"$GPUFRAC" runtime configure containerd --config "$dir/config.toml" --runtime-path "$RT" >/dev/null
-run "$GPUFRAC" runtime configure containerd --dry-run --config "$dir/config.toml" --runtime-path "$RT"
+run "$GPUFRAC" runtime configure containerd --dry-run --json --engine-config "$dir/config.toml" --runtime-path "$RT"
+assert_eq "$(jq -c '[.engine, .dry_run, .changed, [.files[] | [.path, .action, (.diff | length > 0)]]]' <<<"$OUT")" \
+  "[\"containerd\",true,true,[[\"$dir/conf.d/99-gpufrac.toml\",\"create\",true],[\"$dir/config.toml\",\"update\",true]]]" \
+  "dry run as JSON"
+"$GPUFRAC" runtime configure containerd --engine-config "$dir/config.toml" --runtime-path "$RT" >/dev/null
+run "$GPUFRAC" runtime configure containerd --json --engine-config "$dir/config.toml" --runtime-path "$RT"
+assert_eq "$(jq -c '[.changed, [.files[].action], .reload]' <<<"$OUT")" '[false,["unchanged","unchanged"],""]' \
+  "a second run as JSON: nothing changed"
+run "$GPUFRAC" runtime configure containerd --dry-run --engine-config "$dir/config.toml" --runtime-path "$RT"
 assert_eq "$OUT" "containerd: already configured ($dir/conf.d/99-gpufrac.toml, $dir/config.toml); nothing to change" \
   "dry run after configuring"
 
 # 4. Refusals: one line, nothing written.
 dir=$(prepare containerd/refusals)
 printf 'root = "/var/lib/containerd"\n' >"$dir/config.toml"
-run "$GPUFRAC" runtime configure containerd --config "$dir/config.toml" --runtime-path "$RT"
+run "$GPUFRAC" runtime configure containerd --engine-config "$dir/config.toml" --runtime-path "$RT"
 assert_eq "$RC" 1 "version 1 refused"
 assert_eq "$OUT" "gpufrac: runtime configure containerd: $dir/config.toml: config version 1 is not supported; gpufrac writes version 2 (containerd 1.x: \`version = 2\` and [plugins.\"io.containerd.grpc.v1.cri\"]) and version 3 (containerd 2.x)" \
   "version 1 message"
 printf 'version = 2\nimports = ["%s/conf.d/*.toml"]\n' "$dir" >"$dir/config.toml"
 mkdir -p "$dir/conf.d"
 printf 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = true\n' >"$dir/conf.d/zz-late.toml"
-run "$GPUFRAC" runtime configure containerd --config "$dir/config.toml" --runtime-path "$RT"
+run "$GPUFRAC" runtime configure containerd --engine-config "$dir/config.toml" --runtime-path "$RT"
 assert_eq "$RC" 1 "a CRI file loaded after the drop-in is refused"
 assert_eq "$OUT" "gpufrac: runtime configure containerd: $dir/conf.d/zz-late.toml sets [plugins.\"io.containerd.grpc.v1.cri\"] and containerd loads it after $dir/conf.d/99-gpufrac.toml, which would drop the gpufrac runtime; move its settings into $dir/config.toml or import it before the drop-in" \
   "late CRI file message"
 rm "$dir/conf.d/zz-late.toml"
 printf 'version = 2\n[plugins]\n  "io.containerd.grpc.v1.cri".sandbox_image = "x"\n' >"$dir/config.toml"
-run "$GPUFRAC" runtime configure containerd --config "$dir/config.toml" --runtime-path "$RT"
+run "$GPUFRAC" runtime configure containerd --engine-config "$dir/config.toml" --runtime-path "$RT"
 assert_eq "$OUT" "gpufrac: runtime configure containerd: $dir/config.toml:3: sets the CRI plugin with dotted keys or an inline table; gpufrac needs [plugins.\"io.containerd.grpc.v1.cri\"] tables" \
   "dotted keys refused"
 printf 'version = 2\n[plugins\n' >"$dir/config.toml"
-run "$GPUFRAC" runtime configure containerd --config "$dir/config.toml" --runtime-path "$RT"
+run "$GPUFRAC" runtime configure containerd --engine-config "$dir/config.toml" --runtime-path "$RT"
 assert_eq "$OUT" "gpufrac: runtime configure containerd: $dir/config.toml:2: expected '.' or ']' after a key" "TOML syntax error names file:line"
 printf '{"runtimes": []}' >"$dir/daemon.json"
-run "$GPUFRAC" runtime configure docker --config "$dir/daemon.json" --runtime-path "$RT"
+run "$GPUFRAC" runtime configure docker --engine-config "$dir/daemon.json" --runtime-path "$RT"
 assert_eq "$OUT" "gpufrac: runtime configure docker: $dir/daemon.json: runtimes must be an object of {\"path\": ..., \"runtimeArgs\": [...]}" \
   "docker runtimes type"
 run "$GPUFRAC" runtime configure lxc
 assert_eq "$OUT" 'gpufrac: "lxc" is not an engine; use containerd, docker, crio or podman' "unknown engine"
-run "$GPUFRAC" runtime configure docker --runtime-path bin/gpufrac-runtime --config "$dir/daemon.json"
+run "$GPUFRAC" runtime configure docker --runtime-path bin/gpufrac-runtime --engine-config "$dir/daemon.json"
 assert_eq "$OUT" 'gpufrac: --runtime-path "bin/gpufrac-runtime": must be an absolute path' "relative runtime path"
 assert_eq "$(ls "$dir" | sort | tr '\n' ' ')" "conf.d config.toml daemon.json " "refusals wrote nothing"
 

@@ -18,7 +18,7 @@ LIMIT=$((40536 / 4 * 1024 * 1024))
 make_rootfs "$E2E_TMP/rootfs"
 PODMAN_RUNTIME=gpufrac
 
-run "$GPUFRAC" runtime configure podman --config "$E2E_TMP/containers.conf" --drop-in "$E2E_TMP/99-gpufrac.conf" \
+run "$GPUFRAC" runtime configure podman --engine-config "$E2E_TMP/containers.conf" --drop-in "$E2E_TMP/99-gpufrac.conf" \
   --runtime-path "$WRAPPER"
 assert_eq "$RC" 0 "configure podman: $OUT"
 assert_eq "$(grep -c '^gpufrac = \["'"$WRAPPER"'"\]$' "$E2E_TMP/99-gpufrac.conf")" 1 "engine.runtimes.gpufrac names the wrapper"

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cdi/spec_file.hpp"
+#include "cdi/spec_lines.hpp"
 #include "cdi/validate.hpp"
 #include "cdi/version.hpp"
 #include "cdi_test_util.hpp"
@@ -138,6 +139,34 @@ TEST(CdiSpecFile, YamlScalarsAreTypedLikeSigsK8sYaml) {
             R"({"a":1,"b":"1","c":true,"d":null,"e":"0.5.0","f":-3,"g":1.5,"h":"x","i":18446744073709551615})");
   EXPECT_EQ(parse_spec_text("a: [1, {b: 2}]\n", "t")->dump(), R"({"a":[1,{"b":2}]})");
   EXPECT_EQ(parse_spec_text("a: {b: 1, b: 2}\n", "t").error().message, "t: a: key \"b\" appears twice");
+}
+
+}  // namespace
+}  // namespace gpufrac::cdi
+
+namespace gpufrac::cdi {
+namespace {
+
+// `cdi validate` names file:line: the line of a location's key (or sequence item), else of its
+// closest parent; the document is line 1.
+TEST(CdiSpecLines, LinesOfLocations) {
+  const std::string text =
+      "cdiVersion: \"0.5.0\"\n"
+      "kind: example.com/gpu\n"
+      "devices:\n"
+      "- name: \"0\"\n"
+      "  containerEdits:\n"
+      "    env: [A=1]\n"
+      "    deviceNodes:\n"
+      "    - {path: /dev/x, type: c}\n";
+  const SpecLines lines = spec_lines(text);
+  EXPECT_EQ(line_of(lines, "kind"), 2);
+  EXPECT_EQ(line_of(lines, "devices[0].name"), 4);
+  EXPECT_EQ(line_of(lines, "devices[0].containerEdits.env[0]"), 6);
+  EXPECT_EQ(line_of(lines, "devices[0].containerEdits.deviceNodes[0].type"), 8);
+  EXPECT_EQ(line_of(lines, "devices[0].containerEdits.hooks[0].path"), 5);  // absent: its parent
+  EXPECT_EQ(line_of(lines, ""), 1);
+  EXPECT_TRUE(spec_lines("[unclosed").empty());
 }
 
 }  // namespace

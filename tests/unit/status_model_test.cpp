@@ -2,7 +2,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
+
 #include "cli/status_model.hpp"
+#include "cli/status_render.hpp"
+#include "core/fs.hpp"
 #include "nvml/simulated.hpp"
 
 namespace gpufrac::cli {
@@ -32,63 +36,51 @@ std::string state_of(const LedgerEntry& e) {
   return e.pending() ? "pending" : "running";
 }
 
-TEST(StatusModel, SharesPerGpuTable) {
+// The plain form (no colour) is compared byte for byte with tests/fixtures/status/<name>.txt.
+// After an intended change: GPUFRAC_UPDATE_GOLDEN=1 <build>/bin/cli_status_test, then review the diff.
+void expect_golden(const std::string& name, const std::string& text) {
+  const std::string path = std::string(GPUFRAC_SOURCE_DIR) + "/tests/fixtures/status/" + name + ".txt";
+  if (std::getenv("GPUFRAC_UPDATE_GOLDEN") != nullptr) ASSERT_TRUE(fs::write_file_atomic(path, text));
+  auto golden = fs::read_file(path);
+  ASSERT_TRUE(golden) << golden.error().message << " (GPUFRAC_UPDATE_GOLDEN=1 writes it)";
+  EXPECT_EQ(text, *golden) << "differs from " << path;
+}
+
+StatusReport two_gpus_report() {
   auto inv = machine("a100-40gb-x2.yaml");
-  LedgerState ledger{{entry("b", inv.gpus[0].uuid, 10134 * kMiB, 42, 1000),
+  LedgerState ledger{{entry("b8d1e0f2a3c4b5d6e7f8", inv.gpus[0].uuid, 10134 * kMiB, 42, 1000),
                       entry("a", inv.gpus[0].uuid, 4 * kGiB, 0, 990),
                       entry("ghost", "GPU-11111111-1111-1111-1111-111111111111", kGiB, 7, 900)}};
-  auto report = build_status(inv, ledger, AllocationConfig{}, 1125, state_of);
+  return build_status(inv, ledger, AllocationConfig{}, 1125, state_of, [](const LedgerEntry& e) {
+    return e.pending() ? std::nullopt : std::optional<std::uint64_t>(3 * kGiB);
+  });
+}
+
+TEST(StatusModel, SharesPerGpu) {
+  auto report = two_gpus_report();
   ASSERT_EQ(report.devices.size(), 2u);
   EXPECT_EQ(report.devices[0].reserved, 10134 * kMiB + 4 * kGiB);
   EXPECT_EQ(report.devices[0].free, 40536 * kMiB - 10134 * kMiB - 4 * kGiB);
-  EXPECT_EQ(
-      render_status(report),
-      "GPU  DEVICE                 UUID                                      TOTAL     RESERVED  FREE      SHARES\n"
-      "0    NVIDIA A100-SXM4-40GB  GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5  39.6 GiB  13.9 GiB  25.7 GiB  2\n"
-      "1    NVIDIA A100-SXM4-40GB  GPU-5ae7c110-fc7e-c29d-ca0b-696c52a0358c  39.6 GiB  0 B       39.6 GiB  0\n"
-      "\n"
-      "Shares\n"
-      "DEVICE                                                       CONTAINER  REQUEST        BYTES    SOURCE  PID  "
-      "STATE    AGE\n"
-      "GPU 0                                                        a          fraction=0.25  4.0 GiB  hook    -    "
-      "pending  2m15s\n"
-      "GPU 0                                                        b          fraction=0.25  9.9 GiB  hook    42   "
-      "running  2m05s\n"
-      "GPU-11111111-1111-1111-1111-111111111111 (not on this node)  ghost      fraction=0.25  1.0 GiB  hook    7    "
-      "running  3m45s\n");
+  expect_golden("two-gpus", render_status(report));
+  expect_golden("two-gpus-no-trunc", render_status(report, StatusStyle{false, true, 60}));
 }
 
-TEST(StatusModel, MigInstancesAndUsageColumn) {
+TEST(StatusModel, MigInstancesAndUsage) {
   auto inv = machine("a100-80gb-mig.yaml");
   LedgerEntry e = entry("m", "MIG-7e3ba276-cba9-efe9-9fe8-6c419f56af4e", 9728 * kMiB, 9, 0);
   e.mig = MigRef{9, 0, "1g.10gb"};
   e.exclusive = true;
   e.request = "mig-profile=1g.10gb";
-  auto report = build_status(inv, LedgerState{{e}}, AllocationConfig{}, 7200, state_of,
+  LedgerState ledger{{e}, {{"MIG-6ab7d7ee-fc32-0d24-eb1d-a652742cd522", inv.gpus[0].uuid, 7000}}};
+  auto report = build_status(inv, ledger, AllocationConfig{}, 7200, state_of,
                              [](const LedgerEntry&) { return std::optional<std::uint64_t>(kGiB); });
-  EXPECT_EQ(
-      render_status(report),
-      "GPU  DEVICE                            UUID                                      TOTAL     RESERVED  FREE"
-      "      SHARES\n"
-      "0    NVIDIA A100-SXM4-80GB (MIG mode)  GPU-0503783c-98ec-041d-cab1-624a56556d11  80.0 GiB  -         -"
-      "         -\n"
-      "0    MIG 3g.40gb gi 1 ci 0             MIG-4abe8dfe-56e0-1af9-c15d-053625ecbfe1  39.2 GiB  0 B       39.2 GiB"
-      "  0\n"
-      "0    MIG 2g.20gb gi 5 ci 0             MIG-f78d0c02-39a7-012e-4893-522a41e2242b  19.5 GiB  0 B       19.5 GiB"
-      "  0\n"
-      "0    MIG 1g.10gb gi 9 ci 0             MIG-7e3ba276-cba9-efe9-9fe8-6c419f56af4e  9.5 GiB   9.5 GiB   0 B"
-      "       1\n"
-      "0    MIG 1g.10gb gi 10 ci 0            MIG-6ab7d7ee-fc32-0d24-eb1d-a652742cd522  9.5 GiB   0 B       9.5 GiB"
-      "   0\n"
-      "\n"
-      "Shares\n"
-      "DEVICE           CONTAINER  REQUEST              BYTES    SOURCE  PID  STATE    AGE    USED\n"
-      "GPU 0 gi 9 ci 0  m          mig-profile=1g.10gb  9.5 GiB  hook    9    running  2h00m  1.0 GiB\n");
+  expect_golden("mig", render_status(report));
   auto j = status_json(report);
   EXPECT_EQ(j["devices"][3]["type"], "mig");
   EXPECT_EQ(j["devices"][3]["mig"]["gi"], 9);
   EXPECT_EQ(j["devices"][3]["shares"][0]["used_bytes"], kGiB);
   EXPECT_EQ(j["devices"][0]["mig_mode"], true);
+  EXPECT_EQ(j["devices"][4]["state"], "idle");
 }
 
 TEST(StatusModel, OvercommitAndEmpty) {
@@ -101,6 +93,55 @@ TEST(StatusModel, OvercommitAndEmpty) {
   EXPECT_TRUE(text.starts_with("Overcommit 1.50: FREE counts up to TOTAL x overcommit\n\n")) << text;
   EXPECT_TRUE(text.ends_with("\nNo shares.\n")) << text;
   EXPECT_EQ(status_json(report)["devices"][1]["free"], 60804 * kMiB);
+}
+
+// Cells in proportion to bytes: a quarter share using half of it on a 40-cell bar is 5 used cells
+// and 5 reserved ones; overcommitted devices scale to what is reserved.
+TEST(StatusRender, Bars) {
+  DeviceStatus d;
+  d.total = 400;
+  d.shares = {ShareStatus{entry("x", "GPU-a", 100, 1, 0), "running", 0, 50},
+              ShareStatus{entry("y", "GPU-a", 200, 0, 0), "pending", 0, std::nullopt}};
+  StatusStyle plain{false, false, 40};
+  EXPECT_EQ(memory_bar(d, plain), "[AAAAAaaaaabbbbbbbbbbbbbbbbbbbb..........]");
+  d.reserved = 800;
+  d.shares.push_back(ShareStatus{entry("z", "GPU-a", 500, 1, 0), "running", 0, 500});
+  EXPECT_EQ(memory_bar(d, plain), "[AAAaabbbbbbbbbbCCCCCCCCCCCCCCCCCCCCCCCCC]");
+  d.total = 0;
+  d.reserved = 0;
+  d.shares.clear();
+  EXPECT_EQ(memory_bar(d, plain), "[........................................]");
+  EXPECT_EQ(share_label(0), "A");
+  EXPECT_EQ(share_label(25), "Z");
+  EXPECT_EQ(share_label(26), "#");
+}
+
+TEST(StatusRender, ColourOnlyWhenAsked) {
+  auto report = two_gpus_report();
+  const std::string plain = render_status(report);
+  EXPECT_EQ(plain.find('\033'), std::string::npos);
+  const std::string coloured = render_status(report, StatusStyle{true, false, 60});
+  EXPECT_NE(coloured.find("\033[1;97;43mBBBBB\033[0m\033[33mbbbb"), std::string::npos) << coloured;  // B's cells
+  EXPECT_NE(coloured.find("\033[1;33mB\033[0m"), std::string::npos) << coloured;  // its label in the table
+  EXPECT_NE(coloured.find("\033[32mrunning\033[0m"), std::string::npos) << coloured;
+  // The same text once the colour sequences are taken out: columns stay aligned.
+  std::string stripped;
+  for (std::size_t i = 0; i < coloured.size(); ++i) {
+    if (coloured[i] == '\033') {
+      while (coloured[i] != 'm') ++i;
+      continue;
+    }
+    stripped += coloured[i];
+  }
+  EXPECT_EQ(stripped, plain);
+}
+
+TEST(StatusRender, ShortIds) {
+  EXPECT_EQ(short_id("3f2a9c1e7d44aa55", false), "3f2a9c1e7d44");
+  EXPECT_EQ(short_id("3f2a9c1e7d44aa55", true), "3f2a9c1e7d44aa55");
+  EXPECT_EQ(short_id("GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5", false), "GPU-d7dabd4b");
+  EXPECT_EQ(short_id("web", false), "web");
+  EXPECT_EQ(short_id("demo-sleeper-1", false), "demo-sleeper-1");  // a name, not a generated id
 }
 
 TEST(StatusModel, Ages) {

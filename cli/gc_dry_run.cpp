@@ -1,0 +1,85 @@
+#include "cli/gc_dry_run.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "cli/node_view.hpp"
+#include "core/container_state.hpp"
+#include "core/fs.hpp"
+#include "core/ledger_mig.hpp"
+#include "core/text.hpp"
+#include "limits/host/region_file.hpp"
+
+namespace gpufrac::cli {
+
+namespace {
+
+// The reason gc's reclaim gives, for the states status shows; "" for a share gc keeps.
+std::string why_reclaimed(const ShareStatus& s) {
+  const LedgerEntry& e = s.entry;
+  if (s.state == "pending (expired)") return text::cat("pending for ", s.age_s, " s");
+  if (s.state == "exited") return text::cat("process ", e.pid, " exited");
+  if (s.state == "pid reused") return text::cat("pid ", e.pid, " was reused");
+  return "";
+}
+
+GcReport plan_ledger(const StatusReport& r, const Config& cfg) {
+  GcReport out;
+  auto visit = [&](const ShareStatus& s) {
+    const std::string why = why_reclaimed(s);
+    if (why.empty())
+      ++out.kept;
+    else
+      out.reclaimed.push_back(Reclaimed{s.entry, why});
+  };
+  for (const auto& d : r.devices)
+    for (const auto& s : d.shares) visit(s);
+  for (const auto& s : r.unknown) visit(s);
+  const std::string prefix = "." + fs::basename(cfg.ledger_path()) + ".tmp.";
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(cfg.state_dir, ec))
+    if (f.path().filename().string().starts_with(prefix)) out.temp_files_removed.push_back(f.path().string());
+  return out;
+}
+
+FilesReport plan_files(const Config& cfg, const NodeView& node, const GcReport& ledger) {
+  std::set<std::string> kept;  // containers with a booking gc keeps
+  for (const auto& e : node.ledger.entries)
+    if (std::none_of(ledger.reclaimed.begin(), ledger.reclaimed.end(),
+                     [&](const Reclaimed& r) { return r.entry == e; }))
+      kept.insert(e.container_id);
+  FilesReport out;
+  std::error_code ec;
+  for (const auto& d : std::filesystem::directory_iterator(cfg.state_dir + "/containers", ec)) {
+    const std::string id = d.path().filename();
+    if (!kept.contains(id)) {
+      out.dirs_removed.push_back(id);
+      continue;
+    }
+    if (auto u = limits::read_region_usage(container_files(cfg, id).usage, cfg.proc_root))
+      out.dead_slots += u->dead_slots;
+  }
+  return out;
+}
+
+MigReclaimReport plan_mig(const Config& cfg, const NodeView& node, std::int64_t now) {
+  MigReclaimReport out;
+  for (auto& i : idle_mig_instances(node.inventory, node.ledger, now))
+    (i.idle_s >= static_cast<std::int64_t>(cfg.mig.idle_timeout_s) ? out.destroyed : out.idle).push_back(std::move(i));
+  return out;
+}
+
+}  // namespace
+
+Result<GcPlan> plan_gc(const Config& cfg, std::int64_t now) {
+  auto node = read_node(cfg, now);
+  if (!node) return std::unexpected(node.error());
+  GcPlan p;
+  p.ledger = plan_ledger(node->report, cfg);
+  p.files = plan_files(cfg, *node, p.ledger);
+  p.mig = plan_mig(cfg, *node, now);
+  return p;
+}
+
+}  // namespace gpufrac::cli

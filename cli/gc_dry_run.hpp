@@ -1,0 +1,35 @@
+// `gpufrac gc --dry-run`: what gc would do, from what `gpufrac status` reads (cli/node_view.hpp),
+// writing nothing: the bookings of exited processes, reused pids and expired pending bookings (the
+// ledger's own reclaim rules, through the same liveness check), the container directories and the
+// dead slots of accounting regions that would go, the stale temp files of killed ledger writers,
+// and the dynamic MIG instances idle past mig.idle-timeout. Half-made MIG instances are found only
+// by gc itself (it asks the driver).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/ledger.hpp"
+#include "nvml/mig_reclaim.hpp"
+
+namespace gpufrac::cli {
+
+// What gc does beyond the ledger: per-container directories whose container holds no booking any
+// more are removed, and the accounting regions of booked containers drop their dead processes.
+struct FilesReport {
+  std::vector<std::string> dirs_removed;
+  unsigned dead_slots = 0;
+};
+
+struct GcPlan {
+  GcReport ledger;
+  FilesReport files;
+  MigReclaimReport mig;
+};
+
+Result<GcPlan> plan_gc(const Config& cfg, std::int64_t now);
+
+}  // namespace gpufrac::cli

@@ -1,0 +1,31 @@
+// `gpufrac metrics` as data: the node (cli/node_view.hpp) and the front-ends' counter file
+// (metrics/counter_file.hpp) as Prometheus families. Pure: the same input gives the same text.
+// Series (docs/architecture.md "Metrics"; every one used by etc/grafana/gpufrac.json):
+//   gpufrac_build_info{version}                                   1
+//   gpufrac_gpu_info{gpu_index,gpu_uuid,name,mig_mode}            1 per GPU
+//   gpufrac_gpu_memory_{total,reserved,free}_bytes{gpu_index,gpu_uuid,device_uuid}
+//   gpufrac_gpu_shares{gpu_index,gpu_uuid,device_uuid}            bookings on the device
+//       per device that holds shares: a GPU not in MIG mode (device_uuid = gpu_uuid) or a MIG
+//       instance (device_uuid = MIG-...); a GPU in MIG mode has only gpu_info and mig_instances
+//   gpufrac_share_{limit,used}_bytes{gpu_index,gpu_uuid,device_uuid,container_id,device_key,request}
+//       per booking; used only where the container's accounting region says (not when pending)
+//   gpufrac_mig_instances{gpu_index,gpu_uuid,state}               in_use, idle (kept for reuse), free
+//   gpufrac_refusals_total{frontend,reason}                       hook|wrapper x capacity|malformed|host_pid|other
+//   gpufrac_hook_duration_seconds{stage}                          histogram: prestart, createRuntime, poststop
+//   gpufrac_wrapper_duration_seconds                              histogram: gpufrac-runtime create
+//   gpufrac_ledger_entries, gpufrac_ledger_size_bytes
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "cli/node_view.hpp"
+#include "metrics/counter_file.hpp"
+#include "metrics/exposition.hpp"
+
+namespace gpufrac::cli {
+
+std::vector<metrics::Family> node_metrics(const NodeView& node, const metrics::CounterSnapshot& counters,
+                                          std::string_view version);
+
+}  // namespace gpufrac::cli

@@ -1,0 +1,66 @@
+#include "cli/node_view.hpp"
+
+#include <sys/stat.h>
+
+#include <map>
+#include <memory>
+
+#include "core/container_state.hpp"
+#include "core/ledger.hpp"
+#include "core/process.hpp"
+#include "limits/host/region_file.hpp"
+#include "nvml/inventory_cache.hpp"
+
+namespace gpufrac::cli {
+
+namespace {
+
+std::string share_state(const LedgerEntry& e, const Config& cfg, std::int64_t now) {
+  if (e.pending())
+    return now - e.created > static_cast<std::int64_t>(cfg.allocation.pending_timeout_s) ? "pending (expired)"
+                                                                                         : "pending";
+  Liveness l = process_liveness(cfg.proc_root, e.pid, e.pid_start);
+  return l == Liveness::alive || l == Liveness::unknown ? "running" : to_string(l);
+}
+
+// Live usage from each container's accounting region (what its processes hold now, summed over
+// live slots); nullopt when the container has no region (e.g. a pending booking).
+UsageOf live_usage(const Config& cfg) {
+  auto cache = std::make_shared<std::map<std::string, std::optional<limits::RegionUsage>>>();
+  return [cache, &cfg](const LedgerEntry& e) -> std::optional<std::uint64_t> {
+    auto [it, fresh] = cache->try_emplace(e.container_id);
+    if (fresh) {
+      auto usage = limits::read_region_usage(container_files(cfg, e.container_id).usage, cfg.proc_root);
+      if (usage) it->second = std::move(*usage);
+    }
+    if (!it->second) return std::nullopt;
+    for (const auto& d : it->second->devices)
+      if (d.uuid == e.device_uuid) return d.used;
+    return std::nullopt;
+  };
+}
+
+std::uint64_t file_size(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+}  // namespace
+
+Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
+  NodeView v;
+  auto inv = inventory_for_reading(cfg);
+  if (!inv) return std::unexpected(inv.error());
+  v.inventory = std::move(*inv);
+  const LedgerOptions options = LedgerOptions::from(cfg);
+  auto ledger = Ledger(options).read();
+  if (!ledger) return std::unexpected(ledger.error());
+  v.ledger = std::move(*ledger);
+  v.ledger_file_bytes = file_size(options.path);
+  v.report = build_status(
+      v.inventory, v.ledger, cfg.allocation, now, [&](const LedgerEntry& e) { return share_state(e, cfg, now); },
+      live_usage(cfg));
+  return v;
+}
+
+}  // namespace gpufrac::cli

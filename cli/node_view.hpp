@@ -1,0 +1,26 @@
+// What `gpufrac status`, `gpufrac metrics` and `gpufrac gc --dry-run` read of a node: the inventory
+// (the cache, never NVML), the ledger without its lock, and each booking's state and live usage
+// from its container's accounting region. Reading never writes a file and never waits for a
+// container start: the ledger is replaced whole, the regions are read with atomic loads.
+#pragma once
+
+#include <cstdint>
+
+#include "cli/status_model.hpp"
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "core/inventory.hpp"
+#include "core/ledger_entry.hpp"
+
+namespace gpufrac::cli {
+
+struct NodeView {
+  Inventory inventory;
+  LedgerState ledger;
+  std::uint64_t ledger_file_bytes = 0;  // size of ledger.json; 0 when there is none
+  StatusReport report;
+};
+
+Result<NodeView> read_node(const Config& cfg, std::int64_t now);
+
+}  // namespace gpufrac::cli

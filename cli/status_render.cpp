@@ -1,0 +1,215 @@
+#include "cli/status_render.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <numeric>
+
+#include "cli/table.hpp"
+#include "core/text.hpp"
+
+namespace gpufrac::cli {
+
+namespace {
+
+constexpr const char* kReset = "\033[0m";
+constexpr int kPalette[] = {2, 3, 4, 5, 6, 1};  // green, yellow, blue, magenta, cyan, red
+
+std::string paint(const StatusStyle& st, const std::string& code, const std::string& text) {
+  return st.colour && !text.empty() ? "\033[" + code + "m" + text + kReset : text;
+}
+
+enum class Cell { used, reserved, free };
+
+// One run of equal cells, coloured as its share (index) and kind.
+std::string cells(const StatusStyle& st, std::size_t share, Cell kind, std::size_t n) {
+  if (n == 0) return "";
+  const std::string label = share_label(share);
+  if (kind == Cell::free) return paint(st, "2", std::string(n, '.'));
+  std::string glyph = kind == Cell::used ? label : (label == "#" ? "=" : text::cat(char(label[0] - 'A' + 'a')));
+  std::string run;
+  for (std::size_t i = 0; i < n; ++i) run += glyph;
+  const int c = kPalette[share % std::size(kPalette)];
+  return paint(st, kind == Cell::used ? text::cat("1;97;4", c) : text::cat("3", c), run);
+}
+
+std::string label_cell(const StatusStyle& st, std::size_t share) {
+  return paint(st, text::cat("1;3", kPalette[share % std::size(kPalette)]), share_label(share));
+}
+
+std::size_t cell_of(std::uint64_t bytes, std::uint64_t scale, std::size_t width) {
+  return scale == 0 ? 0 : static_cast<std::size_t>((static_cast<unsigned __int128>(bytes) * width + scale / 2) / scale);
+}
+
+std::string used_text(const DeviceStatus& d) {
+  bool known = false;
+  std::uint64_t used = 0;
+  for (const auto& s : d.shares)
+    if (s.used_bytes) {
+      known = true;
+      used += *s.used_bytes;
+    }
+  return known || d.shares.empty() ? text::format_bytes(used) : "-";
+}
+
+std::string device_name(const DeviceStatus& d) {
+  if (d.mig) return "MIG " + d.name;
+  return d.mig_mode ? d.name + " (MIG mode)" : d.name;
+}
+
+bool any_mig(const StatusReport& r) {
+  return std::any_of(r.devices.begin(), r.devices.end(), [](const DeviceStatus& d) { return d.mig.has_value(); });
+}
+
+// The GPU (and GI, CI) cells of a device or share.
+std::vector<std::string> where(std::uint32_t gpu, const std::optional<MigRef>& mig, bool mig_columns) {
+  std::vector<std::string> out{text::cat(gpu)};
+  if (mig_columns) {
+    out.push_back(mig ? text::cat(mig->gi) : "-");
+    out.push_back(mig ? text::cat(mig->ci) : "-");
+  }
+  return out;
+}
+
+std::vector<std::string> header(std::vector<std::string> rest, bool mig_columns) {
+  std::vector<std::string> h{"GPU"};
+  if (mig_columns) h.insert(h.end(), {"GI", "CI"});
+  h.insert(h.end(), rest.begin(), rest.end());
+  return h;
+}
+
+std::string render_devices(const StatusReport& r, const StatusStyle& st) {
+  const bool mig = any_mig(r);
+  Table t(header({"NAME", "UUID", "USED", "RESERVED", "FREE", "TOTAL", "SHARES"}, mig));
+  for (const auto& d : r.devices) {
+    auto row = where(d.gpu_index, d.mig, mig);
+    row.insert(row.end(), {paint(st, "1", device_name(d)), short_id(d.uuid, st.no_trunc)});
+    if (d.mig_mode)
+      row.insert(row.end(), {"-", "-", "-", text::format_bytes(d.total), "-"});
+    else
+      row.insert(row.end(), {used_text(d), text::format_bytes(d.reserved), text::format_bytes(d.free),
+                             text::format_bytes(d.total), text::cat(d.shares.size())});
+    t.add(std::move(row));
+  }
+  auto lines = t.lines();
+  std::string out = lines[0] + "\n";
+  for (std::size_t i = 0; i < r.devices.size(); ++i) {
+    out += lines[i + 1] + "\n";
+    if (!r.devices[i].mig_mode) out += "     " + memory_bar(r.devices[i], st) + "\n";
+  }
+  return out;
+}
+
+std::string state_text(const std::string& state, const StatusStyle& st) {
+  if (state == "running") return paint(st, "32", state);
+  return paint(st, state == "pending" ? "33" : "31", state);
+}
+
+struct ShareRow {
+  std::string label;  // coloured as the share's cells in the bar
+  std::vector<std::string> where;
+  const ShareStatus* share;
+};
+
+std::string render_shares(const std::vector<ShareRow>& rows, bool mig, const StatusStyle& st) {
+  const bool keys =
+      std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return !r.share->entry.device_key.empty(); });
+  std::vector<std::string> rest{"CONTAINER"};
+  if (keys) rest.push_back("CDI DEVICE");
+  for (const char* h : {"REQUEST", "RESERVED", "USED", "SOURCE", "PID", "STATE", "AGE"}) rest.push_back(h);
+  auto h = header(rest, mig);
+  h.insert(h.begin(), "SHARE");
+  Table t(h);
+  for (const auto& r : rows) {
+    const LedgerEntry& e = r.share->entry;
+    std::vector<std::string> row{r.label};
+    row.insert(row.end(), r.where.begin(), r.where.end());
+    row.push_back(short_id(e.container_id, st.no_trunc));
+    if (keys) row.push_back(e.device_key.empty() ? "-" : e.device_key);
+    for (auto v : {e.request, text::format_bytes(e.bytes),
+                   r.share->used_bytes ? text::format_bytes(*r.share->used_bytes) : std::string("-"),
+                   std::string(to_string(e.source)), e.pending() ? std::string("-") : text::cat(e.pid),
+                   state_text(r.share->state, st), format_age(r.share->age_s)})
+      row.push_back(v);
+    t.add(std::move(row));
+  }
+  return t.render();
+}
+
+// Dynamic MIG instances without booking, kept for reuse until mig.idle-timeout.
+std::string render_idle(const StatusReport& r, const StatusStyle& st) {
+  Table t({"GPU", "GI", "CI", "NAME", "UUID", "STATE", "IDLE"});
+  for (const auto& d : r.devices)
+    if (d.idle_s && d.mig)
+      t.add({text::cat(d.gpu_index), text::cat(d.mig->gi), text::cat(d.mig->ci), device_name(d),
+             short_id(d.uuid, st.no_trunc), "idle", format_age(*d.idle_s)});
+  return t.empty() ? "" : "\nIdle dynamic MIG instances (kept for reuse)\n" + t.render();
+}
+
+}  // namespace
+
+std::string share_label(std::size_t index) {
+  return index < 26 ? std::string(1, static_cast<char>('A' + index)) : "#";
+}
+
+std::string short_id(std::string_view id, bool no_trunc) {
+  const bool generated = id.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+  const bool uuid = id.starts_with("GPU-") || id.starts_with("MIG-");
+  return std::string(no_trunc || !(generated || uuid) ? id : id.substr(0, kShortIdLength));
+}
+
+std::string memory_bar(const DeviceStatus& d, const StatusStyle& st) {
+  const std::size_t w = st.bar_width;
+  const std::uint64_t scale = std::max(d.total, d.reserved);
+  std::string bar = "[";
+  std::uint64_t cum = 0;
+  std::size_t pos = 0;
+  for (std::size_t i = 0; i < d.shares.size(); ++i) {
+    const ShareStatus& s = d.shares[i];
+    cum += s.entry.bytes;
+    const std::size_t end = std::min(w, cell_of(cum, scale, w));
+    const std::size_t n = end - std::min(end, pos);
+    const std::size_t used = std::min(n, cell_of(std::min(s.used_bytes.value_or(0), s.entry.bytes), scale, w));
+    bar += cells(st, i, Cell::used, used) + cells(st, i, Cell::reserved, n - used);
+    pos = std::max(pos, end);
+  }
+  return bar + cells(st, 0, Cell::free, w - pos) + "]";
+}
+
+// Bookings on devices the inventory does not list (a GPU removed, or another node's ledger).
+std::string render_unknown(const StatusReport& r) {
+  std::string out;
+  for (const auto& s : r.unknown)
+    out += "?: " + s.entry.container_id + " is booked on " + s.entry.device_uuid + ", which this node does not list\n";
+  return out;
+}
+
+std::string render_status(const StatusReport& r, const StatusStyle& st) {
+  std::string out;
+  if (r.overcommit != 1.0)
+    out += "Overcommit " + text::format_fixed(r.overcommit, 2) + ": FREE counts up to TOTAL x overcommit\n\n";
+  out += render_devices(r, st);
+  const bool mig = any_mig(r);
+  std::vector<ShareRow> rows;
+  for (const auto& d : r.devices)
+    for (std::size_t i = 0; i < d.shares.size(); ++i)
+      rows.push_back({label_cell(st, i), where(d.gpu_index, d.mig, mig), &d.shares[i]});
+  for (const auto& s : r.unknown) {
+    std::vector<std::string> cell{"?"};
+    if (mig) cell.insert(cell.end(), {"-", "-"});
+    rows.push_back({"-", cell, &s});
+  }
+  out += rows.empty() ? "\nNo shares.\n" : "\n" + render_shares(rows, mig, st) + render_unknown(r);
+  return out + render_idle(r, st);
+}
+
+bool colour_wanted(int fd) {
+  const char* no_colour = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  if (no_colour != nullptr && *no_colour != '\0') return false;
+  if (term != nullptr && std::string_view(term) == "dumb") return false;
+  return ::isatty(fd) == 1;
+}
+
+}  // namespace gpufrac::cli
