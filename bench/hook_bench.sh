@@ -5,7 +5,9 @@
 #   2. the full path: createRuntime (book, write files, mount into a real mount namespace, device
 #      cgroup) + poststop (release), on a simulated GPU;
 #   3. `runc run` of a trivial container with and without the hook (0.25 share), as a ratio.
-# Usage: bench/hook_bench.sh [build-dir] [iterations]
+# The simulated node has the driver's user space, which the hook injects (mounts + the container's
+# loader cache); GPUFRAC_BENCH_DRIVER=never measures without injection, as before it existed.
+# Usage: [GPUFRAC_BENCH_DRIVER=auto|never] bench/hook_bench.sh [build-dir] [iterations]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=$(realpath "${1:-build}")
@@ -20,7 +22,8 @@ e2e_on_exit() {
   runc_cleanup gpufrac-bench-
   umount "$E2E_TMP/state" 2>/dev/null || true
 }
-e2e_gpu_config a100-40gb-x1.yaml "log: {target: file, file: $E2E_TMP/gpufrac.log, level: warn}"
+DRIVER=${GPUFRAC_BENCH_DRIVER:-auto}
+e2e_gpu_config a100-40gb-x1.yaml "log: {target: file, file: $E2E_TMP/gpufrac.log, level: warn}" "driver: {inject: $DRIVER}"
 # The state dir is /run/gpufrac in production: a tmpfs, where the ledger's fsyncs cost nothing.
 mount -t tmpfs -o size=64m gpufrac-bench "$E2E_TMP/state"
 
@@ -78,4 +81,4 @@ echo "gpufrac-hook, no annotation (fast path):  ${fast} us per call   (exec floo
 echo "gpufrac-hook, full path (book + mount + release): ${full} us per createRuntime+poststop"
 echo "runc run, trivial container:              ${runc_plain} us"
 echo "runc run, with the hook and a 0.25 share: ${runc_share} us   (ratio $(ratio "$runc_share" "$runc_plain"))"
-echo "iterations: fast ${N}, full ${M}, runc ${R}; machine: $(nproc) cores, $(uname -r)"
+echo "iterations: fast ${N}, full ${M}, runc ${R}; driver.inject: ${DRIVER}; machine: $(nproc) cores, $(uname -r)"

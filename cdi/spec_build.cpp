@@ -67,12 +67,19 @@ bool is_control_node(const std::string& path, const Inventory& inv) {
                      [&](const DeviceNodeInfo& n) { return n.path == path; });
 }
 
+// The spec brings the driver's files unless driver.inject is never or the node has none (then
+// NVIDIA's toolkit does, told by each device which GPUs it may add).
+bool spec_injects_driver(const Inventory& inv, const Config& cfg) {
+  return cfg.driver.inject != DriverInject::never && !inv.driver.empty();
+}
+
 Result<Edits> device_edits(const std::vector<Grant>& grants, const std::vector<std::string>& members,
                            const Inventory& inv, const Config& cfg) {
   auto nodes = plan_device_nodes(grants, inv, cfg);
   if (!nodes) return std::unexpected(nodes.error());
   Edits e;
   e.env = plan_env(grants);
+  if (!spec_injects_driver(inv, cfg)) e.env.push_back(plan_nvidia_visible_devices(grants, false));
   for (auto& n : *nodes)
     if (!is_control_node(n.path, inv)) e.device_nodes.push_back(std::move(n));
   for (const auto& m : members) e.hooks.push_back(hook(cfg, "createRuntime", {"--cdi-device", m}));
@@ -88,6 +95,11 @@ Result<Edits> common_edits(const Inventory& inv, const Config& cfg) {
   e.mounts = plan_shim_mounts(cfg);
   ContainerFiles files{cfg.state_dir + "/cdi", "", "", cdi_preload_path(cfg)};
   e.mounts.push_back(plan_state_mounts(files).back());  // the preload file; no per-container files here
+  if (!spec_injects_driver(inv, cfg)) return e;
+  auto driver = plan_driver_mounts(inv.driver);
+  e.mounts.insert(e.mounts.end(), driver.begin(), driver.end());
+  e.env.push_back(plan_nvidia_visible_devices({}, true));
+  e.hooks.push_back(hook(cfg, "createRuntime", {"--ld-cache", ld_cache_arg(inv.driver)}));
   return e;
 }
 

@@ -27,6 +27,10 @@ const char* to_string(MigMode m) {
   return m == MigMode::dynamic ? "dynamic" : "static";
 }
 
+const char* to_string(DriverInject d) {
+  return d == DriverInject::always ? "always" : d == DriverInject::never ? "never" : "auto";
+}
+
 Config default_config() {
   Config c;
   c.shim_path = std::string(build::kShimDir) + "/libgpufrac-limits.so";
@@ -64,6 +68,25 @@ Result<> parse_nvml(const Located& n, NvmlConfig& out) {
   if (n.node["library"]) GPUFRAC_TRY_ASSIGN(out.library, yaml::as_string(n.child("library")));
   if (out.backend == NvmlBackend::simulated && out.machine.empty())
     return n.fail("backend simulated needs machine: <file>");
+  return {};
+}
+
+Result<> parse_driver(const Located& n, DriverConfig& out) {
+  if (auto r = yaml::check_keys(n, {"inject", "root"}); !r) return r;
+  if (n.node["inject"]) {
+    auto v = yaml::as_choice(n.child("inject"), {"auto", "always", "never"});
+    if (!v) return std::unexpected(v.error());
+    out.inject = *v == "always"  ? DriverInject::always
+                 : *v == "never" ? DriverInject::never
+                                 : DriverInject::auto_detect;
+  }
+  if (n.node["root"]) {
+    auto v = yaml::as_string(n.child("root"));
+    if (!v) return std::unexpected(v.error());
+    if (v->empty() || v->front() != '/' || v->find("/../") != std::string::npos || v->ends_with("/.."))
+      return n.child("root").fail("must be an absolute path without .., e.g. / or /run/nvidia/driver");
+    out.root = *v;
+  }
   return {};
 }
 
@@ -157,6 +180,8 @@ Result<> parse_sections(const Located& root, Config& c) {
     if (auto r = parse_mig(root.child("mig"), c.mig); !r) return r;
   if (root.node["log"])
     if (auto r = parse_log(root.child("log"), c.log); !r) return r;
+  if (root.node["driver"])
+    if (auto r = parse_driver(root.child("driver"), c.driver); !r) return r;
   if (root.node["cdi"])
     if (auto r = parse_cdi_section(root.child("cdi"), c.cdi); !r) return r;
   if (root.node["aliases"]) GPUFRAC_TRY_ASSIGN(c.aliases, yaml::as_bool(root.child("aliases")));
@@ -176,7 +201,7 @@ Result<Config> load_config_string(const std::string& content, const std::string&
   if (!root) return std::unexpected(root.error());
   if (auto r = yaml::check_keys(*root,
                                 {"state-dir", "host-root", "proc-root", "cgroup-root", "nvml", "allocation", "aliases",
-                                 "require-host-pid", "mig", "shim", "hook", "cli", "runtimes", "log", "cdi"});
+                                 "require-host-pid", "mig", "shim", "hook", "cli", "runtimes", "log", "cdi", "driver"});
       !r)
     return std::unexpected(r.error());
   Config c = default_config();

@@ -18,6 +18,7 @@ enum class Policy { binpack, spread };
 enum class NvmlBackend { auto_detect, nvml, simulated };
 enum class MigMode { static_, dynamic };
 enum class LogTarget { file, journal, stderr_ };
+enum class DriverInject { auto_detect, always, never };
 
 struct NvmlConfig {
   NvmlBackend backend = NvmlBackend::auto_detect;
@@ -53,6 +54,13 @@ struct CdiConfig {
   std::vector<std::uint64_t> memory_shares;  // bytes; optional memory-sized share devices
 };
 
+// The driver's user space in containers (docs/architecture.md "The driver's user space").
+struct DriverConfig {
+  // auto: inject unless the container already carries NVIDIA's edits; always; never.
+  DriverInject inject = DriverInject::auto_detect;
+  std::string root = "/";  // where the driver's files live, under host-root (driver containers: /run/nvidia/driver)
+};
+
 struct Config {
   std::string source = "<built-in defaults>";  // the file this came from
   std::string state_dir = "/run/gpufrac";
@@ -70,6 +78,7 @@ struct Config {
   std::vector<std::string> runtimes = {"runc", "crun"};
   LogConfig log;
   CdiConfig cdi;
+  DriverConfig driver;
 
   // Derived state paths.
   std::string ledger_path() const { return state_dir + "/ledger.json"; }
@@ -94,5 +103,6 @@ Result<Config> select_config(const std::string& flag_path);
 
 const char* to_string(Policy p);
 const char* to_string(MigMode m);
+const char* to_string(DriverInject d);
 
 }  // namespace gpufrac

@@ -43,7 +43,23 @@ std::optional<std::pair<const Gpu*, const MigInstance*>> Inventory::mig_by_uuid(
 }
 
 bool Inventory::same_hardware(const Inventory& o) const {
-  return driver_version == o.driver_version && gpus == o.gpus && control_nodes == o.control_nodes;
+  return driver_version == o.driver_version && gpus == o.gpus && control_nodes == o.control_nodes && driver == o.driver;
+}
+
+const char* to_string(DriverFileKind k) {
+  switch (k) {
+    case DriverFileKind::library:
+      return "library";
+    case DriverFileKind::link:
+      return "link";
+    case DriverFileKind::binary:
+      return "binary";
+    case DriverFileKind::firmware:
+      return "firmware";
+    case DriverFileKind::socket:
+      return "socket";
+  }
+  return "?";
 }
 
 }  // namespace gpufrac

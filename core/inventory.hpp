@@ -82,11 +82,37 @@ struct Gpu {
   bool operator==(const Gpu&) const = default;
 };
 
+// What kind of driver file a container gets (docs/architecture.md "The driver's user space").
+enum class DriverFileKind { library, link, binary, firmware, socket };
+const char* to_string(DriverFileKind k);
+
+// One file of the NVIDIA driver's user space, bind-mounted into containers.
+struct DriverFile {
+  DriverFileKind kind = DriverFileKind::library;
+  std::string host_path;       // the real file on the host (under host-root and driver.root)
+  std::string container_path;  // canonical (merged /usr): /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15
+  bool operator==(const DriverFile&) const = default;
+};
+
+// The driver's user-space files found at inventory refresh (nvml/driver_discovery.hpp): the
+// libraries of exactly the loaded version, their SONAME and development links (a link is a bind of
+// its target at the link's path: a mount, so read-only and shared roots get it too), the binaries,
+// the GSP firmware and the IPC sockets. Empty when no driver user space was found.
+struct DriverFiles {
+  std::string version;                    // "550.54.15" (the libraries' suffix)
+  std::string root;                       // the driver root on the host, e.g. "/" or "/run/nvidia/driver"
+  std::vector<DriverFile> files;          // in mount order
+  std::vector<std::string> library_dirs;  // container directories of the libraries (loader cache)
+  bool empty() const { return files.empty(); }
+  bool operator==(const DriverFiles&) const = default;
+};
+
 struct Inventory {
   std::string driver_version;  // e.g. "550.54.15"
   std::string source;          // "nvml:<library>" or "simulated:<file>" (not compared)
   std::vector<Gpu> gpus;
   std::vector<DeviceNodeInfo> control_nodes;  // /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools
+  DriverFiles driver;                         // the driver's user space (empty: none found)
 
   const Gpu* gpu_by_index(std::uint32_t index) const;
   const Gpu* gpu_by_uuid(const std::string& uuid) const;

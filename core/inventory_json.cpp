@@ -10,7 +10,8 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kInventoryJsonVersion = 1;
+// Version 2 added the driver's user-space files (a version-1 cache is refused: refresh it).
+constexpr int kInventoryJsonVersion = 2;
 
 json node_json(const DeviceNodeInfo& n) {
   return {{"path", n.path}, {"major", n.major}, {"minor", n.minor}};
@@ -126,6 +127,30 @@ Gpu gpu_from(const json& j) {
   return g;
 }
 
+json driver_json(const DriverFiles& d) {
+  json files = json::array();
+  for (const auto& f : d.files)
+    files.push_back({{"kind", to_string(f.kind)}, {"host_path", f.host_path}, {"container_path", f.container_path}});
+  return {{"version", d.version}, {"root", d.root}, {"files", files}, {"library_dirs", d.library_dirs}};
+}
+
+DriverFileKind driver_kind_from(const std::string& s) {
+  for (auto k : {DriverFileKind::library, DriverFileKind::link, DriverFileKind::binary, DriverFileKind::firmware,
+                 DriverFileKind::socket})
+    if (s == to_string(k)) return k;
+  throw std::runtime_error("unknown driver file kind \"" + s + "\"");
+}
+
+DriverFiles driver_from(const json& j) {
+  DriverFiles d;
+  d.version = j.at("version");
+  d.root = j.at("root");
+  for (const auto& f : j.at("files"))
+    d.files.push_back({driver_kind_from(f.at("kind")), f.at("host_path"), f.at("container_path")});
+  d.library_dirs = j.at("library_dirs").get<std::vector<std::string>>();
+  return d;
+}
+
 }  // namespace
 
 json to_json(const Inventory& inv) {
@@ -136,7 +161,8 @@ json to_json(const Inventory& inv) {
           {"driver_version", inv.driver_version},
           {"source", inv.source},
           {"gpus", gpus},
-          {"control_nodes", control}};
+          {"control_nodes", control},
+          {"driver", driver_json(inv.driver)}};
 }
 
 Result<Inventory> inventory_from_json(const json& j) {
@@ -149,6 +175,7 @@ Result<Inventory> inventory_from_json(const json& j) {
     inv.source = j.at("source");
     for (const auto& g : j.at("gpus")) inv.gpus.push_back(gpu_from(g));
     for (const auto& n : j.at("control_nodes")) inv.control_nodes.push_back(node_from(n));
+    inv.driver = driver_from(j.at("driver"));
     return inv;
   } catch (const std::exception& e) {
     return internal_error(std::string("inventory cache is malformed: ") + e.what() + "; run gpufrac info --refresh");

@@ -77,6 +77,29 @@ std::vector<std::string> plan_env(const std::vector<Grant>& grants) {
   return {"GPUFRAC_DEVICES=" + text::join(uuids, ","), "GPUFRAC_MEMORY_LIMITS=" + text::join(limits, ",")};
 }
 
+std::vector<EditMount> plan_driver_mounts(const DriverFiles& driver) {
+  std::vector<EditMount> out;
+  for (const auto& f : driver.files) {
+    std::vector<std::string> options = {"ro", "nosuid", "nodev", "bind"};
+    if (f.kind == DriverFileKind::firmware) options = {"ro", "nosuid", "nodev", "noexec", "bind"};
+    if (f.kind == DriverFileKind::socket) options = {"nosuid", "nodev", "noexec", "bind"};
+    out.push_back({f.host_path, f.container_path, "bind", std::move(options)});
+  }
+  return out;
+}
+
+std::string plan_nvidia_visible_devices(const std::vector<Grant>& grants, bool with_driver) {
+  if (with_driver) return "NVIDIA_VISIBLE_DEVICES=void";
+  std::vector<std::string> uuids;
+  for (const auto& g : grants)
+    if (std::find(uuids.begin(), uuids.end(), g.device_uuid) == uuids.end()) uuids.push_back(g.device_uuid);
+  return "NVIDIA_VISIBLE_DEVICES=" + (uuids.empty() ? std::string("void") : text::join(uuids, ","));
+}
+
+std::string ld_cache_arg(const DriverFiles& driver) {
+  return text::join(driver.library_dirs, ":");
+}
+
 EditHook plan_hook(const Config& cfg, const std::string& oci_stage, const std::string& hook_stage,
                    const std::vector<std::string>& extra_args) {
   EditHook h{
@@ -87,15 +110,19 @@ EditHook plan_hook(const Config& cfg, const std::string& oci_stage, const std::s
 }
 
 Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inventory& inv, const Config& cfg,
-                                   const std::string& container_id) {
+                                   const std::string& container_id, bool with_driver) {
   auto nodes = plan_device_nodes(grants, inv, cfg);
   if (!nodes) return std::unexpected(nodes.error());
   Edits e;
   e.env = plan_env(grants);
+  e.env.push_back(plan_nvidia_visible_devices(grants, with_driver));
   e.device_nodes = std::move(*nodes);
   e.mounts = plan_shim_mounts(cfg);
   auto state = plan_state_mounts(container_files(cfg, container_id));
   e.mounts.insert(e.mounts.end(), state.begin(), state.end());
+  if (!with_driver) return e;
+  auto driver = plan_driver_mounts(inv.driver);
+  e.mounts.insert(e.mounts.end(), driver.begin(), driver.end());
   return e;
 }
 

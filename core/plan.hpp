@@ -36,6 +36,16 @@ std::vector<EditMount> plan_state_mounts(const ContainerFiles& files);
 // Informational environment for the CDI and wrapper paths (the hook cannot change the env).
 std::vector<std::string> plan_env(const std::vector<Grant>& grants);
 
+// The driver's user space as bind mounts (docs/architecture.md "The driver's user space"): read-only,
+// nosuid, nodev; firmware also noexec; the IPC sockets writable (nosuid, nodev, noexec).
+std::vector<EditMount> plan_driver_mounts(const DriverFiles& driver);
+// NVIDIA_VISIBLE_DEVICES for NVIDIA's runtime: "void" when gpufrac brings the driver itself (NVIDIA's
+// runtime then adds nothing), else exactly the granted devices' UUIDs (it cannot add a GPU gpufrac
+// did not book).
+std::string plan_nvidia_visible_devices(const std::vector<Grant>& grants, bool with_driver);
+// The argument of `gpufrac-hook createRuntime --ld-cache DIRS`: the driver's library directories.
+std::string ld_cache_arg(const DriverFiles& driver);
+
 // Every hook gpufrac writes has a timeout: a runtime waits forever for a hook without one.
 inline constexpr int kHookTimeoutS = 30;
 
@@ -44,9 +54,10 @@ inline constexpr int kHookTimeoutS = 30;
 EditHook plan_hook(const Config& cfg, const std::string& oci_stage, const std::string& hook_stage,
                    const std::vector<std::string>& extra_args = {});
 
-// Everything one container gets on the hook and wrapper paths (no hooks: front-ends add their own).
+// Everything one container gets on the hook and wrapper paths (no hooks: front-ends add their own);
+// with_driver adds the driver's files (the front-end decided with injects_driver).
 Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inventory& inv, const Config& cfg,
-                                   const std::string& container_id);
+                                   const std::string& container_id, bool with_driver);
 
 // The container's /etc/ld.so.preload: the shim first, then the image's own entries (deduplicated,
 // comments and blank lines dropped).

@@ -90,4 +90,10 @@ std::optional<std::int64_t> parse_i64(std::string_view s) {
   return v;
 }
 
+std::string format_mode(unsigned mode) {
+  std::string out;
+  for (int shift = 9; shift >= 0; shift -= 3) out += static_cast<char>('0' + ((mode >> shift) & 7));
+  return out;
+}
+
 }  // namespace gpufrac::text

@@ -49,6 +49,8 @@ std::string cat(const Args&... args) {
 std::string format_bytes(std::uint64_t bytes);
 // Fixed decimals without locale: format_fixed(0.25, 2) == "0.25".
 std::string format_fixed(double value, int decimals);
+// A file mode in octal as ls and chmod show it: 0644, 4755.
+std::string format_mode(unsigned mode);
 // Quotes untrusted text for a one-line message: printable ASCII kept, others as \xNN, cut at max.
 std::string quote(std::string_view untrusted, std::size_t max = 64);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);

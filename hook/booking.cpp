@@ -8,6 +8,7 @@
 #include "core/plan.hpp"
 #include "core/request.hpp"
 #include "core/text.hpp"
+#include "hook/nvidia_edits.hpp"
 #include "nvml/inventory_cache.hpp"
 
 namespace gpufrac::hook {
@@ -49,6 +50,33 @@ Result<> provision(Invocation& inv) {
   return {};
 }
 
+// The gpufrac CDI devices the spec's hooks name (--cdi-device NAME, one hook per device).
+std::vector<std::string> spec_cdi_devices(const Invocation& inv) {
+  std::vector<std::string> names;
+  for (const auto& h : inv.spec.hooks)
+    for (std::size_t i = 0; i + 1 < h.args.size(); ++i)
+      if (h.args[i] == "--cdi-device") names.push_back(h.args[i + 1]);
+  return names;
+}
+
+// The nodes of every gpufrac CDI device in the spec: each name pins its GPU or MIG instance, so
+// the grant on an idle node (as `cdi generate` computes it) has the same nodes as the booking.
+Result<std::vector<EditDeviceNode>> cdi_granted_nodes(const Invocation& inv) {
+  std::vector<Grant> grants;
+  for (const auto& name : spec_cdi_devices(inv)) {
+    auto members = cdi::cdi_device_members(name, inv.inventory);
+    if (!members) return std::unexpected(members.error());
+    for (const auto& m : *members) {
+      auto request = cdi::request_for_cdi_device(m, inv.inventory);
+      if (!request) return std::unexpected(request.error());
+      auto grant = allocate(*request, inv.inventory, {}, inv.cfg.allocation);
+      if (!grant) return std::unexpected(grant.error());
+      grants.push_back(std::move(*grant));
+    }
+  }
+  return plan_device_nodes(grants, inv.inventory, inv.cfg);
+}
+
 }  // namespace
 
 Result<std::vector<LedgerEntry>> book(Invocation& inv) {
@@ -81,9 +109,17 @@ Result<> attach_pid(const Invocation& inv) {
   return {};
 }
 
-Result<Edits> edits_for(const Invocation& inv, const std::vector<LedgerEntry>& bookings) {
-  if (inv.args.cdi_device.empty())
-    return plan_container_edits(grants_of(bookings), inv.inventory, inv.cfg, inv.state.id);
+Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& bookings) {
+  if (inv.args.cdi_device.empty()) {
+    inv.with_driver = injects_driver(inv.cfg, inv.inventory, find_nvidia_edits(inv.spec));
+    auto e = plan_container_edits(grants_of(bookings), inv.inventory, inv.cfg, inv.state.id, inv.with_driver);
+    if (!e) return e;
+    if (auto r = check_spec_gpu_nodes(inv.spec, e->device_nodes); !r) return std::unexpected(r.error());
+    return e;
+  }
+  auto granted = cdi_granted_nodes(inv);
+  if (!granted) return std::unexpected(granted.error());
+  if (auto r = check_spec_gpu_nodes(inv.spec, *granted); !r) return std::unexpected(r.error());
   Edits e;
   auto state = plan_state_mounts(container_files(inv.cfg, inv.state.id));
   e.mounts.assign(state.begin(), state.begin() + 2);  // limits and usage; the spec mounts the rest

@@ -18,7 +18,8 @@ struct Invocation {
   OciState state;
   BundleSpec spec;
   Config cfg;
-  Inventory inventory;  // filled by book()
+  Inventory inventory;       // filled by book()
+  bool with_driver = false;  // set by edits_for: gpufrac mounts the driver's files itself
 };
 
 // Reserves (idempotently) and returns every booking the container now has; empty when the
@@ -26,8 +27,9 @@ struct Invocation {
 Result<std::vector<LedgerEntry>> book(Invocation& inv);
 // The wrapper's createRuntime hook: give the container's pending bookings their pid.
 Result<> attach_pid(const Invocation& inv);
-// What to apply in the namespace: everything for annotation requests; for CDI devices only the
-// per-container limits and usage files (the CDI spec already carries the rest).
-Result<Edits> edits_for(const Invocation& inv, const std::vector<LedgerEntry>& bookings);
+// What to apply in the namespace: everything for annotation requests (the driver's files when
+// injects_driver says so); for CDI devices only the per-container limits and usage files (the CDI
+// spec already carries the rest). Refuses a spec holding a GPU node gpufrac did not grant.
+Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& bookings);
 
 }  // namespace gpufrac::hook

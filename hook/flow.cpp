@@ -11,7 +11,9 @@
 #include "core/text.hpp"
 #include "hook/booking.hpp"
 #include "hook/cgroup_devices.hpp"
+#include "hook/driver_step.hpp"
 #include "hook/ns_apply.hpp"
+#include "hook/nvidia_edits.hpp"
 #include "hook/oci.hpp"
 #include "hook/privileges.hpp"
 #include "hook/refusal.hpp"
@@ -33,6 +35,15 @@ std::string image_preload(const BundleSpec& spec) {
   auto text = read_image_preload(spec.rootfs);
   if (!text) log::warn("ignoring the image's /etc/ld.so.preload: " + text.error().message);
   return text ? *text : "";
+}
+
+// The container's loader cache once the driver's files are mounted (hook/driver_step.hpp).
+Result<> update_ld_cache(const Invocation& inv, const std::vector<std::string>& dirs) {
+  auto in_place = refresh_ld_cache(inv.cfg, inv.state, inv.spec, dirs);
+  if (!in_place) return std::unexpected(in_place.error());
+  log::info(*in_place ? "updated the container's /etc/ld.so.cache for the driver's libraries"
+                      : "bound a private /etc/ld.so.cache for the driver's libraries (read-only root)");
+  return {};
 }
 
 Result<> apply(const Invocation& inv, const Edits& edits) {
@@ -70,10 +81,33 @@ Result<> book_and_apply(Invocation& inv) {
     if (mounted) return {};
     auto edits = edits_for(inv, *bookings);
     if (!edits) return std::unexpected(edits.error());
-    return apply(inv, *edits);
+    if (auto r = apply(inv, *edits); !r) return r;
+    if (!inv.with_driver) return {};
+    return update_ld_cache(inv, inv.inventory.driver.library_dirs);
   }();
   if (!done) rollback(inv);
   return done;
+}
+
+// The CDI spec's and the wrapper's `--ld-cache DIRS`: the runtime mounted the driver's files; the
+// loader cache follows unless NVIDIA's own hook rebuilds it (its edits are in the spec).
+Result<> ld_cache_step(const Invocation& inv) {
+  auto dirs = parse_ld_cache_dirs(inv.args.ld_cache);
+  if (!dirs) return std::unexpected(dirs.error());
+  if (find_nvidia_edits(inv.spec).ldcache_hook) {
+    log::info("NVIDIA's hook rebuilds the loader cache; gpufrac leaves it");
+    return {};
+  }
+  return update_ld_cache(inv, *dirs);
+}
+
+Result<> run_steps(Invocation& inv) {
+  // A CDI spec's `--ld-cache` hook never books: the annotation request has its own hook.
+  const bool books = !inv.args.cdi_device.empty() || inv.args.attach ||
+                     (inv.args.ld_cache.empty() && has_gpufrac_request(inv.spec.annotations, true));
+  if (books)
+    if (auto r = book_and_apply(inv); !r) return r;
+  return inv.args.ld_cache.empty() ? Result<>{} : ld_cache_step(inv);
 }
 
 // Adds this invocation to the counter file for `gpufrac metrics`; a failure costs a log line only.
@@ -92,15 +126,16 @@ Result<> create(const HookArgs& args, const OciState& state, std::uint64_t start
   auto spec = load_bundle_spec(state.bundle);
   if (!spec) return std::unexpected(spec.error());
   // The fast path: this hook runs for every container on the node. No config, no NVML, no ledger.
-  if (args.cdi_device.empty() && !args.attach && !has_gpufrac_request(spec->annotations, true)) return {};
+  const bool named = !args.cdi_device.empty() || args.attach || !args.ld_cache.empty();
+  if (!named && !has_gpufrac_request(spec->annotations, true)) return {};
   // gpufrac-runtime already booked and edited this spec; its own `--attach` hook records the pid.
-  if (args.cdi_device.empty() && !args.attach && spec->annotations.contains(annotation::kInjected)) return {};
+  if (!named && spec->annotations.contains(annotation::kInjected)) return {};
   auto cfg = select_config(args.config_path);
   if (!cfg) return std::unexpected(cfg.error());
   log::init(cfg->log, "gpufrac-hook");
   log::set_context(state.id);
   Invocation inv{args, state, std::move(*spec), std::move(*cfg)};
-  auto r = book_and_apply(inv);
+  auto r = run_steps(inv);
   if (r) log::info("applied at " + std::string(args.stage == Stage::prestart ? "prestart" : "createRuntime"));
   count(inv.cfg, args.stage, started_ns, r ? nullptr : &inv, r ? nullptr : &r.error());
   return r;
@@ -135,6 +170,8 @@ std::string hook_help() {
          ")\n"
          "  --cdi-device NAME  book this gpufrac CDI device (the CDI spec's hooks pass it)\n"
          "  --attach           only record the pid of a container gpufrac-runtime booked\n"
+         "  --ld-cache DIRS    rebuild the container's loader cache for the driver's libraries in DIRS\n"
+         "                     (':'-separated; the CDI spec and gpufrac-runtime pass it)\n"
          "  --help             print this help; --version prints the version\n";
 }
 
@@ -160,6 +197,8 @@ Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
       a.cdi_device = argv[++i];
     else if (opt == "--attach")
       a.attach = true;
+    else if (opt == "--ld-cache" && has_value)
+      a.ld_cache = argv[++i];
     else
       return user_error(text::quote(opt) + " is not an option; " + usage);
   }

@@ -38,6 +38,31 @@ Result<> read_namespaces(const json& linux_obj, BundleSpec& spec) {
   return {};
 }
 
+std::string string_field(const json& o, const char* key) {
+  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
+}
+
+// What the spec already mounts, the devices it lists and the hooks it runs (driver injection looks
+// for NVIDIA's edits there, and for GPUs gpufrac did not grant).
+void read_edits(const json& j, BundleSpec& spec) {
+  if (j.contains("mounts") && j["mounts"].is_array())
+    for (const auto& m : j["mounts"]) spec.mount_destinations.push_back(string_field(m, "destination"));
+  if (j.contains("linux") && j["linux"].is_object() && j["linux"].contains("devices") &&
+      j["linux"]["devices"].is_array())
+    for (const auto& d : j["linux"]["devices"]) spec.device_paths.push_back(string_field(d, "path"));
+  if (!j.contains("hooks") || !j["hooks"].is_object()) return;
+  for (const auto& [stage, list] : j["hooks"].items()) {
+    if (!list.is_array()) continue;
+    for (const auto& h : list) {
+      SpecHook hook{string_field(h, "path"), {}};
+      if (h.is_object() && h.contains("args") && h["args"].is_array())
+        for (const auto& a : h["args"])
+          if (a.is_string()) hook.args.push_back(a.get<std::string>());
+      spec.hooks.push_back(std::move(hook));
+    }
+  }
+}
+
 }  // namespace
 
 namespace {
@@ -93,6 +118,9 @@ Result<BundleSpec> parse_bundle_spec(std::string_view config_json, const std::st
   std::string root = j.contains("root") && j["root"].is_object() ? j["root"].value("path", "") : "";
   if (root.empty()) return user_error(bundle + "/config.json: missing root.path");
   spec.rootfs = root.front() == '/' ? root : bundle + "/" + root;
+  spec.read_only_root =
+      j["root"].contains("readonly") && j["root"]["readonly"].is_boolean() && j["root"]["readonly"].get<bool>();
+  read_edits(j, spec);
   if (j.contains("linux") && j["linux"].is_object()) {
     const json& l = j["linux"];
     if (auto r = read_namespaces(l, spec); !r) return std::unexpected(r.error());

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -25,9 +26,19 @@ struct OciState {
   std::optional<pid_t> pid;  // absent after the container died (poststop)
 };
 
+// A hook the spec already carries (any stage): its program and arguments.
+struct SpecHook {
+  std::string path;
+  std::vector<std::string> args;
+};
+
 struct BundleSpec {
   std::map<std::string, std::string> annotations;
   std::string rootfs;                                     // root.path made absolute against the bundle
+  bool read_only_root = false;                            // root.readonly
+  std::vector<std::string> mount_destinations;            // mounts[].destination
+  std::vector<std::string> device_paths;                  // linux.devices[].path
+  std::vector<SpecHook> hooks;                            // hooks.<every stage>[]
   bool private_pid_namespace = false;                     // a new PID namespace (no path)
   std::optional<std::string> pid_namespace_path;          // joining an existing one
   nlohmann::json device_rules = nlohmann::json::array();  // linux.resources.devices

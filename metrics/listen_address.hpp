@@ -13,8 +13,8 @@ namespace gpufrac::metrics {
 inline constexpr const char* kDefaultListen = "127.0.0.1:9400";
 
 struct ListenAddress {
-  std::string host;  // without brackets
-  int port = 0;  // 0: any free port
+  std::string host;         // without brackets
+  int port = 0;             // 0: any free port
   std::string url() const;  // http://HOST:PORT/metrics, brackets around IPv6
 };
 

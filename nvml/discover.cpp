@@ -1,6 +1,7 @@
 #include "nvml/discover.hpp"
 
 #include "nvml/device_nodes.hpp"
+#include "nvml/driver_discovery.hpp"
 #include "nvml/nvml_backend.hpp"
 
 namespace gpufrac {
@@ -12,6 +13,7 @@ Result<Inventory> discover(const Config& cfg) {
   auto inv = discover_nvml(cfg.nvml.library);
   if (!inv) return inv;
   attach_device_nodes(*inv, *files);
+  if (auto r = attach_driver_files(cfg, *inv, true); !r) return std::unexpected(r.error());
   return inv;
 }
 

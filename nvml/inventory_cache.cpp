@@ -4,6 +4,7 @@
 
 #include "core/fs.hpp"
 #include "nvml/device_nodes.hpp"
+#include "nvml/driver_discovery.hpp"
 #include "nvml/sim_root.hpp"
 #include "nvml/simulated.hpp"
 
@@ -36,6 +37,7 @@ Result<Inventory> discover_simulated(const Config& cfg) {
   fill_simulated_defaults(*files, *machine);
   Inventory inv = std::move(machine->inventory);
   attach_device_nodes(inv, *files);
+  if (auto r = attach_driver_files(cfg, inv, false); !r) return std::unexpected(r.error());
   return inv;
 }
 

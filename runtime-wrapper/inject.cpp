@@ -9,6 +9,7 @@
 #include "core/mig_exec.hpp"
 #include "core/plan.hpp"
 #include "core/text.hpp"
+#include "hook/nvidia_edits.hpp"
 #include "hook/oci.hpp"
 #include "hook/rootfs_path.hpp"
 #include "nvml/inventory_cache.hpp"
@@ -75,14 +76,20 @@ Result<std::vector<LedgerEntry>> book(const std::string& id, const std::vector<W
   return Ledger(LedgerOptions::from(cfg)).bookings_of(id);
 }
 
-// The Edits for the bookings plus the wrapper's two hooks.
+// The Edits for the bookings plus the wrapper's two hooks (the first also rebuilds the loader cache
+// when gpufrac brings the driver). A spec that already holds a GPU gpufrac did not grant is refused.
 Result<Edits> wrapper_edits(const std::vector<LedgerEntry>& bookings, const Inventory& inventory, const Config& cfg,
-                            const std::string& id) {
+                            const std::string& id, const hook::BundleSpec& bundle) {
   std::vector<Grant> grants;
   for (const auto& b : bookings) grants.push_back(grant_of(b));
-  auto edits = plan_container_edits(grants, inventory, cfg, id);
+  const hook::NvidiaEdits nvidia = hook::find_nvidia_edits(bundle);
+  const bool with_driver = hook::injects_driver(cfg, inventory, nvidia);
+  auto edits = plan_container_edits(grants, inventory, cfg, id, with_driver);
   if (!edits) return edits;
-  edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", {"--attach"}));
+  if (auto r = hook::check_spec_gpu_nodes(bundle, edits->device_nodes); !r) return std::unexpected(r.error());
+  std::vector<std::string> attach = {"--attach"};
+  if (with_driver && !nvidia.ldcache_hook) attach.insert(attach.end(), {"--ld-cache", ld_cache_arg(inventory.driver)});
+  edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", attach));
   edits->hooks.push_back(plan_hook(cfg, "poststop", "poststop"));
   return edits;
 }
@@ -105,7 +112,7 @@ Result<> prepare(Parsed& p, const Injection& inj, const std::vector<LedgerEntry>
                  const Config& cfg) {
   auto files = write_container_files(cfg, inj.container_id, bookings, image_preload(p.bundle.rootfs));
   if (!files) return std::unexpected(files.error());
-  auto edits = wrapper_edits(bookings, inventory, cfg, inj.container_id);
+  auto edits = wrapper_edits(bookings, inventory, cfg, inj.container_id, p.bundle);
   if (!edits) return std::unexpected(edits.error());
   if (auto r = apply_edits(p.spec, *edits); !r) return r;
   auto text = dump(p.spec);

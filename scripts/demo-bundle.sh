@@ -5,18 +5,17 @@ ROOTFS=$DEMO/rootfs
 mkdir -p "$ROOTFS/bin" "$ROOTFS/etc" "$ROOTFS/proc" "$ROOTFS/sys" "$ROOTFS/dev" "$ROOTFS/run" "$ROOTFS/tmp"
 cp /bin/busybox "$ROOTFS/bin/busybox"
 for applet in sh cat grep echo sleep; do ln -sf busybox "$ROOTFS/bin/$applet"; done
-copy_with_libs() {
-  local file=$1 dest=$2 lib
-  mkdir -p "$ROOTFS$(dirname "$dest")"
-  cp -L "$file" "$ROOTFS$dest"
-  for lib in $(ldd "$file" 2>/dev/null | grep -o '/[^ ]*' | sort -u); do
+# The glibc libraries a file needs (any glibc image has them); never the driver's own libraries:
+# gpufrac-hook mounts those (the host's, matching its kernel module) into every container.
+copy_libs_of() {
+  local lib
+  for lib in $(ldd "$1" 2>/dev/null | grep -o '/[^ ]*' | grep -v -e '/libcuda\.so' -e '/libnvidia-' | sort -u); do
     mkdir -p "$ROOTFS$(dirname "$lib")"
     cp -L "$lib" "$ROOTFS$lib"
   done
 }
-copy_with_libs "$PROGRAM" /bin/alloc_until_limit
-copy_with_libs "$LIBCUDA" /usr/lib/x86_64-linux-gnu/libcuda.so.1
-copy_with_libs "$SHIM" /tmp/shim-deps.so && rm -f "$ROOTFS/tmp/shim-deps.so"
+cp "$PROGRAM" "$ROOTFS/bin/alloc_until_limit"
+for file in "$PROGRAM" "$SHIM" "$DRIVER_LIBS"/libcuda.so.1 "$DRIVER_LIBS"/libnvidia-ml.so.1; do copy_libs_of "$file"; done
 mkfifo "$DEMO/stdin"
 exec 3<>"$DEMO/stdin"   # demo-cuda holds its memory until the end of the story
 
@@ -26,9 +25,9 @@ make_bundle() {
   mkdir -p "$dir"
   (cd "$dir" && runc spec)
   local hook="{\"path\":\"$BIN/gpufrac-hook\",\"env\":[\"PATH=/usr/bin:/bin\",\"GPUFRAC_CONFIG=$GPUFRAC_CONFIG\"],\"timeout\":30}"
-  jq --arg root "$ROOTFS" --arg cmd "$cmd" --argjson hook "$hook" --arg fake "GPUFRAC_FAKE_CUDA_DEVICES=$GPU=$TOTAL" '
+  jq --arg root "$ROOTFS" --arg cmd "$cmd" --argjson hook "$hook" '
     .root = {path: $root, readonly: true} | .process.terminal = false
-    | .process.args = ["/bin/sh", "-c", $cmd] | .process.env += [$fake]
+    | .process.args = ["/bin/sh", "-c", $cmd]
     | .annotations = {"gpufrac.io/fraction": "0.25"}
     | .linux.namespaces |= map(select(.type != "pid"))
     | .hooks = {createRuntime: [$hook + {args: ["gpufrac-hook", "createRuntime"]}],

@@ -4,7 +4,8 @@
 #   2. the CDI spec (gpufrac cdi generate)            5. a CUDA program stops at its limit
 #   3. four containers with gpufrac.io/fraction=0.25  6. gpufrac status: shares and live usage
 # started with runc and gpufrac-hook. Without an NVIDIA driver it runs on a simulated A100-40GB
-# (fake libcuda.so.1 inside the containers); with one, on GPU 0 of the real node.
+# with a simulated driver install (gpufrac-hook mounts its libraries into the containers, as it
+# mounts the real driver's on a GPU node); with one, on GPU 0 of the real node.
 # Binaries come from $GPUFRAC_BIN_DIR (e.g. /usr/bin) or ${BUILD_DIR:-build}/bin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,12 +31,12 @@ show() { printf '$ %s\n' "$*"; "$@"; }
 # --- the node: a real driver, or a simulated machine ------------------------------------------
 if "$GPUFRAC" --config /dev/null info >/dev/null 2>&1; then
   MODE=real
-  LIBCUDA=$(ldconfig -p | awk '/libcuda.so.1 .*x86-64/ { print $NF; exit }')
+  DRIVER_LIBS=$(dirname "$(ldconfig -p | awk '/libcuda.so.1 .*x86-64/ { print $NF; exit }')")
   NVML="nvml: {backend: nvml}"
   ROOT=/
 else
   MODE=simulated
-  LIBCUDA=$BUILD/fakes/libcuda.so.1
+  DRIVER_LIBS=$BUILD/fakes/driver-kit/lib
   NVML="nvml: {backend: simulated, machine: $SRC/nvml/machines/a100-40gb-x1.yaml}"
   ROOT=$DEMO/root
 fi
@@ -52,7 +53,8 @@ YAML
 export GPUFRAC_CONFIG=$DEMO/config.yaml
 if [ "$MODE" = simulated ]; then
   echo "No NVIDIA driver on this node: the story runs on a simulated A100-SXM4-40GB."
-  "$GPUFRAC" simulate init-root --machine "$SRC/nvml/machines/a100-40gb-x1.yaml" --root "$ROOT" >/dev/null
+  "$GPUFRAC" simulate init-root --machine "$SRC/nvml/machines/a100-40gb-x1.yaml" --root "$ROOT" \
+    --driver-kit "$BUILD/fakes/driver-kit" >/dev/null
 fi
 source "$SRC/scripts/demo-bundle.sh"
 
@@ -72,7 +74,7 @@ jq -c '.devices[] | select(.name == "0-0.25") | .containerEdits | .deviceNodes[]
 
 step "3. Four containers with gpufrac.io/fraction=0.25 (runc + gpufrac-hook, host PID namespace)"
 for i in 1 2 3; do start_container "demo-sleeper-$i" "echo \"demo-sleeper-$i sees /run/gpufrac/limits: \$(grep ^device /run/gpufrac/limits)\"; sleep 600"; done
-start_container demo-cuda "exec /bin/alloc_until_limit 512"
+start_container demo-cuda "nvidia-smi --query-gpu=name,memory.total --format=csv; exec /bin/alloc_until_limit 512"
 wait_for_line "$DEMO/demo-cuda.log" "^allocated"
 for i in 1 2 3; do cat "$DEMO/demo-sleeper-$i.log"; done
 
@@ -85,7 +87,8 @@ if runc run --bundle "$DEMO/demo-fifth" demo-fifth >"$DEMO/fifth.log" 2>&1; then
 fi
 grep -o 'gpufrac-hook: .*' "$DEMO/fifth.log" | sed 's/\\n"*$//'
 
-step "5. Inside demo-cuda: a CUDA program allocates 512 MiB at a time until the shim says no"
+step "5. Inside demo-cuda: nvidia-smi (from the driver gpufrac mounted) shows the share; a CUDA program
+     allocates 512 MiB at a time until the shim says no"
 cat "$DEMO/demo-cuda.log"
 
 step "6. gpufrac status: the four shares, and what demo-cuda holds right now"

@@ -28,7 +28,7 @@ run "$GPUFRAC" cdi validate "$SPEC"
 assert_eq "$RC" 0 "the spec validates: $OUT"
 
 mkdir -p "$E2E_TMP/hooks.d"   # no hooks.d hooks: only the spec's
-make_rootfs "$E2E_TMP/rootfs"
+make_cuda_rootfs "$E2E_TMP/rootfs"
 PODMAN_HOOKS_DIR=$E2E_TMP/hooks.d
 entries() { jq '.entries | length' "$E2E_TMP/state/ledger.json"; }
 
@@ -49,6 +49,14 @@ assert_contains "$OUT" "GPUFRAC_DEVICES=$GPU0" "env names the GPU"
 assert_contains "$OUT" "GPUFRAC_MEMORY_LIMITS=$QUARTER" "env names the limit"
 assert_eq "$(entries)" 0 "--rm released the share"
 assert_eq "$(ls "$E2E_TMP/state/containers" | wc -l)" 0 "container files removed"
+
+# The CDI device alone gives a working CUDA container: the spec brings the driver's files and the
+# loader cache hook; NVIDIA's runtime is told to add nothing.
+podman_run --rm --name "$P-cuda" --pid=host --device "$KIND=0-0.25" -- /bin/sh -c "$CUDA_CHECK; env | grep ^NVIDIA_"
+assert_eq "$RC" 0 "podman run --device $KIND=0-0.25 with a CUDA program: $OUT"
+expect_cuda "podman CDI device alone"
+assert_contains "$OUT" "NVIDIA_VISIBLE_DEVICES=void" "NVIDIA's runtime adds nothing"
+assert_eq "$(entries)" 0 "--rm released the share"
 
 # 2. Four quarter shares of GPU 0 coexist, booked as CDI devices.
 for i in 1 2 3 4; do

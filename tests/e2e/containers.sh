@@ -11,9 +11,12 @@ make_rootfs() {
   for applet in sh ls cat echo sleep stat grep wc head test true mount; do ln -sf busybox "$dir/bin/$applet"; done
 }
 
-# A simulated host root (proc files and /dev/nvidia* character nodes) for the configured machine.
+# A simulated host root for the configured machine: proc files, /dev/nvidia* character nodes and the
+# simulated driver install (its user space, which gpufrac injects into containers) in the layout
+# $GPUFRAC_DRIVER_LAYOUT (debian, lib64 or no-cache; default debian).
 make_sim_root() {
-  "$GPUFRAC" simulate init-root --machine "$MACHINES/$1" --root "$E2E_TMP/root" >/dev/null
+  "$GPUFRAC" simulate init-root --machine "$MACHINES/$1" --root "$E2E_TMP/root" \
+    --driver-kit "$GPUFRAC_FAKES_DIR/driver-kit" --driver-layout "${GPUFRAC_DRIVER_LAYOUT:-debian}" >/dev/null
 }
 
 # e2e_gpu_config <machine> [extra yaml...]: config for tests that run containers.
@@ -82,23 +85,52 @@ add_program() {
   add_libs_of "$rootfs" "$bin"
 }
 
-# add_libs_of <rootfs> <elf>: the shared libraries an executable or library needs, at their paths.
+# add_libs_of <rootfs> <elf>: the shared libraries an executable or library needs, at their paths,
+# except the driver's (libcuda, libnvidia-*): images never carry those, gpufrac injects them.
 add_libs_of() {
   local rootfs=$1 lib
-  for lib in $(ldd "$2" | grep -o '/[^ ]*' | sort -u); do
+  for lib in $(ldd "$2" 2>/dev/null | grep -o '/[^ ]*' | grep -v -e '/libcuda\.so' -e '/libnvidia-' | sort -u); do
     mkdir -p "$rootfs$(dirname "$lib")"
     cp -L "$lib" "$rootfs$lib"
   done
 }
 
-# add_fake_cuda <rootfs>: the fake libcuda.so.1 where the dynamic loader finds it, plus what it and
-# the shim need from glibc (any glibc image has these; the busybox rootfs does not).
-add_fake_cuda() {
-  mkdir -p "$1/usr/lib/x86_64-linux-gnu"
-  cp "$GPUFRAC_FAKES_DIR/libcuda.so.1" "$1/usr/lib/x86_64-linux-gnu/libcuda.so.1"
-  add_libs_of "$1" "$GPUFRAC_FAKES_DIR/libcuda.so.1"
-  add_libs_of "$1" "$SHIM"
+# add_glibc <rootfs>: what the shim and the driver's libraries need from glibc (any glibc image has
+# these; the busybox rootfs does not). No driver file: gpufrac injects those.
+add_glibc() {
+  local elf
+  for elf in "$SHIM" "$GPUFRAC_FAKES_DIR"/driver-kit/lib/*.so* "$GPUFRAC_FAKES_DIR"/driver-kit/bin/*; do
+    add_libs_of "$1" "$elf"
+  done
 }
+# make_cuda_rootfs <dir>: a plain busybox rootfs as a CUDA image would have it (glibc, its own
+# static ldconfig, a dynamically linked CUDA program: alloc_until_limit, DT_NEEDED libcuda.so.1) and
+# no driver file. CUDA_CHECK is a command for it: nvidia-smi's total, the loader cache's libcuda and
+# libc lines, then the allocation loop.
+make_cuda_rootfs() {
+  make_rootfs "$1"
+  add_glibc "$1"
+  add_program "$1" "$GPUFRAC_BUILD_BIN_DIR/alloc_until_limit"
+  mkdir -p "$1/sbin"
+  cp /sbin/ldconfig "$1/sbin/ldconfig"
+}
+CUDA_CHECK='nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits
+  ldconfig -p | grep -e "libcuda.so.1 " -e "libc.so.6 "
+  alloc_until_limit </dev/null'
+
+# expect_cuda <what> [libcuda dir] [libc dir]: $OUT is CUDA_CHECK's output in a 0.25 share of a
+# 40 GB A100 (40536 MiB): nvidia-smi, the loader cache and CUDA all see the share.
+expect_cuda() {
+  local lib=${2:-/usr/lib/x86_64-linux-gnu}
+  assert_contains "$OUT" "$((40536 / 4))
+" "$1: nvidia-smi shows the share as the total"
+  assert_contains "$OUT" "libcuda.so.1 (libc6,x86-64) => $lib/libcuda.so.1" "$1: the loader cache lists libcuda.so.1"
+  assert_contains "$OUT" "libc.so.6 (libc6,x86-64) => ${3:-/lib/x86_64-linux-gnu}/libc.so.6" "$1: and the image's libc"
+  assert_contains "$OUT" "cuMemGetInfo: 9.9 GiB free of 9.9 GiB" "$1: CUDA sees the share"
+  assert_contains "$OUT" "allocated 19 x 512 MiB = 9.5 GiB; the next cuMemAlloc of 512 MiB returned CUDA_ERROR_OUT_OF_MEMORY" \
+    "$1: the loop stops at the limit"
+}
+
 
 # The prologue of a container test: root, the commands it runs, a temporary directory, and $P, the
 # prefix of every container it creates (removed on exit; a test may redefine e2e_on_exit).

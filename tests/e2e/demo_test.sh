@@ -1,7 +1,8 @@
 #!/bin/bash
 # The README's demo story (scripts/demo-story.sh) runs to the end on this node and tells it: the
 # node, the CDI spec, four 0.25 containers, the fifth refused, the CUDA program stopped at its limit,
-# status with live usage, and a clean node afterwards.
+# status with live usage, and a clean node afterwards. nvidia-smi in the container, from the driver
+# gpufrac mounts, shows the share as the total.
 source "$(dirname "$0")/lib.sh"
 need_root
 need_cmd runc
@@ -12,6 +13,7 @@ assert_eq "$RC" 0 "the demo story exits 0: $OUT"
 for line in "== 1. The node" "NVIDIA A100-SXM4-40GB" "gpufrac.io/gpu=0-0.25" \
   "demo-sleeper-3 sees /run/gpufrac/limits: device GPU-" \
   "gpufrac-hook: no GPU has 9.9 GiB free for fraction=0.25: GPU 0 0 B" \
+  "NVIDIA A100-SXM4-40GB, 10134 MiB" \
   "allocated 19 x 512 MiB = 9.5 GiB; the next cuMemAlloc of 512 MiB returned CUDA_ERROR_OUT_OF_MEMORY" \
   "0    demo-cuda       fraction=0.25  9.9 GiB   9.5 GiB  hook" "No shares." "Done (simulated node"; do
   assert_contains "$OUT" "$line" "demo output"

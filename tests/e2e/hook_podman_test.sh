@@ -14,7 +14,7 @@ for f in "$GPUFRAC_SOURCE_DIR"/etc/oci/hooks.d/*.json; do
   jq --arg hook "$HOOK" --arg cfg "GPUFRAC_CONFIG=$GPUFRAC_CONFIG" '.hook.path = $hook | .hook.env += [$cfg]' "$f" \
     >"$E2E_TMP/hooks.d/$(basename "$f")"
 done
-make_rootfs "$E2E_TMP/rootfs"
+make_cuda_rootfs "$E2E_TMP/rootfs"
 PODMAN_HOOKS_DIR=$E2E_TMP/hooks.d
 
 # 1. A 0.5 share: what the container sees; --rm releases it.
@@ -26,6 +26,12 @@ assert_contains "$OUT" "/run/gpufrac/libgpufrac-limits.so" "preload lists the sh
 assert_contains "$OUT" "/dev/nvidia0 c3:0" "GPU node"
 assert_contains "$OUT" "/dev/nvidiactl c3:ff" "control node"
 assert_contains "$OUT" "/dev/nvidia-uvm 1fc:0" "uvm node"
+assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "released after --rm"
+
+# The driver's user space comes from the hook: a CUDA program in a rootfs without driver files.
+podman_run --rm --name "$P-cuda" --pid=host --annotation gpufrac.io/fraction=0.25 -- /bin/sh -c "$CUDA_CHECK"
+assert_eq "$RC" 0 "podman run (hooks.d) with a CUDA program: $OUT"
+expect_cuda "podman hooks.d annotation"
 assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "released after --rm"
 
 # 2. Two 0.5 shares fill the GPU; the third is refused with the capacity message.

@@ -18,7 +18,7 @@ GIB=1073741824
 
 make_bundle "$E2E_TMP/b" '/bin/shim_probe fill cuMemAlloc_v2 1073741824 hold' gpufrac.io/fraction=0.25
 add_program "$E2E_TMP/b/rootfs" "$PROBE"
-add_fake_cuda "$E2E_TMP/b/rootfs"
+add_glibc "$E2E_TMP/b/rootfs"
 jq --arg dev "$GPU=42505273344" '.process.env += ["GPUFRAC_FAKE_CUDA_DEVICES=" + $dev]' "$E2E_TMP/b/config.json" \
   >"$E2E_TMP/c.json" && mv "$E2E_TMP/c.json" "$E2E_TMP/b/config.json"
 

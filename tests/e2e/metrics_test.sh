@@ -52,7 +52,7 @@ share() { echo "$(dev "$1" "$2"),container_id=\"$P-$3\",device_key=\"\",request=
 make_bundle "$E2E_TMP/loop" "/bin/shim_probe alloc cuMemAlloc_v2 $GIB gate /tmp/g1 alloc cuMemAlloc_v2 $GIB \
 gate /tmp/g2 alloc cuMemAlloc_v2 $GIB hold" gpufrac.io/fraction=0.25 gpufrac.io/gpu=0
 add_program "$E2E_TMP/loop/rootfs" "$PROBE"
-add_fake_cuda "$E2E_TMP/loop/rootfs"
+add_glibc "$E2E_TMP/loop/rootfs"
 jq --arg dev "$GPU0=$TOTAL" '.process.env += ["GPUFRAC_FAKE_CUDA_DEVICES=" + $dev]' "$E2E_TMP/loop/config.json" \
   >"$E2E_TMP/c.json" && mv "$E2E_TMP/c.json" "$E2E_TMP/loop/config.json"
 mkfifo "$E2E_TMP/stdin"

@@ -39,7 +39,7 @@ e2e_on_exit() {
 e2e_gpu_config a100-40gb-x1.yaml
 GPU=$(jq -r '.gpus[0].uuid' <<<"$("$GPUFRAC" info --json)")
 LIMIT=$((40536 / 4 * 1024 * 1024))
-make_rootfs "$E2E_TMP/rootfs"
+make_cuda_rootfs "$E2E_TMP/rootfs"
 
 # A private containerd: its own root, state, sockets and opt dir; no CRI plugin.
 mkdir -p "$CTD/root" "$CTD/state" "$CTD/opt"
@@ -84,6 +84,12 @@ assert_contains "$OUT" "/dev/nvidiactl character special file c3:ff" "control no
 assert_contains "$OUT" "/dev/nvidia-uvm character special file 1fc:0" "uvm node"
 assert_eq "$(ledger_count)" 0 "ctr run --rm released the share"
 assert_eq "$(ls "$E2E_TMP/state/containers" 2>/dev/null | wc -l)" 0 "container files removed"
+
+# The driver's user space through config.json (mounts and the --ld-cache hook): a CUDA program.
+ctr_run "$P-cuda" --rm --annotation gpufrac.io/fraction=0.25 -- /bin/sh -c "$CUDA_CHECK"
+assert_eq "$RC" 0 "ctr run with a CUDA program: $OUT"
+expect_cuda "ctr run --runc-binary gpufrac-runtime"
+assert_eq "$(ledger_count)" 0 "ctr run --rm released the share"
 
 # 2. Four detached 0.25 shares run; the specs have the allow rules; the fifth is refused.
 for i in 1 2 3 4; do

@@ -44,7 +44,7 @@ assert_eq "$(jq -c '[.mounts[] | select(.destination | startswith("/run/gpufrac"
   '["/run/gpufrac tmpfs nosuid,nodev,noexec,size=1m,mode=755","/run/gpufrac/libgpufrac-limits.so bind ro,nosuid,nodev,bind","/run/gpufrac/limits bind ro,nosuid,nodev,noexec,bind","/run/gpufrac/usage bind nosuid,nodev,noexec,bind","/etc/ld.so.preload bind ro,nosuid,nodev,noexec,bind"]' \
   "the tmpfs, then the read-only shim, limits and preload binds and the usage bind"
 assert_eq "$(jq -c '[.hooks.createRuntime[].args, .hooks.poststop[].args]' "$SPEC")" \
-  '[["gpufrac-hook","createRuntime","--attach"],["gpufrac-hook","poststop"]]' "attach and release hooks"
+  '[["gpufrac-hook","createRuntime","--attach","--ld-cache","/usr/lib/x86_64-linux-gnu"],["gpufrac-hook","poststop"]]' "attach and release hooks"
 assert_eq "$(jq -c '.hooks.createRuntime[0].env' "$SPEC")" "[\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\",\"GPUFRAC_CONFIG=$GPUFRAC_CONFIG\"]" \
   "hooks carry an explicit env"
 assert_eq "$(jq -r '.annotations["gpufrac.io/injected"]' "$SPEC")" "true" "marker annotation"

@@ -78,8 +78,11 @@ TEST(CdiSpec, SpecLevelEditsAreWhatEveryContainerShares) {
 TEST(CdiSpec, ShareDeviceCarriesItsNodeEnvAndHooks) {
   const Built b = build("a100-40gb-x1.yaml");
   const Device& d = device(b.spec, "0-0.25");
-  EXPECT_EQ(d.edits.env, (std::vector<std::string>{"GPUFRAC_DEVICES=GPU-894e9a6d-f600-b098-3d59-138988473c2c",
-                                                   "GPUFRAC_MEMORY_LIMITS=10626269184"}));  // 10134 MiB
+  EXPECT_EQ(d.edits.env,
+            (std::vector<std::string>{"GPUFRAC_DEVICES=GPU-894e9a6d-f600-b098-3d59-138988473c2c",
+                                      "GPUFRAC_MEMORY_LIMITS=10626269184",  // 10134 MiB
+                                      // no driver files on this node: NVIDIA's runtime may add this GPU only
+                                      "NVIDIA_VISIBLE_DEVICES=GPU-894e9a6d-f600-b098-3d59-138988473c2c"}));
   EXPECT_EQ(d.edits.device_nodes,
             (std::vector<EditDeviceNode>{{"/dev/nvidia0", "/dev/nvidia0", 'c', 195, 0, 0666u, "rw"}}));
   EXPECT_EQ(d.edits.hooks, (std::vector<EditHook>{expected_hook("createRuntime", {"--cdi-device", "0-0.25"}),
@@ -87,13 +90,46 @@ TEST(CdiSpec, ShareDeviceCarriesItsNodeEnvAndHooks) {
   EXPECT_TRUE(d.edits.mounts.empty());
 }
 
+// With the driver's files in the inventory the spec brings them (spec-level, so a device alone gives
+// a working CUDA container), tells NVIDIA's runtime to add nothing and rebuilds the loader cache.
+TEST(CdiSpec, TheDriverIsSpecLevelWhenTheNodeHasIt) {
+  Inventory inv = test::machine_inventory("a100-40gb-x1.yaml");
+  inv.driver = {"550.54.15",
+                "/",
+                {{DriverFileKind::library, "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
+                  "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15"},
+                 {DriverFileKind::link, "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
+                  "/usr/lib/x86_64-linux-gnu/libcuda.so.1"}},
+                {"/usr/lib/x86_64-linux-gnu"}};
+  auto b = build_spec(inv, test::golden_config(), kKind);
+  ASSERT_TRUE(b) << b.error().message;
+  const Edits& c = b->spec.common;
+  EXPECT_EQ(c.env, std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=void"});
+  ASSERT_EQ(c.mounts.size(), 5u);
+  EXPECT_EQ(c.mounts[4], (EditMount{"/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
+                                    "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                                    "bind",
+                                    {"ro", "nosuid", "nodev", "bind"}}));
+  EXPECT_EQ(c.hooks,
+            std::vector<EditHook>{expected_hook("createRuntime", {"--ld-cache", "/usr/lib/x86_64-linux-gnu"})});
+  EXPECT_EQ(device(b->spec, "0-0.25").edits.env.size(), 2u);  // GPUFRAC_* only
+  Config never = test::golden_config();
+  never.driver.inject = DriverInject::never;
+  auto without = build_spec(inv, never, kKind);
+  ASSERT_TRUE(without);
+  EXPECT_EQ(without->spec.common.mounts.size(), 3u);
+  EXPECT_TRUE(without->spec.common.hooks.empty());
+}
+
 TEST(CdiSpec, MigModeGpusOfferOnlyTheirInstances) {
   Built b = build("dgx-8gpu-mixed.yaml");
   for (const std::string n : {"4", "4-0.25", "4-4Gi", "GPU-7d41e079-8f1a-4893-abeb-5e3216abe30b", "7", "7-0.5"})
     for (const auto& d : b.spec.devices) EXPECT_NE(d.name, n);
   const Device& mig = device(b.spec, "4:0");
-  EXPECT_EQ(mig.edits.env, (std::vector<std::string>{"GPUFRAC_DEVICES=MIG-1cd67efc-5096-ec5a-d715-8bd1a717ea38",
-                                                     "GPUFRAC_MEMORY_LIMITS=42144366592"}));  // 40192 MiB
+  EXPECT_EQ(mig.edits.env,
+            (std::vector<std::string>{"GPUFRAC_DEVICES=MIG-1cd67efc-5096-ec5a-d715-8bd1a717ea38",
+                                      "GPUFRAC_MEMORY_LIMITS=42144366592",  // 40192 MiB
+                                      "NVIDIA_VISIBLE_DEVICES=MIG-1cd67efc-5096-ec5a-d715-8bd1a717ea38"}));
   ASSERT_EQ(mig.edits.device_nodes.size(), 3u);
   EXPECT_EQ(mig.edits.device_nodes[0].path, "/dev/nvidia4");
   EXPECT_EQ(mig.edits.device_nodes[1].path, "/dev/nvidia-caps/nvidia-cap552");

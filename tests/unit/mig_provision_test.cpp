@@ -45,9 +45,9 @@ class MigProvision : public ::testing::Test {
     ASSERT_TRUE(m);
     ASSERT_TRUE(write_simulated_host_root(*m, dir_ + "/root", false));
     auto cfg = load_config_string(
-        text::cat("state-dir: ", dir_, "/state\nhost-root: ", dir_,
-                  "/root\nnvml: {backend: nvml, library: ", GPUFRAC_FAKE_NVML, "}\nmig: {mode: dynamic", extra,
-                  "}\ncdi: {output: ", dir_, "/cdi/gpufrac.yaml}\nhook: {path: /usr/bin/gpufrac-hook}\n"),
+        text::cat("state-dir: ", dir_, "/state\nhost-root: ", dir_, "/root\nnvml: {backend: nvml, library: ",
+                  GPUFRAC_FAKE_NVML, "}\nmig: {mode: dynamic", extra, "}\ncdi: {output: ", dir_,
+                  "/cdi/gpufrac.yaml}\nhook: {path: /usr/bin/gpufrac-hook}\ndriver: {inject: never}\n"),
         "test.yaml");
     ASSERT_TRUE(cfg) << cfg.error().message;
     cfg_ = *cfg;

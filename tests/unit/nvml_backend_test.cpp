@@ -48,6 +48,7 @@ class NvmlBackend : public ::testing::Test {
     EXPECT_TRUE(write_simulated_host_root(*m, sim.host_root, false));
     sim.nvml.backend = gpufrac::NvmlBackend::simulated;
     sim.nvml.machine = machine;
+    sim.driver.inject = gpufrac::DriverInject::never;  // NVML's view only (driver files: driver_discovery_test)
     Config real = sim;
     real.nvml.backend = gpufrac::NvmlBackend::nvml;
     real.nvml.library = library;

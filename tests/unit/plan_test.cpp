@@ -80,7 +80,7 @@ TEST_F(PlanTest, MigWithoutCapNodesFailsClearly) {
 }
 
 TEST_F(PlanTest, ContainerEditsMountTmpfsShimAndState) {
-  auto e = plan_container_edits({share_of(0)}, inv_, cfg_, "c1");
+  auto e = plan_container_edits({share_of(0)}, inv_, cfg_, "c1", false);
   ASSERT_TRUE(e) << e.error().message;
   ASSERT_EQ(e->mounts.size(), 5u);
   EXPECT_EQ(e->mounts[0].type, "tmpfs");

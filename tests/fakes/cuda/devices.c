@@ -1,14 +1,23 @@
 /* Simulated devices from GPUFRAC_FAKE_CUDA_DEVICES="GPU-<uuid>=<bytes>[,MIG-<uuid>=<bytes>...]"
- * (bytes: a decimal count, or with a Ki, Mi, Gi or Ti suffix). Unset: the one GPU of
- * nvml/machines/a100-40gb-x1.yaml. */
+ * (bytes: a decimal count, or with a Ki, Mi, Gi or Ti suffix). Unset: the list `gpufrac simulate
+ * init-root` embedded when it installed this library into a simulated driver tree, where each entry
+ * also names the device nodes it needs ("=<bytes>@/dev/nvidia0[+/dev/nvidia-caps/nvidia-cap30...]")
+ * and is visible only where they all exist, as a real driver sees only the GPUs a container got.
+ * Neither: the one GPU of nvml/machines/a100-40gb-x1.yaml. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fake_cuda.h"
 
 #define FAKE_DEFAULT_DEVICES "GPU-894e9a6d-f600-b098-3d59-138988473c2c=40536Mi"
+#define FAKE_EMBED_MARKER "GPUFRAC-EMBEDDED-CUDA-DEVICES:"
+
+/* Written after the marker by `gpufrac simulate init-root` in the copy it installs (NUL-terminated;
+ * volatile: the bytes in the file are read, never a folded constant). */
+__attribute__((used)) static volatile const char g_embedded[8192] = FAKE_EMBED_MARKER;
 
 struct fake_device fake_devices[FAKE_MAX_DEVICES];
 int fake_device_count;
@@ -51,11 +60,23 @@ static int parse_bytes(const char* s, uint64_t* out) {
   return -1;
 }
 
+/* "@/dev/a+/dev/b": every node exists (an entry without '@' is always visible). Cuts the suffix. */
+static int visible(char* item) {
+  char* at = strchr(item, '@');
+  if (at == NULL) return 1;
+  *at = '\0';
+  char* save = NULL;
+  for (char* node = strtok_r(at + 1, "+", &save); node != NULL; node = strtok_r(NULL, "+", &save))
+    if (access(node, F_OK) != 0) return 0;
+  return 1;
+}
+
 static int parse_devices(const char* spec) {
-  char buf[4096];
+  char buf[8192];
   snprintf(buf, sizeof buf, "%s", spec);
   fake_device_count = 0;
   for (char *save = NULL, *item = strtok_r(buf, ",", &save); item != NULL; item = strtok_r(NULL, ",", &save)) {
+    if (!visible(item)) continue;
     char* eq = strchr(item, '=');
     struct fake_device* d = &fake_devices[fake_device_count];
     if (fake_device_count == FAKE_MAX_DEVICES || eq == NULL || parse_uuid(item, (size_t)(eq - item), d->bytes) != 0 ||
@@ -74,8 +95,13 @@ static int parse_devices(const char* spec) {
 }
 
 static void init_devices(void) {
+  char embedded[sizeof g_embedded];
+  for (size_t i = 0; i < sizeof embedded; i++) embedded[i] = g_embedded[i];
+  embedded[sizeof embedded - 1] = '\0';
+  const char* installed = embedded + strlen(FAKE_EMBED_MARKER);
   const char* spec = getenv("GPUFRAC_FAKE_CUDA_DEVICES");
-  g_initialized = parse_devices(spec != NULL ? spec : FAKE_DEFAULT_DEVICES) == 0 ? 1 : -1;
+  if (spec == NULL) spec = *installed != '\0' ? installed : FAKE_DEFAULT_DEVICES;
+  g_initialized = parse_devices(spec) == 0 ? 1 : -1;
 }
 
 FAKE_API CUresult cuInit(unsigned int flags) {

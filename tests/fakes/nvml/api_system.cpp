@@ -26,11 +26,16 @@ nvmlReturn_t init() noexcept {
       return NVML_SUCCESS;
     }
     const char* file = std::getenv(kMachineEnv);
-    if (!file || !*file) {
+    auto embedded = embedded_machine();
+    if (!embedded) {
+      std::fprintf(stderr, "fake libnvidia-ml.so.1: %s\n", embedded.error().message.c_str());
+      return NVML_ERROR_DRIVER_NOT_LOADED;
+    }
+    if ((!file || !*file) && !*embedded) {
       std::fprintf(stderr, "fake libnvidia-ml.so.1: %s is not set (it names the machine file)\n", kMachineEnv);
       return NVML_ERROR_DRIVER_NOT_LOADED;
     }
-    auto state = load_state(file);
+    auto state = file && *file ? load_state(file) : state_of(**embedded);
     if (!state) {
       std::fprintf(stderr, "fake libnvidia-ml.so.1: %s\n", state.error().message.c_str());
       return NVML_ERROR_DRIVER_NOT_LOADED;

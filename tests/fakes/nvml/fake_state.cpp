@@ -50,9 +50,8 @@ const MigProfile* PhysicalGpu::profile_by_id(std::uint32_t id) const {
   return nullptr;
 }
 
-Result<std::unique_ptr<State>> load_state(const std::string& machine_file) {
-  auto machine = load_simulated_machine(machine_file);
-  if (!machine) return std::unexpected(machine.error());
+Result<std::unique_ptr<State>> state_of(const SimulatedMachine& m) {
+  const SimulatedMachine* machine = &m;
   auto state = std::make_unique<State>();
   state->driver_version = machine->inventory.driver_version;
   for (std::size_t i = 0; i < machine->inventory.gpus.size(); ++i) {

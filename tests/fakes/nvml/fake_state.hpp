@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
 #include "core/inventory.hpp"
 #include "nvml/nvml_api.hpp"
+#include "nvml/simulated.hpp"
 
 namespace gpufrac::fake_nvml {
 struct PhysicalGpu;
@@ -83,6 +85,12 @@ struct State {
 
 // Loads a machine file (docs/machines.md) into a fresh state.
 Result<std::unique_ptr<State>> load_state(const std::string& machine_file);
+Result<std::unique_ptr<State>> state_of(const SimulatedMachine& machine);
+
+// The machine `gpufrac simulate init-root` embedded into the copy of this library it installed
+// into a simulated driver tree (empty when this is not such a copy), with only the GPUs whose
+// /dev/nvidia<minor> exists, renumbered: what a real driver shows inside a container.
+Result<std::optional<SimulatedMachine>> embedded_machine();
 
 // MIG mutations. add_compute_instance takes the MIG device slot at the GPU instance's first
 // memory slice when free, else the first free one, so the handle walk sees gaps and an order

@@ -1,0 +1,206 @@
+#include "hook/ld_cache_update.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/close_range.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/elf_info.hpp"
+#include "core/fs.hpp"
+#include "core/ld_cache.hpp"
+#include "core/text.hpp"
+#include "hook/privileges.hpp"
+
+namespace gpufrac::hook {
+
+namespace {
+
+constexpr uid_t kNobody = 65534;
+constexpr std::size_t kMaxCacheBytes = 64u << 20;
+constexpr const char* kScratch = "/run/gpufrac";  // gpufrac's tmpfs: every injecting front-end mounts it
+
+Result<> check(bool ok, const std::string& what) {
+  if (!ok) return sys_error(what);
+  return {};
+}
+
+// Steps 1-2 in the child: a private copy of the container's mount namespace, pivoted into its root.
+Result<> enter_private_root(int ns_fd, const std::string& rootfs) {
+  if (auto r = check(::setns(ns_fd, CLONE_NEWNS) == 0, "cannot join the container's mount namespace"); !r) return r;
+  if (auto r = check(::unshare(CLONE_NEWNS) == 0, "cannot make a private mount namespace"); !r) return r;
+  if (auto r = check(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0, "cannot make mounts private");
+      !r)
+    return r;
+  fs::UniqueFd tree(::open_tree(AT_FDCWD, rootfs.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+  if (!tree) return sys_error("cannot open the container root " + rootfs);
+  if (::move_mount(tree.get(), "", AT_FDCWD, rootfs.c_str(), MOVE_MOUNT_F_EMPTY_PATH) != 0 ||
+      ::chdir(rootfs.c_str()) != 0)
+    return sys_error("cannot mount the container root " + rootfs);
+  if (::syscall(SYS_pivot_root, ".", ".") != 0 || ::umount2(".", MNT_DETACH) != 0 || ::chdir("/") != 0)
+    return sys_error("cannot pivot into the container root");
+  return {};
+}
+
+// A scratch tmpfs owned by nobody over /run/gpufrac (in this private namespace only).
+Result<> mount_scratch() {
+  fs::UniqueFd fsfd(::fsopen("tmpfs", FSOPEN_CLOEXEC));
+  const std::string uid = text::cat(kNobody);
+  if (!fsfd || ::fsconfig(fsfd.get(), FSCONFIG_SET_STRING, "size", "128m", 0) != 0 ||
+      ::fsconfig(fsfd.get(), FSCONFIG_SET_STRING, "uid", uid.c_str(), 0) != 0 ||
+      ::fsconfig(fsfd.get(), FSCONFIG_SET_STRING, "gid", uid.c_str(), 0) != 0 ||
+      ::fsconfig(fsfd.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
+    return sys_error("cannot create the library cache's scratch tmpfs");
+  fs::UniqueFd mnt(::fsmount(fsfd.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
+  if (!mnt || ::move_mount(mnt.get(), "", AT_FDCWD, kScratch, MOVE_MOUNT_F_EMPTY_PATH) != 0)
+    return sys_error(text::cat("cannot mount the library cache's scratch tmpfs on ", kScratch,
+                               " (the container has no gpufrac tmpfs there)"));
+  return {};
+}
+
+// Runs ldconfig as nobody with no capabilities and an empty environment; its output is the error.
+Result<> run_ldconfig(int program_fd) {
+  int out[2];
+  if (::pipe2(out, O_CLOEXEC) != 0) return sys_error("cannot create a pipe");
+  fs::UniqueFd rd(out[0]), wr(out[1]);
+  const pid_t pid = ::fork();
+  if (pid < 0) return sys_error("cannot fork ldconfig");
+  if (pid == 0) {
+    const char* argv[] = {"ldconfig", "-i", "-X", "-f", "/run/gpufrac/ld.so.conf", "-C", "/run/gpufrac/ld.so.cache",
+                          nullptr};
+    const char* envp[] = {nullptr};
+    if (::dup2(wr.get(), 1) < 0 || ::dup2(wr.get(), 2) < 0 || ::setgroups(0, nullptr) != 0 ||
+        ::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0 ||
+        ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+      ::_exit(126);
+    ::close(0);
+    ::syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC);
+    ::syscall(SYS_execveat, program_fd, "", argv, envp, AT_EMPTY_PATH);
+    ::_exit(127);
+  }
+  wr = fs::UniqueFd();
+  auto said = fs::read_fd(rd.get(), 4096, "ldconfig output");
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
+  std::string line = said && !said->empty() ? said->substr(0, said->find('\n')) : "";
+  return internal_error(text::cat("the host's ldconfig failed in the container root (status ", status, ")",
+                                  line.empty() ? "" : ": " + line));
+}
+
+// /etc/ld.so.cache replaced by rename inside /etc (a symlink there is replaced, never followed).
+// Returns false when the root is read-only.
+Result<bool> install_in_place(const std::string& bytes) {
+  ::mkdir("/etc", 0755);
+  fs::UniqueFd etc(::open("/etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!etc && errno == EROFS) return false;
+  if (!etc) return sys_error("the container's /etc (a symlink or not a directory?)");
+  // Per process: containers sharing one rootfs may write at the same time (rename is atomic).
+  const std::string name = text::cat(".ld.so.cache.gpufrac-", ::getpid(), "~");
+  const char* tmp = name.c_str();
+  ::unlinkat(etc.get(), tmp, 0);
+  fs::UniqueFd fd(::openat(etc.get(), tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd && errno == EROFS) return false;
+  if (!fd) return sys_error("cannot write the container's /etc/ld.so.cache");
+  if (auto r = fs::write_all(fd.get(), bytes, "/etc/ld.so.cache"); !r) return std::unexpected(r.error());
+  if (::fsync(fd.get()) != 0 || ::renameat(etc.get(), tmp, etc.get(), "ld.so.cache") != 0) {
+    ::unlinkat(etc.get(), tmp, 0);
+    return sys_error("cannot replace the container's /etc/ld.so.cache");
+  }
+  return true;
+}
+
+// Everything the child does; the payload is "P" (in place) or "B" + the cache bytes.
+Result<std::string> child_steps(int ns_fd, int program_fd, const LdCacheJob& job) {
+  if (auto r = keep_only({CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SETUID, CAP_SETGID, CAP_DAC_OVERRIDE}); !r)
+    return std::unexpected(r.error());
+  if (auto r = enter_private_root(ns_fd, job.rootfs); !r) return std::unexpected(r.error());
+  if (auto r = mount_scratch(); !r) return std::unexpected(r.error());
+  struct stat st {};
+  const bool image_conf = ::stat("/etc/ld.so.conf", &st) == 0 && S_ISREG(st.st_mode);
+  if (auto r = fs::write_file_atomic("/run/gpufrac/ld.so.conf", container_ld_so_conf(job.driver_dirs, image_conf)); !r)
+    return std::unexpected(r.error());
+  if (auto r = run_ldconfig(program_fd); !r) return std::unexpected(r.error());
+  auto bytes = fs::read_file("/run/gpufrac/ld.so.cache", kMaxCacheBytes);
+  if (!bytes) return std::unexpected(bytes.error());
+  if (job.read_only_root) return "B" + *bytes;
+  auto placed = install_in_place(*bytes);
+  if (!placed) return std::unexpected(placed.error());
+  return *placed ? std::string("P") : "B" + *bytes;
+}
+
+[[noreturn]] void child_main(int ns_fd, int out_fd, int program_fd, const LdCacheJob& job) {
+  auto r = child_steps(ns_fd, program_fd, job);
+  const std::string reply = r ? "O" + *r : "E" + r.error().message;
+  ::_exit(fs::write_all(out_fd, reply, "library cache pipe") ? 0 : 2);
+}
+
+}  // namespace
+
+std::string container_ld_so_conf(const std::vector<std::string>& driver_dirs, bool image_has_conf) {
+  std::string out = "# written by gpufrac-hook: the driver's libraries first, then the image's own\n";
+  for (const auto& d : driver_dirs) out += d + "\n";
+  if (image_has_conf) out += "include /etc/ld.so.conf\n";
+  for (const char* d :
+       {"/usr/local/lib", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"})
+    out += std::string(d) + "\n";
+  return out;
+}
+
+Result<int> sealed_static_program(const std::string& path) {
+  fs::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) return sys_error("cannot open " + path);
+  if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+    return internal_error(text::cat(path, " is not a regular file owned by root and writable by root alone (owner ",
+                                    st.st_uid, ", mode ", text::format_mode(st.st_mode & 07777), ")"));
+  auto bytes = fs::read_fd(fd.get(), 64u << 20, path);
+  if (!bytes) return std::unexpected(bytes.error());
+  auto elf = parse_elf(*bytes);
+  if (!elf) return std::unexpected(elf.error().wrap(path));
+  if (!elf->is_static())
+    return internal_error(path + " is dynamically linked; gpufrac runs only a static ldconfig inside a container");
+  fs::UniqueFd mem(::memfd_create("ldconfig", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!mem) return sys_error("cannot create a memfd for " + path);
+  if (auto r = fs::write_all(mem.get(), *bytes, path); !r) return std::unexpected(r.error());
+  if (::fchmod(mem.get(), 0555) != 0 ||
+      ::fcntl(mem.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    return sys_error("cannot seal the memfd of " + path);
+  return mem.release();
+}
+
+Result<LdCacheOutcome> update_container_ld_cache(const LdCacheJob& job) {
+  auto program = sealed_static_program(job.ldconfig);
+  if (!program) return std::unexpected(program.error());
+  fs::UniqueFd prog(*program);
+  fs::UniqueFd ns(::open(job.mnt_ns_path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!ns) return sys_error("cannot open " + job.mnt_ns_path);
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return sys_error("cannot create a pipe");
+  fs::UniqueFd rd(fds[0]), wr(fds[1]);
+  const pid_t child = ::fork();
+  if (child < 0) return sys_error("cannot fork");
+  if (child == 0) child_main(ns.get(), wr.get(), prog.get(), job);
+  wr = fs::UniqueFd();
+  auto reply = fs::read_fd(rd.get(), kMaxCacheBytes + 1, "library cache pipe");
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!reply || reply->empty()) return internal_error(text::cat("the library cache helper died (status ", status, ")"));
+  if ((*reply)[0] == 'E') return internal_error("container library cache: " + reply->substr(1));
+  if (reply->size() >= 2 && (*reply)[1] == 'P') return LdCacheOutcome{true, ""};
+  LdCacheOutcome out{false, reply->substr(2)};
+  if (auto parsed = parse_ld_cache(out.bytes); !parsed)
+    return internal_error("the container's new library cache does not parse: " + parsed.error().message);
+  return out;
+}
+
+}  // namespace gpufrac::hook
