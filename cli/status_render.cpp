@@ -1,4 +1,5 @@
 #include "cli/status_render.hpp"
+#include "core/quantity.hpp"
 
 #include <unistd.h>
 
@@ -48,7 +49,7 @@ std::string used_text(const DeviceStatus& d) {
   for (const auto& s : d.shares)
     if (s.used_bytes) {
       known = true;
-      used += *s.used_bytes;
+      used = saturating_add(used, *s.used_bytes);
     }
   return known || d.shares.empty() ? text::format_bytes(used) : "-";
 }
@@ -167,7 +168,7 @@ std::string memory_bar(const DeviceStatus& d, const StatusStyle& st) {
   std::size_t pos = 0;
   for (std::size_t i = 0; i < d.shares.size(); ++i) {
     const ShareStatus& s = d.shares[i];
-    cum += s.entry.bytes;
+    cum = saturating_add(cum, s.entry.bytes);
     const std::size_t end = std::min(w, cell_of(cum, scale, w));
     const std::size_t n = end - std::min(end, pos);
     const std::size_t used = std::min(n, cell_of(std::min(s.used_bytes.value_or(0), s.entry.bytes), scale, w));

@@ -1,5 +1,7 @@
 #include "core/config.hpp"
 
+#include "core/config_trust.hpp"
+
 #include <cstdlib>
 
 #include "core/build_info.hpp"
@@ -187,6 +189,11 @@ Result<> parse_sections(const Located& root, Config& c) {
   if (root.node["aliases"]) GPUFRAC_TRY_ASSIGN(c.aliases, yaml::as_bool(root.child("aliases")));
   if (root.node["require-host-pid"])
     GPUFRAC_TRY_ASSIGN(c.require_host_pid, yaml::as_bool(root.child("require-host-pid")));
+  if (root.node["lock-timeout"]) {
+    GPUFRAC_TRY_ASSIGN(c.lock_timeout_s, yaml::as_u64(root.child("lock-timeout")));
+    if (c.lock_timeout_s < 1 || c.lock_timeout_s > 25)
+      return root.child("lock-timeout").fail("must be 1 to 25 seconds (below the hooks' 30 s timeout), e.g. 10");
+  }
   if (root.node["runtimes"]) {
     GPUFRAC_TRY_ASSIGN(c.runtimes, yaml::as_string_list(root.child("runtimes")));
     if (c.runtimes.empty()) return root.child("runtimes").fail("must name at least one runtime, e.g. [runc, crun]");
@@ -199,9 +206,9 @@ Result<> parse_sections(const Located& root, Config& c) {
 Result<Config> load_config_string(const std::string& content, const std::string& name) {
   auto root = yaml::load_string(content, name);
   if (!root) return std::unexpected(root.error());
-  if (auto r = yaml::check_keys(*root,
-                                {"state-dir", "host-root", "proc-root", "cgroup-root", "nvml", "allocation", "aliases",
-                                 "require-host-pid", "mig", "shim", "hook", "cli", "runtimes", "log", "cdi", "driver"});
+  if (auto r = yaml::check_keys(*root, {"state-dir", "host-root", "proc-root", "cgroup-root", "nvml", "allocation",
+                                        "aliases", "require-host-pid", "lock-timeout", "mig", "shim", "hook", "cli",
+                                        "runtimes", "log", "cdi", "driver"});
       !r)
     return std::unexpected(r.error());
   Config c = default_config();
@@ -211,6 +218,7 @@ Result<Config> load_config_string(const std::string& content, const std::string&
 }
 
 Result<Config> load_config_file(const std::string& path) {
+  if (auto r = check_config_trust(path); !r) return std::unexpected(r.error());
   auto content = fs::read_file(path, 1u << 20);
   if (!content) {
     Error e = content.error();

@@ -71,6 +71,8 @@ struct Config {
   AllocationConfig allocation;
   bool aliases = true;  // gpu-fraction, gpu-memory, clearml-injector/fraction
   bool require_host_pid = true;
+  // Seconds a front-end waits for the ledger lock before it gives up with one line naming the holder.
+  std::uint64_t lock_timeout_s = 10;
   MigConfig mig;
   std::string shim_path;  // host path of libgpufrac-limits.so
   std::string hook_path;  // host path of gpufrac-hook (written into specs)

@@ -1,4 +1,5 @@
 #include "core/container_state.hpp"
+#include "core/quantity.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -29,7 +30,7 @@ LimitFile limit_file_for(const std::string& container_id, const std::vector<Ledg
     auto same =
         std::find_if(f.devices.begin(), f.devices.end(), [&](const auto& d) { return d.uuid == b.device_uuid; });
     if (same != f.devices.end())
-      same->bytes += b.bytes;
+      same->bytes = saturating_add(same->bytes, b.bytes);
     else
       f.devices.push_back({b.device_uuid, b.bytes});
   }

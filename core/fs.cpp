@@ -39,8 +39,20 @@ Result<std::string> read_fd(int fd, std::size_t max_bytes, const std::string& wh
 }
 
 Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // O_NONBLOCK: a FIFO or device planted at a state or config path must not block the open.
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
   if (!fd) return sys_error("cannot open " + path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return sys_error("cannot stat " + path);
+  if (!S_ISREG(st.st_mode)) {
+    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISDIR(st.st_mode)  ? "a directory"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "not a regular file";
+    Error e{text::cat(path, " is ", kind, ", not a regular file; refusing to read it"), EINVAL, ErrorKind::user};
+    return std::unexpected(std::move(e));
+  }
   return read_fd(fd.get(), max_bytes, path);
 }
 

@@ -21,7 +21,7 @@ struct Transaction {
 };
 
 Result<Transaction> begin(const LedgerOptions& o) {
-  auto lock = LedgerLock::acquire(o.lock_path);
+  auto lock = LedgerLock::acquire(o.lock_path, o.lock_timeout_ms);
   if (!lock) return std::unexpected(lock.error());
   fault::point("ledger-after-lock");
   auto state = load_ledger_file(o.path);
@@ -74,6 +74,7 @@ LedgerOptions LedgerOptions::from(const Config& cfg) {
   o.lock_path = cfg.ledger_lock_path();
   o.proc_root = cfg.proc_root;
   o.pending_timeout_s = cfg.allocation.pending_timeout_s;
+  o.lock_timeout_ms = cfg.lock_timeout_s * 1000;
   o.mig = cfg.mig;
   return o;
 }

@@ -25,7 +25,8 @@ struct LedgerOptions {
   std::string lock_path;  // ledger.lock
   std::string proc_root = "/proc";
   std::uint32_t pending_timeout_s = 120;
-  std::function<std::int64_t()> clock;  // seconds since the epoch; empty = the system clock
+  std::uint64_t lock_timeout_ms = 10000;  // waiting for ledger.lock longer is an error
+  std::function<std::int64_t()> clock;    // seconds since the epoch; empty = the system clock
   // Dynamic-MIG GPUs: their released instances are recorded idle (ledger_mig.hpp).
   MigConfig mig;
 

@@ -5,7 +5,13 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
 #include <memory>
+#include <sstream>
+#include <thread>
 
 #include "core/fault.hpp"
 #include "core/ledger_json.hpp"
@@ -13,12 +19,47 @@
 
 namespace gpufrac {
 
-Result<LedgerLock> LedgerLock::acquire(const std::string& lock_path) {
+namespace {
+
+// The pid holding a flock on the file (device, inode) per /proc/locks, 0 when not shown.
+long lock_holder(int fd) {
+  struct stat st {};
+  auto locks = fs::read_file("/proc/locks", 4u << 20);
+  if (::fstat(fd, &st) != 0 || !locks) return 0;
+  const std::string inode = text::cat(":", st.st_ino, " ");
+  std::istringstream in(*locks);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(" FLOCK ") == std::string::npos || line.find(inode) == std::string::npos) continue;
+    std::istringstream words(line);
+    std::string w[5];
+    for (auto& x : w) words >> x;
+    if (w[1] == "->") continue;  // a waiter, not the holder
+    if (auto pid = text::parse_u64(w[4])) return static_cast<long>(*pid);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Result<LedgerLock> LedgerLock::acquire(const std::string& lock_path, std::uint64_t timeout_ms) {
   if (auto r = fs::make_dirs(fs::dirname(lock_path), 0755); !r) return std::unexpected(r.error());
-  fs::UniqueFd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  fs::UniqueFd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
   if (!fd) return sys_error("cannot open ledger lock " + lock_path);
-  while (::flock(fd.get(), LOCK_EX) != 0)
-    if (errno != EINTR) return sys_error("cannot lock " + lock_path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return user_error(lock_path + " is not a regular file; refusing to use it as the ledger lock");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (auto pause = std::chrono::microseconds(200); ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0;) {
+    if (errno != EWOULDBLOCK && errno != EINTR) return sys_error("cannot lock " + lock_path);
+    if (std::chrono::steady_clock::now() >= deadline) {
+      const long holder = lock_holder(fd.get());
+      return internal_error(text::cat("the ledger lock ", lock_path, " is held",
+                                      holder ? text::cat(" by pid ", holder) : std::string(), " for more than ",
+                                      timeout_ms / 1000.0, " s (lock-timeout); is a gpufrac process stuck?"));
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(20000));
+  }
   return LedgerLock(std::move(fd));
 }
 

@@ -16,8 +16,9 @@ namespace gpufrac {
 // so a killed hook never leaves the ledger locked.
 class LedgerLock {
  public:
-  // Creates the lock file (and its directory) when missing, then waits for the lock.
-  static Result<LedgerLock> acquire(const std::string& lock_path);
+  // Creates the lock file (and its directory) when missing, then waits for the lock at most
+  // timeout_ms; longer is an error naming the holder's pid when /proc/locks shows it.
+  static Result<LedgerLock> acquire(const std::string& lock_path, std::uint64_t timeout_ms = 10000);
 
  private:
   explicit LedgerLock(fs::UniqueFd fd) : fd_(std::move(fd)) {}

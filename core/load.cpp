@@ -1,4 +1,5 @@
 #include "core/load.hpp"
+#include "core/quantity.hpp"
 
 #include <set>
 
@@ -23,7 +24,7 @@ Load compute_load(const Inventory& inv, const std::vector<LedgerEntry>& entries)
       continue;
     }
     auto& d = load.by_device[e.device_uuid];
-    d.reserved += e.bytes;
+    d.reserved = saturating_add(d.reserved, e.bytes);
     d.entries.push_back(&e);
     if (e.exclusive && d.exclusive == nullptr) d.exclusive = &e;
   }

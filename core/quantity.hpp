@@ -16,6 +16,12 @@ namespace gpufrac {
 using Ppm = std::uint32_t;
 inline constexpr Ppm kWholeGpuPpm = 1'000'000;
 
+// Byte sums never wrap: a ledger whose entries add up past 2^64 reads as full, not as empty.
+inline std::uint64_t saturating_add(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t out = 0;
+  return __builtin_add_overflow(a, b, &out) ? UINT64_MAX : out;
+}
+
 // Accepted form: "0.<1-6 digits>", "1", "1.<1-6 zeros>", with 0 < value <= 1 ("0.25", "1", "0.125").
 // The message names the form only; callers prefix the field ("gpufrac.io/fraction: ...").
 Result<Ppm> parse_fraction(std::string_view text);

@@ -30,9 +30,11 @@ int report(const Error& e) {
   return e.exit_code();
 }
 
-// The image's own /etc/ld.so.preload, read through the rootfs walk (never following a symlink).
-std::string image_preload(const BundleSpec& spec) {
-  auto text = read_image_preload(spec.rootfs);
+// The image's own /etc/ld.so.preload as the container sees it: through /proc/<pid>/root, so in the
+// container's mount namespace (a bind of the spec's at /etc/ld.so.preload counts), by the rootfs
+// walk (never following a symlink).
+std::string image_preload(const Invocation& inv) {
+  auto text = read_image_preload(text::cat(inv.cfg.proc_root, "/", *inv.state.pid, "/root", inv.spec.rootfs));
   if (!text) log::warn("ignoring the image's /etc/ld.so.preload: " + text.error().message);
   return text ? *text : "";
 }
@@ -75,7 +77,7 @@ Result<> book_and_apply(Invocation& inv) {
   // later ones only update the (already mounted) limit file in place.
   const bool mounted = !inv.args.cdi_device.empty() && bookings->size() > 1;
   auto done = [&]() -> Result<> {
-    auto files = write_container_files(inv.cfg, inv.state.id, *bookings, image_preload(inv.spec),
+    auto files = write_container_files(inv.cfg, inv.state.id, *bookings, image_preload(inv),
                                        mounted ? FileUpdate::in_place : FileUpdate::replace);
     if (!files) return std::unexpected(files.error());
     if (mounted) return {};

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -12,6 +13,7 @@
 #include "core/text.hpp"
 #include "hook/mount_fd.hpp"
 #include "hook/privileges.hpp"
+#include "hook/rootfs_path.hpp"
 
 namespace gpufrac::hook {
 
@@ -75,18 +77,46 @@ std::size_t depth(const std::string& path) {
   return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
 }
 
+// The container's mounts stop sending propagation (MS_SLAVE, recursively: a shared mount becomes a
+// slave that still receives from the host, a private one stays private), so nothing mounted here
+// reaches the host or another container through a shared bind or rootfsPropagation: rshared.
+Result<> stop_propagation_out(int root_fd, const std::string& rootfs) {
+  struct mount_attr attr {};
+  attr.propagation = MS_SLAVE;
+  if (::mount_setattr(root_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0)
+    return sys_error("cannot make the mounts under the container root " + rootfs + " stop propagating to the host");
+  return {};
+}
+
+// Each container path shows what was mounted there (same device and inode as the mount's source),
+// so a directory exchanged into the rootfs during the hook cannot leave a container without its files.
+Result<> verify_mounts(int root_fd, const std::vector<PreparedMount>& mounts) {
+  for (const auto& m : mounts) {
+    struct stat want {
+    }, got{};
+    auto fd = open_in_root(root_fd, m.container_path);
+    if (::fstat(m.source.get(), &want) != 0 || !fd || ::fstat(fd->get(), &got) != 0 || want.st_dev != got.st_dev ||
+        want.st_ino != got.st_ino)
+      return user_error(text::cat("container path ", text::quote(m.container_path, 256),
+                                  " does not show what gpufrac mounted there (the root changed during the hook?); "
+                                  "the container is not started"));
+  }
+  return {};
+}
+
 // Runs in the child, inside the container's mount namespace.
 Result<> attach_all(const NamespaceTarget& target, const std::vector<PreparedMount>& mounts) {
   fs::UniqueFd root(::open(target.rootfs.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!root) return sys_error("cannot open the container root " + target.rootfs);
   if (auto r = keep_only({CAP_SYS_ADMIN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER}); !r) return r;
+  if (auto r = stop_propagation_out(root.get(), target.rootfs); !r) return r;
   if (auto r = install_rootfs_seccomp(); !r) return r;
   for (const auto& m : mounts) {
     auto dst = ensure_target_in_root(root.get(), m.container_path, m.kind);
     if (!dst) return std::unexpected(dst.error());
     if (auto r = attach_mount(m.source.get(), dst->get(), m.container_path); !r) return r;
   }
-  return {};
+  return verify_mounts(root.get(), mounts);
 }
 
 [[noreturn]] void child_main(int ns_fd, int err_fd, const NamespaceTarget& target,

@@ -1,5 +1,7 @@
 #include "hook/oci.hpp"
 
+#include "core/strict_json.hpp"
+
 #include <sys/stat.h>
 
 #include "core/fs.hpp"
@@ -46,7 +48,10 @@ std::string string_field(const json& o, const char* key) {
 // for NVIDIA's edits there, and for GPUs gpufrac did not grant).
 void read_edits(const json& j, BundleSpec& spec) {
   if (j.contains("mounts") && j["mounts"].is_array())
-    for (const auto& m : j["mounts"]) spec.mount_destinations.push_back(string_field(m, "destination"));
+    for (const auto& m : j["mounts"]) {
+      spec.mount_destinations.push_back(string_field(m, "destination"));
+      if (spec.mount_destinations.back() == "/etc/ld.so.preload") spec.preload_source = string_field(m, "source");
+    }
   if (j.contains("linux") && j["linux"].is_object() && j["linux"].contains("devices") &&
       j["linux"]["devices"].is_array())
     for (const auto& d : j["linux"]["devices"]) spec.device_paths.push_back(string_field(d, "path"));
@@ -94,9 +99,10 @@ Result<> check_host_pid(const BundleSpec& spec, bool require_host_pid, const std
 }
 
 Result<OciState> parse_oci_state(std::string_view text) {
-  if (text.size() > kMaxStateBytes) return user_error("OCI state on stdin is larger than 16 MiB");
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return user_error("OCI state on stdin is not a JSON object");
+  auto parsed = parse_strict_json(text, "OCI state on stdin", {.max_bytes = kMaxStateBytes});
+  if (!parsed) return std::unexpected(parsed.error());
+  const json& j = *parsed;
+  if (!j.is_object()) return user_error("OCI state on stdin is not a JSON object");
   OciState s;
   if (!j.contains("id") || !j["id"].is_string()) return user_error("OCI state: missing string field id");
   s.id = j["id"].get<std::string>();
@@ -109,8 +115,13 @@ Result<OciState> parse_oci_state(std::string_view text) {
 }
 
 Result<BundleSpec> parse_bundle_spec(std::string_view config_json, const std::string& bundle) {
-  json j = json::parse(config_json, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return user_error(bundle + "/config.json: not a JSON object");
+  auto parsed = parse_strict_json(config_json, bundle + "/config.json", {.max_bytes = kMaxConfigBytes});
+  if (!parsed) return std::unexpected(parsed.error());
+  return bundle_spec_from(*parsed, bundle);
+}
+
+Result<BundleSpec> bundle_spec_from(const json& j, const std::string& bundle) {
+  if (!j.is_object()) return user_error(bundle + "/config.json: not a JSON object");
   BundleSpec spec;
   if (j.contains("annotations") && j["annotations"].is_object())
     for (const auto& [k, v] : j["annotations"].items())

@@ -34,18 +34,22 @@ struct SpecHook {
 
 struct BundleSpec {
   std::map<std::string, std::string> annotations;
-  std::string rootfs;                                     // root.path made absolute against the bundle
-  bool read_only_root = false;                            // root.readonly
-  std::vector<std::string> mount_destinations;            // mounts[].destination
-  std::vector<std::string> device_paths;                  // linux.devices[].path
-  std::vector<SpecHook> hooks;                            // hooks.<every stage>[]
-  bool private_pid_namespace = false;                     // a new PID namespace (no path)
+  std::string rootfs;                           // root.path made absolute against the bundle
+  bool read_only_root = false;                  // root.readonly
+  std::vector<std::string> mount_destinations;  // mounts[].destination
+  std::string preload_source;             // mounts[].source of a bind at /etc/ld.so.preload (the last one), if any
+  std::vector<std::string> device_paths;  // linux.devices[].path
+  std::vector<SpecHook> hooks;            // hooks.<every stage>[]
+  bool private_pid_namespace = false;     // a new PID namespace (no path)
   std::optional<std::string> pid_namespace_path;          // joining an existing one
   nlohmann::json device_rules = nlohmann::json::array();  // linux.resources.devices
 };
 
 Result<OciState> parse_oci_state(std::string_view text);
+// Both refuse JSON that a runtime could read differently (core/strict_json.hpp).
 Result<BundleSpec> parse_bundle_spec(std::string_view config_json, const std::string& bundle);
+// The same from a document already parsed strictly.
+Result<BundleSpec> bundle_spec_from(const nlohmann::json& config, const std::string& bundle);
 Result<BundleSpec> load_bundle_spec(const std::string& bundle);
 
 // The host-PID policy (config require-host-pid): a spec that creates its own PID namespace, or joins

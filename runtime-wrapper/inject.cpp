@@ -8,6 +8,7 @@
 #include "core/log.hpp"
 #include "core/mig_exec.hpp"
 #include "core/plan.hpp"
+#include "core/strict_json.hpp"
 #include "core/text.hpp"
 #include "hook/nvidia_edits.hpp"
 #include "hook/oci.hpp"
@@ -26,9 +27,11 @@ std::string absolute(const std::string& path, const std::string& base) {
   return path.front() == '/' ? path : base + "/" + path;
 }
 
-// The image's own /etc/ld.so.preload, read inside the rootfs without following a symlink.
-std::string image_preload(const std::string& rootfs) {
-  auto text = hook::read_image_preload(rootfs);
+// The image's own /etc/ld.so.preload as the container will see it: the source of a bind the spec
+// puts there (read as a regular file, bounded), else the rootfs's, read without following a symlink.
+std::string image_preload(const hook::BundleSpec& bundle) {
+  const bool bound = bundle.preload_source.starts_with("/");
+  auto text = bound ? fs::read_file(bundle.preload_source, 64u << 10) : hook::read_image_preload(bundle.rootfs);
   if (!text) log::warn("ignoring the image's /etc/ld.so.preload: " + text.error().message);
   return text ? *text : "";
 }
@@ -44,9 +47,10 @@ Result<std::vector<WantedDevice>> wanted_devices(const Annotations& annotations,
   return wanted;
 }
 
-// Books one wanted device pending, through the provisioner when dynamic MIG applies.
-Result<> book_one(const std::string& id, const WantedDevice& w, const Annotations& annotations, Inventory& inventory,
-                  const Config& cfg) {
+// Books one wanted device pending, through the provisioner when dynamic MIG applies. true: a new
+// booking (false: the same container id and device were booked before, e.g. a retried create).
+Result<bool> book_one(const std::string& id, const WantedDevice& w, const Annotations& annotations,
+                      Inventory& inventory, const Config& cfg) {
   ReserveArgs args{id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt};
   auto booking = Ledger(LedgerOptions::from(cfg)).reserve(args, inventory, cfg.allocation);
   if (!booking && w.device_key.empty() && provisioning_may_help(booking.error(), w.request, inventory, cfg)) {
@@ -56,22 +60,27 @@ Result<> book_one(const std::string& id, const WantedDevice& w, const Annotation
     auto fresh = provision_and_reread(cfg, call);
     if (!fresh) return std::unexpected(fresh.error());
     inventory = std::move(*fresh);
-    return {};
+    return true;
   }
   if (!booking) return std::unexpected(booking.error());
   for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
   log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes),
                       ") pending for ", w.request.describe(), ": ", booking->grant.reason));
-  return {};
+  return !booking->existing;
 }
 
-// Books every wanted device pending; `booked` tells the caller whether there is anything to undo.
+// Books every wanted device pending; `booked` tells the caller whether this call booked anything
+// (only then is there something of its own to undo).
 Result<std::vector<LedgerEntry>> book(const std::string& id, const std::vector<WantedDevice>& wanted,
                                       const Annotations& annotations, Inventory& inventory, const Config& cfg,
                                       bool& booked) {
   for (const auto& w : wanted) {
-    booked = true;  // a failed provisioner may have booked before failing: undo releases either way
-    if (auto r = book_one(id, w, annotations, inventory, cfg); !r) return std::unexpected(r.error());
+    auto fresh = book_one(id, w, annotations, inventory, cfg);
+    if (!fresh) {
+      booked = true;  // a failed provisioner may have booked before failing: undo releases either way
+      return std::unexpected(fresh.error());
+    }
+    booked = booked || *fresh;
   }
   return Ledger(LedgerOptions::from(cfg)).bookings_of(id);
 }
@@ -110,7 +119,7 @@ struct Parsed {
 // Files, Edits, the new config.json, after the bookings were made.
 Result<> prepare(Parsed& p, const Injection& inj, const std::vector<LedgerEntry>& bookings, const Inventory& inventory,
                  const Config& cfg) {
-  auto files = write_container_files(cfg, inj.container_id, bookings, image_preload(p.bundle.rootfs));
+  auto files = write_container_files(cfg, inj.container_id, bookings, image_preload(p.bundle));
   if (!files) return std::unexpected(files.error());
   auto edits = wrapper_edits(bookings, inventory, cfg, inj.container_id, p.bundle);
   if (!edits) return std::unexpected(edits.error());
@@ -137,6 +146,7 @@ Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, 
     if (!bookings) return std::unexpected(bookings.error());
     return prepare(p, inj, *bookings, *inventory, cfg);
   }();
+  inj.booked = booked;
   if (!done) {
     if (booked) undo(inj, cfg);
     return std::unexpected(done.error());
@@ -146,15 +156,19 @@ Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, 
   return inj;
 }
 
-// nullopt: leave the spec alone (unreadable or not JSON: the runtime reports it; no request;
-// already prepared).
-std::optional<Parsed> parse_if_wanted(const std::string& text, const std::string& bundle, const Config& cfg) {
-  if (!may_request_gpu(text)) return std::nullopt;
-  Spec spec = Spec::parse(text, nullptr, false);
-  if (spec.is_discarded() || !spec.is_object() || already_injected(spec, cfg.hook_path)) return std::nullopt;
-  auto parsed = hook::parse_bundle_spec(text, bundle);
-  if (!parsed || !wants_gpufrac(parsed->annotations, cfg.aliases)) return std::nullopt;
-  return Parsed{std::move(spec), std::move(*parsed)};
+// nullopt: leave the spec alone (no request; already prepared). A spec that may carry a request
+// but is not JSON every runtime reads the same way (core/strict_json.hpp) is refused: passing it
+// through would start the container with its request and without its share.
+Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, const std::string& bundle, const Config& cfg) {
+  if (!may_request_gpu(text)) return std::optional<Parsed>{};
+  if (auto r = check_strict_json(text, bundle + "/config.json", {.max_bytes = hook::kMaxConfigBytes}); !r)
+    return std::unexpected(r.error());
+  Spec spec = Spec::parse(text);  // checked: it parses; ordered, so config.json keeps its key order
+  if (!spec.is_object() || already_injected(spec, cfg.hook_path)) return std::optional<Parsed>{};
+  auto parsed = hook::bundle_spec_from(nlohmann::json::parse(text), bundle);
+  if (!parsed) return std::unexpected(parsed.error());
+  if (!wants_gpufrac(parsed->annotations, cfg.aliases)) return std::optional<Parsed>{};
+  return std::optional<Parsed>(Parsed{std::move(spec), std::move(*parsed)});
 }
 
 }  // namespace
@@ -167,15 +181,17 @@ std::string spec_path(const RuntimeArgs& args, const std::string& cwd) {
 Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const Config& cfg, InjectOutcome* outcome) {
   InjectOutcome ignored;
   InjectOutcome& out = outcome ? *outcome : ignored;
-  Injection inj{false, args.container_id, spec_path(args, cwd), "", 0644};
+  Injection inj{false, false, args.container_id, spec_path(args, cwd), "", 0644};
   auto text = fs::read_file(inj.config_path, hook::kMaxConfigBytes);
   if (!text) return Injection{};
-  auto parsed = parse_if_wanted(*text, absolute(args.bundle, cwd), cfg);
-  if (!parsed) return Injection{};
+  auto wanted = parse_if_wanted(*text, absolute(args.bundle, cwd), cfg);
+  if (wanted && !*wanted) return Injection{};
   log::init(cfg.log, "gpufrac-runtime");
   log::set_context(args.container_id);
   out.asked = true;
   out.why = metrics::Refusal::malformed;
+  if (!wanted) return std::unexpected(wanted.error());
+  auto& parsed = *wanted;
   if (auto r = validate_container_id(args.container_id); !r) return std::unexpected(r.error());
   if (auto r = annotation_request(parsed->bundle.annotations, cfg.aliases); !r) return std::unexpected(r.error());
   out.why = metrics::Refusal::host_pid;
@@ -193,6 +209,7 @@ void undo(const Injection& inj, const Config& cfg) {
   if (inj.changed)
     if (auto r = fs::write_file_atomic(inj.config_path, inj.original, inj.mode); !r)
       log::warn("undo: " + r.error().message);
+  if (!inj.booked) return;  // the bookings (and files) belong to an earlier create of this id
   if (auto r = Ledger(LedgerOptions::from(cfg)).release(inj.container_id); !r) log::warn("undo: " + r.error().message);
   if (auto r = remove_container_files(cfg, inj.container_id); !r) log::warn("undo: " + r.error().message);
 }

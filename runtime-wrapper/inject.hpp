@@ -20,6 +20,7 @@ namespace gpufrac::wrapper {
 // What inject() changed, so that a runtime that cannot be started undoes it.
 struct Injection {
   bool changed = false;  // false: config.json was left as it was (no request, or already prepared)
+  bool booked = false;   // this call made a booking of its own (a retried create made none)
   std::string container_id;
   std::string config_path;
   std::string original;  // config.json before
@@ -38,7 +39,8 @@ struct InjectOutcome {
 Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const Config& cfg,
                          InjectOutcome* outcome = nullptr);
 
-// Puts config.json back, releases the bookings and removes the container's files (best effort).
+// Puts config.json back and, when this call booked (injection.booked), releases the bookings and
+// removes the container's files (best effort).
 void undo(const Injection& injection, const Config& cfg);
 
 }  // namespace gpufrac::wrapper

@@ -3,6 +3,7 @@
 // it books the share, writes the container's files and adds the Edits to config.json; then, for every
 // command, it replaces itself with the low-level runtime (config runtimes:, by absolute path) with the
 // same arguments.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <climits>
@@ -84,7 +85,12 @@ int main(int argc, char** argv) {
     if (!r) return report_error(args, r.error());
     injection = std::move(*r);
   }
-  gpufrac::Error failed = exec_runtime(*runtime, argc, argv);
-  if (injection.changed) undo(injection, *cfg);
-  return report_error(args, failed);
+  if (!injection.changed) return report_error(args, exec_runtime(*runtime, argc, argv));
+  // Booked and edited: the runtime runs as a child, so a create it refuses (bad argv, a failing
+  // hook, no such rootfs) is undone at once instead of holding a pending booking until
+  // allocation.pending-timeout.
+  auto status = run_runtime(*runtime, argc, argv);
+  if (!status || exit_code_of(*status) != 0) undo(injection, *cfg);
+  if (!status) return report_error(args, status.error());
+  return exit_code_of(*status);
 }

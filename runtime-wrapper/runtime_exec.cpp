@@ -1,5 +1,8 @@
 #include "runtime-wrapper/runtime_exec.hpp"
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,6 +61,38 @@ Error exec_runtime(const std::string& runtime, int argc, char** argv) {
   args.push_back(nullptr);
   ::execv(runtime.c_str(), args.data());
   return sys_error("cannot execute the runtime " + runtime).error();
+}
+
+namespace {
+
+pid_t g_child = 0;
+void forward(int sig) {
+  if (g_child > 0) ::kill(g_child, sig);
+}
+
+}  // namespace
+
+Result<int> run_runtime(const std::string& runtime, int argc, char** argv) {
+  const pid_t child = ::fork();
+  if (child < 0) return sys_error("cannot start the runtime " + runtime);
+  if (child == 0) {
+    (void)exec_runtime(runtime, argc, argv);
+    ::_exit(127);
+  }
+  g_child = child;
+  struct sigaction sa {};
+  sa.sa_handler = forward;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH}) ::sigaction(sig, &sa, nullptr);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0)
+    if (errno != EINTR) return sys_error("cannot wait for the runtime " + runtime);
+  return status;
+}
+
+int exit_code_of(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return 1;
 }
 
 }  // namespace gpufrac::wrapper

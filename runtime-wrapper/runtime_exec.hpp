@@ -34,4 +34,10 @@ std::optional<FileId> self_file();
 // unchanged, the environment too. Returns only on failure.
 Error exec_runtime(const std::string& runtime, int argc, char** argv);
 
+// After gpufrac booked and edited the spec: runs the runtime as a child (signals the wrapper gets
+// are passed on) and returns its wait status, so a refused create can be undone.
+Result<int> run_runtime(const std::string& runtime, int argc, char** argv);
+// The exit code that reports a wait status as a shell does (128 + signal).
+int exit_code_of(int wait_status);
+
 }  // namespace gpufrac::wrapper

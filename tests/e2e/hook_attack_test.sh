@@ -60,7 +60,7 @@ echo '{"not json' >"$E2E_TMP/plain/config.json"
 state=$(jq -cn --arg b "$E2E_TMP/plain" '{id:"notjson",bundle:$b,pid:1}')
 run "$HOOK" createRuntime <<<"$state"
 assert_eq "$RC" 1 "config.json that is not JSON refused"
-assert_contains "$OUT" "config.json: not a JSON object" "not-JSON message"
+assert_contains "$OUT" "config.json: invalid JSON at byte" "not-JSON message"
 run "$HOOK" createRuntime <<<'garbage'
 assert_eq "$RC" 1 "state that is not JSON refused"
 assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json" 2>/dev/null || echo 0)" 0 "nothing booked"

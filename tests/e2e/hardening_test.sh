@@ -1,0 +1,137 @@
+#!/bin/bash
+# Defences against hostile input and a hostile node state, with real runc (docs/architecture.md
+# "Security"): JSON a runtime could read differently (duplicate keys, deep nesting, trailing data)
+# refused by the hook and by the wrapper, nothing booked; a FIFO at the config or ledger path and a
+# held ledger lock end in one line, in bounded time; byte sums that would wrap read as full; a
+# config writable by others is refused as root; the hook's mounts never propagate to the host
+# through a shared bind; a create runc refuses is undone by the wrapper at once.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/containers.sh"
+source "$(dirname "$0")/wrapper.sh"
+e2e_runc_test hard
+e2e_on_exit() {
+  runc_cleanup "$P"
+  [ -n "${HOLDER:-}" ] && pkill -P "$HOLDER" sleep; [ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null
+  umount -R "$E2E_TMP/shared" 2>/dev/null || true
+}
+e2e_gpu_config a100-40gb-x1.yaml "lock-timeout: 1"
+entries() { jq '.entries | length' "$E2E_TMP/state/ledger.json" 2>/dev/null || echo 0; }
+create() { set +e; OUT=$(timeout 20 "$@" 2>&1 </dev/null); RC=$?; set -e; }
+
+# 1. Duplicate "linux": runc reads one, a DOM reader another. Both front-ends refuse it.
+make_bundle "$E2E_TMP/dup" 'true' gpufrac.io/fraction=0.25
+jq -c . "$E2E_TMP/dup/config.json" | sed 's/^{/{"linux":{"namespaces":[{"type":"pid"}]},/' >"$E2E_TMP/dup/c.json"
+mv "$E2E_TMP/dup/c.json" "$E2E_TMP/dup/config.json"
+create runc run --bundle "$E2E_TMP/dup" "$P-dup"
+assert_contains "$OUT" 'gpufrac-hook: '"$E2E_TMP"'/dup/config.json: duplicate key \"linux\" in the object at /' "the hook refuses a duplicate key"
+cp "$E2E_TMP/dup/config.json" "$E2E_TMP/dup.orig"
+jq -c 'del(.hooks)' "$E2E_TMP/dup/config.json" >/dev/null 2>&1 || true
+sed -i 's/"hooks":{[^}]*\][^}]*\]}//' "$E2E_TMP/dup/config.json"  # the wrapper's own path: no hooks
+create "$WRAPPER" create --bundle "$E2E_TMP/dup" "$P-dupw"
+assert_eq "$RC" 1 "the wrapper refuses it too: $OUT"
+assert_contains "$OUT" 'duplicate key "linux" in the object at /;' "the wrapper names the key"
+assert_eq "$(entries)" 0 "nothing booked"
+
+# 2. 50,000 nested arrays in a spec with a request: refused at once, no crash, nothing left.
+make_plain_bundle "$E2E_TMP/deep" 'true' gpufrac.io/fraction=0.25
+python3 -c 'import sys; sys.stdout.write(open(sys.argv[1]).read().rstrip()[:-1] + ", \"x\": " + "[" * 50000 + "]" * 50000 + "}")' \
+  "$E2E_TMP/deep/config.json" >"$E2E_TMP/deep/c.json"
+mv "$E2E_TMP/deep/c.json" "$E2E_TMP/deep/config.json"
+create "$WRAPPER" create --bundle "$E2E_TMP/deep" "$P-deep"
+assert_eq "$RC" 1 "deep nesting refused by the wrapper: $OUT"
+assert_contains "$OUT" "nested deeper than 64 levels at /x/0/0" "the place is named"
+assert_eq "$(entries)" 0 "nothing booked"
+assert_eq "$(ls "$E2E_TMP/state/containers" 2>/dev/null | wc -l)" 0 "no container files"
+run "$HOOK" createRuntime <<<"$(python3 -c 'print("[" * 4000000)')"
+assert_eq "$RC" 1 "a deep OCI state on the hook's stdin: $OUT"
+assert_contains "$OUT" "OCI state on stdin: nested deeper than 64 levels" "bounded before any DOM"
+
+# 3. A FIFO at the config path and at ledger.json: one line, no wait.
+mkfifo "$E2E_TMP/fifo.yaml"
+state='{"id":"x","bundle":"'"$E2E_TMP"'/dup","pid":1}'
+run timeout 10 env GPUFRAC_CONFIG="$E2E_TMP/fifo.yaml" "$GPUFRAC" status
+assert_eq "$RC" 1 "a FIFO config: $OUT"
+assert_contains "$OUT" "fifo.yaml is a FIFO, not a regular file" "named"
+mv "$E2E_TMP/state/ledger.json" "$E2E_TMP/ledger.json.bak" 2>/dev/null || true
+mkfifo "$E2E_TMP/state/ledger.json"
+run timeout 10 "$GPUFRAC" status
+assert_eq "$RC" 1 "a FIFO ledger: $OUT"
+assert_contains "$OUT" "ledger.json is a FIFO, not a regular file" "named"
+rm -f "$E2E_TMP/state/ledger.json"
+
+# 4. A held ledger lock: one line naming the holder after lock-timeout (1 s), not a runtime timeout.
+flock -o "$E2E_TMP/state/ledger.lock" sleep 60 >/dev/null 2>&1 &  # -o: only flock itself holds it
+HOLDER=$!
+sleep 0.3
+make_bundle "$E2E_TMP/locked" 'true' gpufrac.io/fraction=0.25
+create runc run --bundle "$E2E_TMP/locked" "$P-locked"
+assert_contains "$OUT" "the ledger lock $E2E_TMP/state/ledger.lock is held by pid $HOLDER" "the hook names the holder"
+assert_contains "$OUT" "for more than 1 s (lock-timeout)" "and the timeout"
+pkill -P "$HOLDER" sleep || true
+kill "$HOLDER"
+wait "$HOLDER" 2>/dev/null || true
+HOLDER=
+
+# 5. Byte counts that sum past 2^64 read as a full GPU, not an empty one.
+sleep 600 >/dev/null 2>&1 &
+SLEEPER=$!
+"$GPUFRAC" ledger reserve --container a --annotation gpufrac.io/fraction=0.25 --pid "$SLEEPER" >/dev/null
+"$GPUFRAC" ledger reserve --container b --annotation gpufrac.io/fraction=0.25 --pid "$SLEEPER" >/dev/null
+jq '.entries[].bytes = 9223372036854775808' "$E2E_TMP/state/ledger.json" >"$E2E_TMP/l.json"
+cp "$E2E_TMP/l.json" "$E2E_TMP/state/ledger.json"
+run "$GPUFRAC" status --json
+assert_contains "$(tr -d ' \n' <<<"$OUT")" '"reserved":18446744073709551615,' "reserved saturates (raw JSON: jq rounds)"
+run "$GPUFRAC" ledger reserve --container c --annotation gpufrac.io/fraction=0.1 --pid "$SLEEPER"
+assert_eq "$RC" 1 "a new share is refused: $OUT"
+kill "$SLEEPER"
+rm -f "$E2E_TMP/state/ledger.json"
+
+# 6. A config others may change is refused as root.
+chmod 666 "$GPUFRAC_CONFIG"
+run "$GPUFRAC" status
+assert_eq "$RC" 1 "a world-writable config: $OUT"
+assert_contains "$OUT" "config $GPUFRAC_CONFIG: the file may be changed by a user other than root (owner 0, mode 0666)" "named"
+chmod 644 "$GPUFRAC_CONFIG"
+chmod 777 "$E2E_TMP"
+run "$GPUFRAC" status
+assert_contains "$OUT" "the directory $E2E_TMP may be changed by a user other than root (owner 0, mode 0777)" "a writable directory above it"
+chmod 700 "$E2E_TMP"
+
+# 7. A shared bind over /run: the hook's tmpfs must not appear on the host.
+mkdir -p "$E2E_TMP/shared"
+mount --bind "$E2E_TMP/shared" "$E2E_TMP/shared"
+mount --make-shared "$E2E_TMP/shared"
+make_bundle "$E2E_TMP/prop" 'test -e /run/gpufrac/limits && echo limited' gpufrac.io/fraction=0.25
+jq --arg s "$E2E_TMP/shared" '.mounts += [{destination: "/run", type: "bind", source: $s, options: ["rbind", "rshared"]}]
+  | .linux.rootfsPropagation = "rshared"' "$E2E_TMP/prop/config.json" >"$E2E_TMP/prop/c.json"
+mv "$E2E_TMP/prop/c.json" "$E2E_TMP/prop/config.json"
+run runc run --bundle "$E2E_TMP/prop" "$P-prop"
+assert_eq "$RC" 0 "a container with a shared bind: $OUT"
+assert_contains "$OUT" "limited" "it has its limit file"
+assert_eq "$(findmnt -rn -o TARGET | grep -c "^$E2E_TMP/shared/")" 0 "no mount of the hook reached the host"
+umount "$E2E_TMP/shared"
+
+# 8. A create runc refuses: the wrapper undoes its booking and config.json at once.
+make_plain_bundle "$E2E_TMP/refused" 'true' gpufrac.io/fraction=0.25
+cp "$E2E_TMP/refused/config.json" "$E2E_TMP/refused.orig"
+create "$WRAPPER" create --no-such-flag --bundle "$E2E_TMP/refused" "$P-refused"
+assert_eq "$RC" 1 "runc refuses the create: $OUT"
+assert_eq "$(entries)" 0 "the booking is released at once"
+cmp -s "$E2E_TMP/refused/config.json" "$E2E_TMP/refused.orig" || fail "config.json not restored"
+assert_eq "$(ls "$E2E_TMP/state/containers" 2>/dev/null | wc -l)" 0 "no container files"
+
+# 9. The image's preload as the container sees it: a spec bind at /etc/ld.so.preload counts (hook
+# and wrapper), its entries kept after the shim's.
+echo /usr/lib/libbound.so >"$E2E_TMP/bound-preload"
+make_bundle "$E2E_TMP/pre" 'cat /etc/ld.so.preload' gpufrac.io/fraction=0.25
+jq --arg s "$E2E_TMP/bound-preload" '.mounts += [{destination: "/etc/ld.so.preload", type: "bind", source: $s,
+  options: ["bind", "ro"]}]' "$E2E_TMP/pre/config.json" >"$E2E_TMP/pre/c.json"
+mv "$E2E_TMP/pre/c.json" "$E2E_TMP/pre/config.json"
+run runc run --bundle "$E2E_TMP/pre" "$P-pre"
+assert_eq "$OUT" "/run/gpufrac/libgpufrac-limits.so
+/usr/lib/libbound.so" "the hook keeps the bound preload's entry"
+jq 'del(.hooks)' "$E2E_TMP/pre/config.json" >"$E2E_TMP/pre/c.json" && mv "$E2E_TMP/pre/c.json" "$E2E_TMP/pre/config.json"
+run "$WRAPPER" run --bundle "$E2E_TMP/pre" "$P-prew"
+assert_eq "$OUT" "/run/gpufrac/libgpufrac-limits.so
+/usr/lib/libbound.so" "the wrapper too"
+finish
