@@ -10,6 +10,8 @@ void add_booking_options(CLI::App& cmd, BookingOptions& o) {
   cmd.add_option("--annotation", o.annotations, "Request annotation KEY=VALUE (repeatable)")->required();
   cmd.add_option("--pid", o.pid, "Host pid of the container (0 = pending)");
   cmd.add_option("--source", o.source, "hook, wrapper or cdi");
+  cmd.add_option("--instance", o.instance,
+                 "Container instance (p<pid>-<start>, w<hex>; two containers may share an id)");
 }
 
 Result<Request> request_from(const std::vector<std::string>& pairs, bool aliases, const std::string& example) {
@@ -30,7 +32,9 @@ Result<ReserveArgs> reserve_args_from(const BookingOptions& o, const Config& cfg
   if (!request) return std::unexpected(request.error());
   auto source = booking_source_from(o.source);
   if (!source) return user_error("--source " + text::quote(o.source) + ": use hook, wrapper or cdi");
-  return ReserveArgs{o.container, o.device_key, *request, *source, o.pid, std::nullopt};
+  if (!o.instance.empty())
+    if (auto r = validate_instance(o.instance); !r) return std::unexpected(r.error().wrap("--instance"));
+  return ReserveArgs{o.container, o.device_key, *request, *source, o.pid, std::nullopt, o.instance};
 }
 
 nlohmann::json grant_json(const Grant& g, bool existing) {

@@ -15,12 +15,13 @@
 namespace gpufrac::cli {
 
 struct BookingOptions {
-  std::string container, device_key, source = "hook";
+  std::string container, device_key, source = "hook", instance;
   std::vector<std::string> annotations;  // KEY=VALUE
   std::int64_t pid = 0;
 };
 
-// --container (required), --device-key, --annotation (required, repeatable), --pid, --source.
+// --container (required), --device-key, --annotation (required, repeatable), --pid, --source,
+// --instance.
 void add_booking_options(CLI::App& cmd, BookingOptions& o);
 // The request (from the annotations, with the config's aliases) and the source, checked; `example`
 // is the annotation the "no request" error suggests.

@@ -31,7 +31,7 @@ Result<FilesReport> collect_files(const Config& cfg) {
   auto state = Ledger(LedgerOptions::from(cfg)).read();
   if (!state) return std::unexpected(state.error());
   std::set<std::string> booked;
-  for (const auto& e : state->entries) booked.insert(e.container_id);
+  for (const auto& e : state->entries) booked.insert(container_key(e));
   FilesReport out;
   std::error_code ec;
   for (const auto& d : std::filesystem::directory_iterator(cfg.state_dir + "/containers", ec)) {

@@ -48,7 +48,7 @@ FilesReport plan_files(const Config& cfg, const NodeView& node, const GcReport& 
   for (const auto& e : node.ledger.entries)
     if (std::none_of(ledger.reclaimed.begin(), ledger.reclaimed.end(),
                      [&](const Reclaimed& r) { return r.entry == e; }))
-      kept.insert(e.container_id);
+      kept.insert(container_key(e));
   FilesReport out;
   std::error_code ec;
   for (const auto& d : std::filesystem::directory_iterator(cfg.state_dir + "/containers", ec)) {

@@ -28,9 +28,9 @@ std::string share_state(const LedgerEntry& e, const Config& cfg, std::int64_t no
 UsageOf live_usage(const Config& cfg) {
   auto cache = std::make_shared<std::map<std::string, std::optional<limits::RegionUsage>>>();
   return [cache, &cfg](const LedgerEntry& e) -> std::optional<std::uint64_t> {
-    auto [it, fresh] = cache->try_emplace(e.container_id);
+    auto [it, fresh] = cache->try_emplace(container_key(e));
     if (fresh) {
-      auto usage = limits::read_region_usage(container_files(cfg, e.container_id).usage, cfg.proc_root);
+      auto usage = limits::read_region_usage(container_files(cfg, container_key(e)).usage, cfg.proc_root);
       if (usage) it->second = std::move(*usage);
     }
     if (!it->second) return std::nullopt;

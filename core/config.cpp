@@ -218,13 +218,15 @@ Result<Config> load_config_string(const std::string& content, const std::string&
 }
 
 Result<Config> load_config_file(const std::string& path) {
-  if (auto r = check_config_trust(path); !r) return std::unexpected(r.error());
   auto content = fs::read_file(path, 1u << 20);
   if (!content) {
     Error e = content.error();
     e.kind = ErrorKind::user;
     return std::unexpected(std::move(e.wrap("config")));
   }
+  // Once it is known to exist (a missing file is the "cannot open" above). A user who could swap the
+  // file between the read and this check could change a directory on its path: refused here.
+  if (auto r = check_config_trust(path); !r) return std::unexpected(r.error());
   return load_config_string(*content, path);
 }
 

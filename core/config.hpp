@@ -86,7 +86,8 @@ struct Config {
   std::string ledger_path() const { return state_dir + "/ledger.json"; }
   std::string ledger_lock_path() const { return state_dir + "/ledger.lock"; }
   std::string inventory_cache_path() const { return state_dir + "/inventory.json"; }
-  std::string container_dir(const std::string& id) const { return state_dir + "/containers/" + id; }
+  // One container instance's directory: <state-dir>/containers/<key> (container_key in ledger_entry.hpp).
+  std::string container_dir(const std::string& key) const { return state_dir + "/containers/" + key; }
   // A host path read for discovery, under host-root.
   std::string host_path(const std::string& absolute) const;
 };

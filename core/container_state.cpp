@@ -52,16 +52,16 @@ Result<> write_file(const std::string& path, std::string_view content, FileUpdat
 
 }  // namespace
 
-Result<ContainerFiles> write_container_files(const Config& cfg, const std::string& container_id,
+Result<ContainerFiles> write_container_files(const Config& cfg, const std::string& container_key,
                                              const std::vector<LedgerEntry>& bookings, const std::string& image_preload,
                                              FileUpdate update) {
-  if (auto r = validate_container_id(container_id); !r) return std::unexpected(r.error());
+  if (auto r = validate_container_key(container_key); !r) return std::unexpected(r.error());
   if (bookings.empty() || bookings.size() > GPUFRAC_MAX_DEVICES)
-    return internal_error(text::cat("container ", container_id, " has ", bookings.size(), " bookings; 1 to ",
+    return internal_error(text::cat("container ", container_key, " has ", bookings.size(), " bookings; 1 to ",
                                     GPUFRAC_MAX_DEVICES, " are supported"));
-  ContainerFiles files = container_files(cfg, container_id);
+  ContainerFiles files = container_files(cfg, container_key);
   if (auto r = fs::make_dirs(files.dir, 0755); !r) return std::unexpected(r.error());
-  LimitFile limit_file = limit_file_for(container_id, bookings);
+  LimitFile limit_file = limit_file_for(bookings.front().container_id, bookings);
   if (auto r = write_file(files.limits, render_limit_file(limit_file), update); !r) return std::unexpected(r.error());
   if (!fs::exists(files.usage))
     if (auto r = create_region(files.usage, limit_file); !r) return std::unexpected(r.error());
@@ -69,11 +69,11 @@ Result<ContainerFiles> write_container_files(const Config& cfg, const std::strin
   return files;
 }
 
-Result<> remove_container_files(const Config& cfg, const std::string& container_id) {
-  if (auto r = validate_container_id(container_id); !r) return r;
+Result<> remove_container_files(const Config& cfg, const std::string& container_key) {
+  if (auto r = validate_container_key(container_key); !r) return r;
   std::error_code ec;
-  std::filesystem::remove_all(cfg.container_dir(container_id), ec);
-  if (ec) return internal_error("cannot remove " + cfg.container_dir(container_id) + ": " + ec.message());
+  std::filesystem::remove_all(cfg.container_dir(container_key), ec);
+  if (ec) return internal_error("cannot remove " + cfg.container_dir(container_key) + ": " + ec.message());
   return {};
 }
 

@@ -1,4 +1,5 @@
-// One container's files on the host, <state-dir>/containers/<id>/: the limit file and usage region
+// One container instance's files on the host, <state-dir>/containers/<key>/ (key = container_key():
+// the id and the instance, so two containers with one id never share them): the limit file and usage region
 // the shim reads (limits_abi.h) and the container's /etc/ld.so.preload. Written by whichever
 // front-end books the container (hook, runtime wrapper, CDI hook), removed at release.
 #pragma once
@@ -21,10 +22,10 @@ enum class FileUpdate { replace, in_place };
 // Writes the limit file listing every booking of the container, creates the usage region if it does
 // not exist yet (an existing region keeps its live counts), and writes the preload file from the
 // image's own /etc/ld.so.preload content. Directory mode 0755.
-Result<ContainerFiles> write_container_files(const Config& cfg, const std::string& container_id,
+Result<ContainerFiles> write_container_files(const Config& cfg, const std::string& container_key,
                                              const std::vector<LedgerEntry>& bookings, const std::string& image_preload,
                                              FileUpdate update = FileUpdate::replace);
 // Removes the container's directory; a missing directory is not an error.
-Result<> remove_container_files(const Config& cfg, const std::string& container_id);
+Result<> remove_container_files(const Config& cfg, const std::string& container_key);
 
 }  // namespace gpufrac

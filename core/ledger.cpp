@@ -29,22 +29,28 @@ Result<Transaction> begin(const LedgerOptions& o) {
   return Transaction{std::move(*lock), std::move(*state)};
 }
 
-LedgerEntry* find(LedgerState& s, const std::string& id, const std::string& key) {
-  auto it = std::find_if(s.entries.begin(), s.entries.end(),
-                         [&](const LedgerEntry& e) { return e.container_id == id && e.device_key == key; });
+// Whether the entry belongs to the instance ("" selects every instance of the id).
+bool of_instance(const LedgerEntry& e, const std::string& id, const std::string& instance) {
+  return e.container_id == id && (instance.empty() || e.instance == instance);
+}
+
+LedgerEntry* find(LedgerState& s, const ReserveArgs& a) {
+  auto it = std::find_if(s.entries.begin(), s.entries.end(), [&](const LedgerEntry& e) {
+    return e.container_id == a.container_id && e.instance == a.instance && e.device_key == a.device_key;
+  });
   return it == s.entries.end() ? nullptr : &*it;
 }
 
 LedgerEntry entry_for(const ReserveArgs& a, const Grant& g, std::uint64_t pid_start, std::int64_t now) {
   return LedgerEntry{a.container_id, a.device_key,         g.device_uuid, g.gpu_index, g.gpu_uuid, g.mig, g.bytes,
-                     g.exclusive,    a.request.describe(), a.source,      a.pid,       pid_start,  now};
+                     g.exclusive,    a.request.describe(), a.source,      a.pid,       pid_start,  now,   a.instance};
 }
 
-// Finds the booking of (container id, device key) or allocates a new one in state.
+// Finds the booking of (container id, instance, device key) or allocates a new one in state.
 Result<Booking> book(LedgerState& state, const ReserveArgs& a, std::uint64_t start, const Inventory& inv,
                      const AllocationConfig& cfg, const MigConfig& mig, std::int64_t now, bool& changed) {
   Booking b;
-  if (LedgerEntry* e = find(state, a.container_id, a.device_key)) {
+  if (LedgerEntry* e = find(state, a)) {
     if (e->request != a.request.describe())
       return user_error(text::cat("container ", a.container_id, " already holds a booking for ", e->request,
                                   "; release it before asking for ", a.request.describe()));
@@ -86,18 +92,22 @@ std::int64_t Ledger::now() const {
   return static_cast<std::int64_t>(std::time(nullptr));
 }
 
+std::string Ledger::expiry(const LedgerEntry& e, std::int64_t t) const {
+  if (e.pending())
+    return t - e.created > static_cast<std::int64_t>(options_.pending_timeout_s)
+               ? text::cat("pending for ", t - e.created, " s")
+               : "";
+  Liveness l = process_liveness(options_.proc_root, e.pid, e.pid_start);
+  if (l == Liveness::exited) return text::cat("process ", e.pid, " exited");
+  if (l == Liveness::reused) return text::cat("pid ", e.pid, " was reused");
+  return "";
+}
+
 std::vector<Reclaimed> Ledger::reclaim(LedgerState& state) const {
   std::vector<Reclaimed> out;
   const std::int64_t t = now();
   std::erase_if(state.entries, [&](const LedgerEntry& e) {
-    std::string why;
-    if (e.pending() && t - e.created > static_cast<std::int64_t>(options_.pending_timeout_s))
-      why = text::cat("pending for ", t - e.created, " s");
-    if (!e.pending()) {
-      Liveness l = process_liveness(options_.proc_root, e.pid, e.pid_start);
-      if (l == Liveness::exited) why = text::cat("process ", e.pid, " exited");
-      if (l == Liveness::reused) why = text::cat("pid ", e.pid, " was reused");
-    }
+    std::string why = expiry(e, t);
     if (!why.empty()) out.push_back(Reclaimed{e, why});
     return !why.empty();
   });
@@ -118,6 +128,8 @@ Result<std::uint64_t> Ledger::start_time_of(std::int64_t pid, std::optional<std:
 
 Result<std::uint64_t> Ledger::checked_start(const ReserveArgs& a) const {
   if (auto r = validate_container_id(a.container_id); !r) return std::unexpected(r.error());
+  if (!a.instance.empty())
+    if (auto r = validate_instance(a.instance); !r) return std::unexpected(r.error());
   if (auto r = validate_device_key(a.device_key); !r) return std::unexpected(r.error());
   return start_time_of(a.pid, a.pid_start);
 }
@@ -137,7 +149,7 @@ Result<Booking> Ledger::reserve(const ReserveArgs& a, const Inventory& inv, cons
 }
 
 Result<std::vector<LedgerEntry>> Ledger::attach(const std::string& id, std::int64_t pid,
-                                                std::optional<std::uint64_t> pid_start) {
+                                                std::optional<std::uint64_t> pid_start, const std::string& instance) {
   if (auto r = validate_container_id(id); !r) return std::unexpected(r.error());
   if (pid == 0) return user_error("pid 0 is not valid; use the container's host pid");
   auto start = start_time_of(pid, pid_start);
@@ -147,7 +159,7 @@ Result<std::vector<LedgerEntry>> Ledger::attach(const std::string& id, std::int6
   std::vector<LedgerEntry> mine;
   bool changed = false;
   for (auto& e : tx->state.entries) {
-    if (e.container_id != id) continue;
+    if (!of_instance(e, id, instance)) continue;
     if (e.pending()) {
       e.pid = pid;
       e.pid_start = *start;
@@ -163,19 +175,39 @@ Result<std::vector<LedgerEntry>> Ledger::attach(const std::string& id, std::int6
   return mine;
 }
 
-Result<std::vector<LedgerEntry>> Ledger::release(const std::string& id) {
+Result<std::vector<LedgerEntry>> Ledger::remove_if(const std::string& id,
+                                                   const std::function<bool(const LedgerEntry&)>& doomed) {
   if (auto r = validate_container_id(id); !r) return std::unexpected(r.error());
   auto tx = begin(options_);
   if (!tx) return std::unexpected(tx.error().wrap("while releasing " + id));
   std::vector<LedgerEntry> removed;
   std::erase_if(tx->state.entries, [&](const LedgerEntry& e) {
-    if (e.container_id == id) removed.push_back(e);
-    return e.container_id == id;
+    if (e.container_id != id || !doomed(e)) return false;
+    removed.push_back(e);
+    return true;
   });
   record_idle(tx->state, removed, options_.mig, now());
   if (!removed.empty())
     if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
   return removed;
+}
+
+Result<std::vector<LedgerEntry>> Ledger::release(const std::string& id, const std::string& instance) {
+  if (!instance.empty())
+    if (auto r = validate_instance(instance); !r) return std::unexpected(r.error());
+  return remove_if(id, [&](const LedgerEntry& e) { return of_instance(e, id, instance); });
+}
+
+Result<std::vector<LedgerEntry>> Ledger::release_stopped(const std::string& id, const std::string& instance,
+                                                         std::int64_t pid) {
+  if (!instance.empty())
+    if (auto r = validate_instance(instance); !r) return std::unexpected(r.error());
+  const std::int64_t t = now();
+  return remove_if(id, [&](const LedgerEntry& e) {
+    if (!instance.empty() && e.instance == instance) return true;
+    if (pid != 0 && e.pid == pid) return true;
+    return !e.pending() && !expiry(e, t).empty();
+  });
 }
 
 Result<GcReport> Ledger::gc() {
@@ -196,12 +228,13 @@ Result<LedgerState> Ledger::read() const {
   return load_ledger_file(options_.path);
 }
 
-Result<std::vector<LedgerEntry>> Ledger::bookings_of(const std::string& container_id) const {
+Result<std::vector<LedgerEntry>> Ledger::bookings_of(const std::string& container_id,
+                                                     const std::string& instance) const {
   auto state = read();
   if (!state) return std::unexpected(state.error());
   std::vector<LedgerEntry> mine;
   for (const auto& e : state->entries)
-    if (e.container_id == container_id) mine.push_back(e);
+    if (of_instance(e, container_id, instance)) mine.push_back(e);
   return mine;
 }
 
@@ -212,7 +245,7 @@ Result<Booking> Ledger::reserve_granted(const ReserveArgs& a, const Grant& g) {
   if (!tx) return std::unexpected(tx.error().wrap("while booking " + a.container_id));
   Booking b;
   b.reclaimed = reclaim(tx->state);
-  if (const LedgerEntry* e = find(tx->state, a.container_id, a.device_key)) {
+  if (const LedgerEntry* e = find(tx->state, a)) {
     if (e->request != a.request.describe() || e->device_uuid != g.device_uuid)
       return user_error(text::cat("container ", a.container_id, " already holds a booking for ", e->request, " on ",
                                   e->device_uuid, "; release it first"));

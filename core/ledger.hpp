@@ -40,6 +40,7 @@ struct ReserveArgs {
   BookingSource source = BookingSource::hook;
   std::int64_t pid = 0;                    // host pid; 0 = pending (attach() adds it later)
   std::optional<std::uint64_t> pid_start;  // read from <proc-root>/<pid>/stat when absent
+  std::string instance;                    // LedgerEntry::instance ("" only for operator bookings)
 };
 
 // A booking reclaimed because its process is gone or it stayed pending too long.
@@ -50,7 +51,7 @@ struct Reclaimed {
 
 struct Booking {
   Grant grant;
-  bool existing = false;  // the same (container id, device key) was booked before: same grant
+  bool existing = false;  // the same (container id, instance, device key) was booked before: same grant
   std::vector<Reclaimed> reclaimed;
 };
 
@@ -64,20 +65,27 @@ class Ledger {
  public:
   explicit Ledger(LedgerOptions options);
 
-  // Books a device for a container (idempotent per container id + device key).
+  // Books a device for a container instance (idempotent per container id + instance + device key:
+  // another instance with the same id gets a booking of its own).
   Result<Booking> reserve(const ReserveArgs& args, const Inventory& inventory, const AllocationConfig& config);
-  // Gives the container's pending bookings their pid; returns the container's bookings.
-  // A container with no booking (released, or reclaimed after the pending timeout) is an error.
+  // Gives the instance's pending bookings their pid ("" instance: every booking of the id); returns
+  // them. An instance with no booking (released, or reclaimed after the pending timeout) is an error.
   Result<std::vector<LedgerEntry>> attach(const std::string& container_id, std::int64_t pid,
-                                          std::optional<std::uint64_t> pid_start = std::nullopt);
-  // Removes every booking of the container; releasing nothing is not an error.
-  Result<std::vector<LedgerEntry>> release(const std::string& container_id);
+                                          std::optional<std::uint64_t> pid_start = std::nullopt,
+                                          const std::string& instance = "");
+  // Removes the instance's bookings ("" instance: every booking of the id); nothing is not an error.
+  Result<std::vector<LedgerEntry>> release(const std::string& container_id, const std::string& instance = "");
+  // Poststop: removes the bookings of this id that belong to the stopped container: those of
+  // `instance` when given, of `pid` when given, and any whose process is gone. A live process's
+  // booking under the same id (another runtime root) stays.
+  Result<std::vector<LedgerEntry>> release_stopped(const std::string& container_id, const std::string& instance,
+                                                   std::int64_t pid);
   // Reclaims the bookings of dead processes and expired pending ones, removes stale temp files.
   Result<GcReport> gc();
   // The current content, without the lock (the file is only ever replaced whole).
   Result<LedgerState> read() const;
-  // The bookings a container holds now (read, no lock held afterwards).
-  Result<std::vector<LedgerEntry>> bookings_of(const std::string& container_id) const;
+  // The bookings a container instance holds now ("" instance: the id's; read, no lock held after).
+  Result<std::vector<LedgerEntry>> bookings_of(const std::string& container_id, const std::string& instance = "") const;
 
   // Dynamic MIG (nvml/mig_provision.hpp). Books exactly `grant` (an instance the provisioner made
   // or chose), idempotent like reserve(); refused when another booking holds the device.
@@ -92,8 +100,13 @@ class Ledger {
  private:
   std::int64_t now() const;
   std::vector<Reclaimed> reclaim(LedgerState& state) const;
+  // Why the entry's booking is over ("" while it holds): its process is gone or it stayed pending.
+  std::string expiry(const LedgerEntry& e, std::int64_t now) const;
+  // Removes the bookings of the id that `doomed` selects, under the lock; returns them.
+  Result<std::vector<LedgerEntry>> remove_if(const std::string& container_id,
+                                             const std::function<bool(const LedgerEntry&)>& doomed);
   Result<std::uint64_t> start_time_of(std::int64_t pid, std::optional<std::uint64_t> given) const;
-  // The container id and device key checked, then start_time_of(a.pid, a.pid_start).
+  // The container id, instance and device key checked, then start_time_of(a.pid, a.pid_start).
   Result<std::uint64_t> checked_start(const ReserveArgs& a) const;
 
   LedgerOptions options_;

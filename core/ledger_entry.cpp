@@ -55,6 +55,30 @@ Result<> validate_container_id(std::string_view id) {
   return {};
 }
 
+Result<> validate_instance(std::string_view instance) {
+  bool ok = !instance.empty() && instance.size() <= 64 && instance[0] >= 'a' && instance[0] <= 'z';
+  for (char c : instance) ok = ok && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-');
+  if (!ok)
+    return user_error("instance " + text::quote(instance) +
+                      " is not valid; use 1-64 characters [a-z0-9-] starting with a letter");
+  return {};
+}
+
+std::string process_instance(std::int64_t pid, std::uint64_t pid_start) {
+  return text::cat("p", pid, "-", pid_start);
+}
+
+std::string container_key(std::string_view container_id, std::string_view instance) {
+  return instance.empty() ? std::string(container_id) : text::cat(container_id, "@", instance);
+}
+
+Result<> validate_container_key(std::string_view key) {
+  const auto at = key.find('@');
+  if (auto r = validate_container_id(key.substr(0, at)); !r) return r;
+  if (at == std::string_view::npos) return {};
+  return validate_instance(key.substr(at + 1));
+}
+
 Result<> validate_device_key(std::string_view key) {
   bool ok = key.size() <= 128;
   for (unsigned char c : key) ok = ok && c > 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '\'';

@@ -33,6 +33,11 @@ struct LedgerEntry {
   std::int64_t pid = 0;         // host pid; 0 = pending (booked before the container exists)
   std::uint64_t pid_start = 0;  // start time of pid (field 22 of /proc/<pid>/stat), 0 when pending
   std::int64_t created = 0;     // seconds since the epoch
+  // Which container instance holds it: one id can name several containers at once (two runtime
+  // roots, two containerd namespaces). "p<pid>-<start>" for a booking made with the container's
+  // process, "w<hex>" for the runtime wrapper's (booked before the process exists); "" in ledgers
+  // written before instances, and for operator bookings (`gpufrac ledger`).
+  std::string instance;
   bool pending() const { return pid == 0; }
   bool operator==(const LedgerEntry&) const = default;
 };
@@ -63,6 +68,18 @@ inline constexpr std::int64_t kMaxPid = 4194304;  // PID_MAX_LIMIT on 64-bit Lin
 
 // [A-Za-z0-9][A-Za-z0-9_.-]{0,127}, not containing "..": safe as a file name.
 Result<> validate_container_id(std::string_view id);
+// [a-z0-9-]{1,64} starting with a letter: safe in a directory name after "<id>@".
+Result<> validate_instance(std::string_view instance);
+// The instance of a container known by its process (pid and its start time).
+std::string process_instance(std::int64_t pid, std::uint64_t pid_start);
+// The name of a booking's directory under <state-dir>/containers: the id, "@<instance>" when known.
+std::string container_key(std::string_view container_id, std::string_view instance);
+inline std::string container_key(const LedgerEntry& e) {
+  return container_key(e.container_id, e.instance);
+}
+// A valid container id, optionally followed by "@" and a valid instance.
+Result<> validate_container_key(std::string_view key);
+
 // Printable ASCII without spaces, quotes or backslashes, at most 128 bytes ("" allowed).
 Result<> validate_device_key(std::string_view key);
 

@@ -15,9 +15,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::string_view, 13> kEntryKeys{
-    "container_id", "device_key", "device_uuid", "gpu_index", "gpu_uuid",  "mig",    "bytes",
-    "exclusive",    "request",    "source",      "pid",       "pid_start", "created"};
+constexpr std::array<std::string_view, 14> kEntryKeys{
+    "container_id", "device_key", "device_uuid", "gpu_index", "gpu_uuid",  "mig",     "bytes",
+    "exclusive",    "request",    "source",      "pid",       "pid_start", "created", "instance"};
 
 // Typed field access on one JSON object; remembers the first problem with its dotted path.
 class Reader {
@@ -99,12 +99,14 @@ Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
   e.pid = static_cast<std::int64_t>(r.u64("pid", kMaxPid));
   e.pid_start = r.u64("pid_start", UINT64_MAX);
   e.created = static_cast<std::int64_t>(r.u64("created", INT64_MAX));
+  if (obj.contains("instance")) e.instance = r.str("instance", 64);  // absent in ledgers written before it
   r.check(validate_container_id(e.container_id).has_value(), "container_id", "is not a valid container id");
   r.check(validate_device_key(e.device_key).has_value(), "device_key", "is not a valid device key");
   r.check(e.gpu_uuid.starts_with("GPU-"), "gpu_uuid", "must start with GPU-");
   r.check(e.device_uuid.starts_with(e.mig ? "MIG-" : "GPU-"), "device_uuid",
           "must be GPU-<uuid>, or MIG-<uuid> with mig");
   r.check(source.has_value(), "source", "must be hook, wrapper or cdi");
+  r.check(e.instance.empty() || validate_instance(e.instance).has_value(), "instance", "is not a valid instance");
   r.check(e.pid != 0 || e.pid_start == 0, "pid_start", "must be 0 while pid is 0");
   if (r.error()) return internal_error(*r.error());
   e.source = *source;
@@ -163,12 +165,12 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
   if (!entries.is_array() || entries.size() > kMaxLedgerEntries)
     return internal_error(text::cat(name, ": entries must be an array of at most ", kMaxLedgerEntries));
   LedgerState state;
-  std::set<std::pair<std::string, std::string>> seen;
+  std::set<std::pair<std::string, std::string>> seen;  // (container key, device key)
   for (std::size_t i = 0; i < entries.size(); ++i) {
     auto e = read_entry(entries[i], text::cat("entries[", i, "]"));
     if (!e) return std::unexpected(e.error().wrap(name));
-    if (!seen.emplace(e->container_id, e->device_key).second)
-      return internal_error(text::cat(name, ": entries[", i, "]: a second booking of container ", e->container_id,
+    if (!seen.emplace(container_key(*e), e->device_key).second)
+      return internal_error(text::cat(name, ": entries[", i, "]: a second booking of container ", container_key(*e),
                                       " device key ", text::quote(e->device_key)));
     state.entries.push_back(std::move(*e));
   }
@@ -184,19 +186,21 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
 
 json entry_to_json(const LedgerEntry& e) {
   json mig = e.mig ? json{{"gi", e.mig->gi}, {"ci", e.mig->ci}, {"profile", e.mig->profile}} : json(nullptr);
-  return json{{"container_id", e.container_id},
-              {"device_key", e.device_key},
-              {"device_uuid", e.device_uuid},
-              {"gpu_index", e.gpu_index},
-              {"gpu_uuid", e.gpu_uuid},
-              {"mig", std::move(mig)},
-              {"bytes", e.bytes},
-              {"exclusive", e.exclusive},
-              {"request", e.request},
-              {"source", to_string(e.source)},
-              {"pid", e.pid},
-              {"pid_start", e.pid_start},
-              {"created", e.created}};
+  json j{{"container_id", e.container_id},
+         {"device_key", e.device_key},
+         {"device_uuid", e.device_uuid},
+         {"gpu_index", e.gpu_index},
+         {"gpu_uuid", e.gpu_uuid},
+         {"mig", std::move(mig)},
+         {"bytes", e.bytes},
+         {"exclusive", e.exclusive},
+         {"request", e.request},
+         {"source", to_string(e.source)},
+         {"pid", e.pid},
+         {"pid_start", e.pid_start},
+         {"created", e.created}};
+  if (!e.instance.empty()) j["instance"] = e.instance;
+  return j;
 }
 
 json idle_record_to_json(const MigIdleRecord& r) {
@@ -256,6 +260,7 @@ void append_entry(std::string& out, const LedgerEntry& e) {
   field(out, "pid", e.pid);
   field(out, "pid_start", e.pid_start);
   field(out, "created", e.created);
+  if (!e.instance.empty()) string_field(out, "instance", e.instance);
   out += "}";
 }
 

@@ -94,6 +94,7 @@ std::vector<std::string> provision_argv(const Config& cfg, const ProvisionCall& 
     argv.push_back("--annotation");
     argv.push_back(k + "=" + v);
   }
+  if (!c.instance.empty()) argv.insert(argv.end(), {"--instance", c.instance});
   return argv;
 }
 

@@ -24,6 +24,7 @@ struct ProvisionCall {
   std::int64_t pid = 0;  // 0: pending (the wrapper books before the container exists)
   BookingSource source = BookingSource::hook;
   Annotations annotations;  // the request's keys (request_annotations)
+  std::string instance;     // LedgerEntry::instance ("" leaves --instance out)
 };
 
 // The annotations a request is parsed from: gpufrac.io/* and, with aliases, the alias keys.

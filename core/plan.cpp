@@ -34,8 +34,8 @@ Result<std::vector<DeviceNodeInfo>> grant_nodes(const Grant& g, const Inventory&
 
 }  // namespace
 
-ContainerFiles container_files(const Config& cfg, const std::string& id) {
-  const std::string dir = cfg.container_dir(id);
+ContainerFiles container_files(const Config& cfg, const std::string& key) {
+  const std::string dir = cfg.container_dir(key);
   return {dir, dir + "/limits", dir + "/usage", dir + "/ld.so.preload"};
 }
 
@@ -110,7 +110,7 @@ EditHook plan_hook(const Config& cfg, const std::string& oci_stage, const std::s
 }
 
 Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inventory& inv, const Config& cfg,
-                                   const std::string& container_id, bool with_driver) {
+                                   const std::string& container_key, bool with_driver) {
   auto nodes = plan_device_nodes(grants, inv, cfg);
   if (!nodes) return std::unexpected(nodes.error());
   Edits e;
@@ -118,7 +118,7 @@ Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inven
   e.env.push_back(plan_nvidia_visible_devices(grants, with_driver));
   e.device_nodes = std::move(*nodes);
   e.mounts = plan_shim_mounts(cfg);
-  auto state = plan_state_mounts(container_files(cfg, container_id));
+  auto state = plan_state_mounts(container_files(cfg, container_key));
   e.mounts.insert(e.mounts.end(), state.begin(), state.end());
   if (!with_driver) return e;
   auto driver = plan_driver_mounts(inv.driver);

@@ -14,14 +14,15 @@
 
 namespace gpufrac {
 
-// One container's files on the host (<state-dir>/containers/<id>/), bind-mounted into it.
+// One container instance's files on the host (<state-dir>/containers/<key>/, key = container_key()),
+// bind-mounted into it.
 struct ContainerFiles {
   std::string dir;
   std::string limits;   // the limit file (ro in the container)
   std::string usage;    // the accounting region (rw)
   std::string preload;  // the container's /etc/ld.so.preload (ro)
 };
-ContainerFiles container_files(const Config& cfg, const std::string& container_id);
+ContainerFiles container_files(const Config& cfg, const std::string& container_key);
 
 // Device nodes of the granted GPUs / MIG instances plus the control nodes, with explicit numbers and
 // host paths under host-root. Fails when the driver's majors or a MIG instance's capability minors

@@ -6,6 +6,7 @@
 #include "core/log.hpp"
 #include "core/mig_exec.hpp"
 #include "core/plan.hpp"
+#include "core/process.hpp"
 #include "core/request.hpp"
 #include "core/text.hpp"
 #include "hook/nvidia_edits.hpp"
@@ -42,8 +43,9 @@ std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings) {
 // Dynamic MIG: a refused annotation request that a new MIG instance could serve goes to the
 // provisioner (`gpufrac mig provision`, which loads NVML and books; this binary never does).
 Result<> provision(Invocation& inv) {
-  ProvisionCall call{inv.state.id, "", *inv.state.pid, BookingSource::hook,
-                     request_annotations(inv.spec.annotations, inv.cfg.aliases)};
+  ProvisionCall call{
+      inv.state.id, "", *inv.state.pid, BookingSource::hook, request_annotations(inv.spec.annotations, inv.cfg.aliases),
+      inv.instance};
   auto inventory = provision_and_reread(inv.cfg, call);
   if (!inventory) return std::unexpected(inventory.error());
   inv.inventory = std::move(*inventory);
@@ -79,6 +81,17 @@ Result<std::vector<EditDeviceNode>> cdi_granted_nodes(const Invocation& inv) {
 
 }  // namespace
 
+Result<> identify(Invocation& inv) {
+  if (!inv.state.pid) return {};  // book_and_apply refuses a state without a pid
+  auto stat = read_proc_stat(inv.cfg.proc_root, *inv.state.pid);
+  if (!stat)
+    return user_error(
+        text::cat("the container's process ", *inv.state.pid, " does not exist (", stat.error().message, ")"));
+  inv.pid_start = stat->start_time;
+  inv.instance = inv.args.instance.empty() ? process_instance(*inv.state.pid, inv.pid_start) : inv.args.instance;
+  return {};
+}
+
 Result<std::vector<LedgerEntry>> book(Invocation& inv) {
   auto request = request_of(inv);
   if (!request) return std::unexpected(request.error());
@@ -86,7 +99,8 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
   Ledger ledger(LedgerOptions::from(inv.cfg));
   ReserveArgs args{inv.state.id,   inv.args.cdi_device,
                    **request,      inv.args.cdi_device.empty() ? BookingSource::hook : BookingSource::cdi,
-                   *inv.state.pid, std::nullopt};
+                   *inv.state.pid, inv.pid_start,
+                   inv.instance};
   auto booking = ledger.reserve(args, inv.inventory, inv.cfg.allocation);
   if (!booking && inv.args.cdi_device.empty() &&
       provisioning_may_help(booking.error(), **request, inv.inventory, inv.cfg)) {
@@ -98,12 +112,12 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
     log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes), ") for ",
                         (*request)->describe(), ": ", booking->grant.reason));
   }
-  return ledger.bookings_of(inv.state.id);
+  return ledger.bookings_of(inv.state.id, inv.instance);
 }
 
 Result<> attach_pid(const Invocation& inv) {
   Ledger ledger(LedgerOptions::from(inv.cfg));
-  auto bookings = ledger.attach(inv.state.id, *inv.state.pid);
+  auto bookings = ledger.attach(inv.state.id, *inv.state.pid, inv.pid_start, inv.args.instance);
   if (!bookings) return std::unexpected(bookings.error());
   log::info(text::cat("attached pid ", *inv.state.pid, " to ", bookings->size(), " booking(s)"));
   return {};
@@ -112,7 +126,7 @@ Result<> attach_pid(const Invocation& inv) {
 Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& bookings) {
   if (inv.args.cdi_device.empty()) {
     inv.with_driver = injects_driver(inv.cfg, inv.inventory, find_nvidia_edits(inv.spec));
-    auto e = plan_container_edits(grants_of(bookings), inv.inventory, inv.cfg, inv.state.id, inv.with_driver);
+    auto e = plan_container_edits(grants_of(bookings), inv.inventory, inv.cfg, inv.key(), inv.with_driver);
     if (!e) return e;
     if (auto r = check_spec_gpu_nodes(inv.spec, e->device_nodes); !r) return std::unexpected(r.error());
     return e;
@@ -121,7 +135,7 @@ Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& booking
   if (!granted) return std::unexpected(granted.error());
   if (auto r = check_spec_gpu_nodes(inv.spec, *granted); !r) return std::unexpected(r.error());
   Edits e;
-  auto state = plan_state_mounts(container_files(inv.cfg, inv.state.id));
+  auto state = plan_state_mounts(container_files(inv.cfg, inv.key()));
   e.mounts.assign(state.begin(), state.begin() + 2);  // limits and usage; the spec mounts the rest
   return e;
 }

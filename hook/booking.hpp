@@ -20,7 +20,15 @@ struct Invocation {
   Config cfg;
   Inventory inventory;       // filled by book()
   bool with_driver = false;  // set by edits_for: gpufrac mounts the driver's files itself
+  std::string instance;      // set by identify(): --instance, else process_instance(pid, start)
+  std::uint64_t pid_start = 0;
+  // The name of the instance's directory under <state-dir>/containers.
+  std::string key() const { return container_key(state.id, instance); }
 };
+
+// Which instance of the container this is (one id can name several containers at once): the
+// wrapper's --instance, else the container process's pid and start time.
+Result<> identify(Invocation& inv);
 
 // Reserves (idempotently) and returns every booking the container now has; empty when the
 // annotations hold only alias keys and aliases are off.

@@ -11,9 +11,9 @@ namespace gpufrac::hook {
 namespace {
 
 // Binds the private cache read-only over the container's /etc/ld.so.cache.
-Result<> bind_private_cache(const Config& cfg, const OciState& state, const BundleSpec& spec,
+Result<> bind_private_cache(const Config& cfg, const OciState& state, const BundleSpec& spec, const std::string& key,
                             const std::string& bytes) {
-  const std::string dir = cfg.container_dir(state.id);
+  const std::string dir = cfg.container_dir(key);
   if (auto r = fs::make_dirs(dir, 0755); !r) return r;
   const std::string path = dir + "/ld.so.cache";
   if (auto r = fs::write_file_atomic(path, bytes, 0644); !r) return r;
@@ -41,14 +41,15 @@ Result<std::vector<std::string>> parse_ld_cache_dirs(std::string_view value) {
 }
 
 Result<bool> refresh_ld_cache(const Config& cfg, const OciState& state, const BundleSpec& spec,
-                              const std::vector<std::string>& driver_dirs) {
+                              const std::string& container_key, const std::vector<std::string>& driver_dirs) {
   if (!state.pid) return user_error("the OCI state on stdin has no pid; --ld-cache runs at createRuntime");
   if (auto r = set_effective(kApplyCapabilities); !r) return std::unexpected(r.error());
   LdCacheJob job{text::cat(cfg.proc_root, "/", *state.pid, "/ns/mnt"), spec.rootfs, driver_dirs, spec.read_only_root};
   auto outcome = update_container_ld_cache(job);
   if (!outcome) return std::unexpected(outcome.error());
   if (outcome->in_place) return true;
-  if (auto r = bind_private_cache(cfg, state, spec, outcome->bytes); !r) return std::unexpected(r.error());
+  if (auto r = bind_private_cache(cfg, state, spec, container_key, outcome->bytes); !r)
+    return std::unexpected(r.error());
   return false;
 }
 

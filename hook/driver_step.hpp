@@ -18,9 +18,9 @@ namespace gpufrac::hook {
 Result<std::vector<std::string>> parse_ld_cache_dirs(std::string_view value);
 
 // Rebuilds the loader cache of the container (pid, rootfs from spec) for the driver directories;
-// true: written in place; false: a private cache in <state-dir>/containers/<id>/ld.so.cache, bound
+// true: written in place; false: a private cache in <state-dir>/containers/<key>/ld.so.cache, bound
 // read-only over /etc/ld.so.cache (a read-only root).
 Result<bool> refresh_ld_cache(const Config& cfg, const OciState& state, const BundleSpec& spec,
-                              const std::vector<std::string>& driver_dirs);
+                              const std::string& container_key, const std::vector<std::string>& driver_dirs);
 
 }  // namespace gpufrac::hook

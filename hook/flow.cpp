@@ -1,6 +1,7 @@
 #include "hook/flow.hpp"
 
 #include <cstdio>
+#include <set>
 
 #include "core/build_info.hpp"
 #include "core/config.hpp"
@@ -41,7 +42,7 @@ std::string image_preload(const Invocation& inv) {
 
 // The container's loader cache once the driver's files are mounted (hook/driver_step.hpp).
 Result<> update_ld_cache(const Invocation& inv, const std::vector<std::string>& dirs) {
-  auto in_place = refresh_ld_cache(inv.cfg, inv.state, inv.spec, dirs);
+  auto in_place = refresh_ld_cache(inv.cfg, inv.state, inv.spec, inv.key(), dirs);
   if (!in_place) return std::unexpected(in_place.error());
   log::info(*in_place ? "updated the container's /etc/ld.so.cache for the driver's libraries"
                       : "bound a private /etc/ld.so.cache for the driver's libraries (read-only root)");
@@ -61,8 +62,8 @@ Result<> apply(const Invocation& inv, const Edits& edits) {
 
 void rollback(const Invocation& inv) {
   Ledger ledger(LedgerOptions::from(inv.cfg));
-  if (auto r = ledger.release(inv.state.id); !r) log::warn("rollback: " + r.error().message);
-  if (auto r = remove_container_files(inv.cfg, inv.state.id); !r) log::warn("rollback: " + r.error().message);
+  if (auto r = ledger.release(inv.state.id, inv.instance); !r) log::warn("rollback: " + r.error().message);
+  if (auto r = remove_container_files(inv.cfg, inv.key()); !r) log::warn("rollback: " + r.error().message);
 }
 
 Result<> book_and_apply(Invocation& inv) {
@@ -77,7 +78,7 @@ Result<> book_and_apply(Invocation& inv) {
   // later ones only update the (already mounted) limit file in place.
   const bool mounted = !inv.args.cdi_device.empty() && bookings->size() > 1;
   auto done = [&]() -> Result<> {
-    auto files = write_container_files(inv.cfg, inv.state.id, *bookings, image_preload(inv),
+    auto files = write_container_files(inv.cfg, inv.key(), *bookings, image_preload(inv),
                                        mounted ? FileUpdate::in_place : FileUpdate::replace);
     if (!files) return std::unexpected(files.error());
     if (mounted) return {};
@@ -137,7 +138,8 @@ Result<> create(const HookArgs& args, const OciState& state, std::uint64_t start
   log::init(cfg->log, "gpufrac-hook");
   log::set_context(state.id);
   Invocation inv{args, state, std::move(*spec), std::move(*cfg)};
-  auto r = run_steps(inv);
+  auto r = identify(inv);
+  if (r) r = run_steps(inv);
   if (r) log::info("applied at " + std::string(args.stage == Stage::prestart ? "prestart" : "createRuntime"));
   count(inv.cfg, args.stage, started_ns, r ? nullptr : &inv, r ? nullptr : &r.error());
   return r;
@@ -151,10 +153,15 @@ int poststop(const HookArgs& args, const OciState& state, std::uint64_t started_
   }
   log::init(cfg->log, "gpufrac-hook");
   log::set_context(state.id);
+  // Only this container's bookings: another container may have the same id (another runtime root).
   Ledger ledger(LedgerOptions::from(*cfg));
-  auto released = ledger.release(state.id);
+  auto released = ledger.release_stopped(state.id, args.instance, state.pid.value_or(0));
   if (!released) log::warn("poststop: " + released.error().message);
-  if (auto r = remove_container_files(*cfg, state.id); !r) log::warn("poststop: " + r.error().message);
+  std::set<std::string> keys;
+  if (!args.instance.empty()) keys.insert(container_key(state.id, args.instance));
+  for (const auto& e : released ? *released : std::vector<LedgerEntry>{}) keys.insert(container_key(e));
+  for (const auto& key : keys)
+    if (auto r = remove_container_files(*cfg, key); !r) log::warn("poststop: " + r.error().message);
   if (released && !released->empty()) log::info(text::cat("released ", released->size(), " booking(s)"));
   count(*cfg, args.stage, started_ns, nullptr, nullptr);
   return 0;  // poststop never fails the lifecycle
@@ -174,6 +181,7 @@ std::string hook_help() {
          "  --attach           only record the pid of a container gpufrac-runtime booked\n"
          "  --ld-cache DIRS    rebuild the container's loader cache for the driver's libraries in DIRS\n"
          "                     (':'-separated; the CDI spec and gpufrac-runtime pass it)\n"
+         "  --instance ID      the container instance gpufrac-runtime booked for (else its pid and start time)\n"
          "  --help             print this help; --version prints the version\n";
 }
 
@@ -201,9 +209,13 @@ Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
       a.attach = true;
     else if (opt == "--ld-cache" && has_value)
       a.ld_cache = argv[++i];
+    else if (opt == "--instance" && has_value)
+      a.instance = argv[++i];
     else
       return user_error(text::quote(opt) + " is not an option; " + usage);
   }
+  if (!a.instance.empty())
+    if (auto r = validate_instance(a.instance); !r) return std::unexpected(r.error().wrap("--instance"));
   return a;
 }
 

@@ -83,25 +83,19 @@ std::size_t depth(const std::string& path) {
 Result<> stop_propagation_out(int root_fd, const std::string& rootfs) {
   struct mount_attr attr {};
   attr.propagation = MS_SLAVE;
-  if (::mount_setattr(root_fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) != 0)
-    return sys_error("cannot make the mounts under the container root " + rootfs + " stop propagating to the host");
-  return {};
-}
-
-// Each container path shows what was mounted there (same device and inode as the mount's source),
-// so a directory exchanged into the rootfs during the hook cannot leave a container without its files.
-Result<> verify_mounts(int root_fd, const std::vector<PreparedMount>& mounts) {
-  for (const auto& m : mounts) {
-    struct stat want {
-    }, got{};
-    auto fd = open_in_root(root_fd, m.container_path);
-    if (::fstat(m.source.get(), &want) != 0 || !fd || ::fstat(fd->get(), &got) != 0 || want.st_dev != got.st_dev ||
-        want.st_ino != got.st_ino)
-      return user_error(text::cat("container path ", text::quote(m.container_path, 256),
-                                  " does not show what gpufrac mounted there (the root changed during the hook?); "
-                                  "the container is not started"));
+  // runc and crun bind the root onto itself; elsewhere it is a directory in some mount: the mount
+  // that holds it (found going up, at most 256 levels) becomes the slave, with all beneath it.
+  fs::UniqueFd up;
+  int fd = root_fd;
+  for (int level = 0; level < 256; ++level) {
+    if (::mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) == 0) return {};
+    if (errno != EINVAL) break;
+    fs::UniqueFd parent(::openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!parent) break;
+    up = std::move(parent);
+    fd = up.get();
   }
-  return {};
+  return sys_error("cannot make the mounts under the container root " + rootfs + " stop propagating to the host");
 }
 
 // Runs in the child, inside the container's mount namespace.
@@ -131,6 +125,20 @@ Result<> attach_all(const NamespaceTarget& target, const std::vector<PreparedMou
 }
 
 }  // namespace
+
+Result<> verify_mounts(int root_fd, const std::vector<PreparedMount>& mounts) {
+  for (const auto& m : mounts) {
+    struct stat want {
+    }, got{};
+    auto fd = open_in_root(root_fd, m.container_path);
+    if (::fstat(m.source.get(), &want) != 0 || !fd || ::fstat(fd->get(), &got) != 0 || want.st_dev != got.st_dev ||
+        want.st_ino != got.st_ino)
+      return user_error(text::cat("container path ", text::quote(m.container_path, 256),
+                                  " does not show what gpufrac mounted there (the root changed during the hook?); "
+                                  "the container is not started"));
+  }
+  return {};
+}
 
 Result<std::vector<PreparedMount>> prepare_mounts(const Edits& edits) {
   std::vector<PreparedMount> out;

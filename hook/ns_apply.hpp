@@ -29,6 +29,10 @@ struct PreparedMount {
 // Opens every source of `edits` (mounts, then device nodes) in the current (host) namespace, in the
 // order they must be attached (parents before children).
 Result<std::vector<PreparedMount>> prepare_mounts(const Edits& edits);
+// Each container path under root_fd (walked as the attach walks it) shows its mount's source, the
+// same device and inode: the last step of the attach, so that a directory exchanged into the rootfs
+// during the hook cannot leave a container without its files.
+Result<> verify_mounts(int root_fd, const std::vector<PreparedMount>& mounts);
 // Attaches them inside the target namespace (forked child). Errors are the child's one line.
 Result<> attach_in_namespace(const NamespaceTarget& target, const std::vector<PreparedMount>& mounts);
 

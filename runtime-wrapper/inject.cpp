@@ -1,6 +1,9 @@
 #include "runtime-wrapper/inject.hpp"
 
+#include <sys/random.h>
 #include <sys/stat.h>
+
+#include <cerrno>
 
 #include "core/container_state.hpp"
 #include "core/fs.hpp"
@@ -49,14 +52,15 @@ Result<std::vector<WantedDevice>> wanted_devices(const Annotations& annotations,
 
 // Books one wanted device pending, through the provisioner when dynamic MIG applies. true: a new
 // booking (false: the same container id and device were booked before, e.g. a retried create).
-Result<bool> book_one(const std::string& id, const WantedDevice& w, const Annotations& annotations,
-                      Inventory& inventory, const Config& cfg) {
-  ReserveArgs args{id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt};
+Result<bool> book_one(const Injection& inj, const WantedDevice& w, const Annotations& annotations, Inventory& inventory,
+                      const Config& cfg) {
+  ReserveArgs args{inj.container_id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt, inj.instance};
   auto booking = Ledger(LedgerOptions::from(cfg)).reserve(args, inventory, cfg.allocation);
   if (!booking && w.device_key.empty() && provisioning_may_help(booking.error(), w.request, inventory, cfg)) {
     // Dynamic MIG: the provisioner books it pending; the new instance's nodes are in the
     // inventory read again.
-    ProvisionCall call{id, "", 0, BookingSource::wrapper, request_annotations(annotations, cfg.aliases)};
+    ProvisionCall call{inj.container_id, "", 0, BookingSource::wrapper, request_annotations(annotations, cfg.aliases),
+                       inj.instance};
     auto fresh = provision_and_reread(cfg, call);
     if (!fresh) return std::unexpected(fresh.error());
     inventory = std::move(*fresh);
@@ -71,35 +75,36 @@ Result<bool> book_one(const std::string& id, const WantedDevice& w, const Annota
 
 // Books every wanted device pending; `booked` tells the caller whether this call booked anything
 // (only then is there something of its own to undo).
-Result<std::vector<LedgerEntry>> book(const std::string& id, const std::vector<WantedDevice>& wanted,
+Result<std::vector<LedgerEntry>> book(const Injection& inj, const std::vector<WantedDevice>& wanted,
                                       const Annotations& annotations, Inventory& inventory, const Config& cfg,
                                       bool& booked) {
   for (const auto& w : wanted) {
-    auto fresh = book_one(id, w, annotations, inventory, cfg);
+    auto fresh = book_one(inj, w, annotations, inventory, cfg);
     if (!fresh) {
       booked = true;  // a failed provisioner may have booked before failing: undo releases either way
       return std::unexpected(fresh.error());
     }
     booked = booked || *fresh;
   }
-  return Ledger(LedgerOptions::from(cfg)).bookings_of(id);
+  return Ledger(LedgerOptions::from(cfg)).bookings_of(inj.container_id, inj.instance);
 }
 
-// The Edits for the bookings plus the wrapper's two hooks (the first also rebuilds the loader cache
-// when gpufrac brings the driver). A spec that already holds a GPU gpufrac did not grant is refused.
+// The Edits for the bookings plus the wrapper's two hooks, both naming this instance (the first also
+// rebuilds the loader cache when gpufrac brings the driver). A spec that already holds a GPU gpufrac
+// did not grant is refused.
 Result<Edits> wrapper_edits(const std::vector<LedgerEntry>& bookings, const Inventory& inventory, const Config& cfg,
-                            const std::string& id, const hook::BundleSpec& bundle) {
+                            const Injection& inj, const hook::BundleSpec& bundle) {
   std::vector<Grant> grants;
   for (const auto& b : bookings) grants.push_back(grant_of(b));
   const hook::NvidiaEdits nvidia = hook::find_nvidia_edits(bundle);
   const bool with_driver = hook::injects_driver(cfg, inventory, nvidia);
-  auto edits = plan_container_edits(grants, inventory, cfg, id, with_driver);
+  auto edits = plan_container_edits(grants, inventory, cfg, container_key(inj.container_id, inj.instance), with_driver);
   if (!edits) return edits;
   if (auto r = hook::check_spec_gpu_nodes(bundle, edits->device_nodes); !r) return std::unexpected(r.error());
-  std::vector<std::string> attach = {"--attach"};
+  std::vector<std::string> attach = {"--attach", "--instance", inj.instance};
   if (with_driver && !nvidia.ldcache_hook) attach.insert(attach.end(), {"--ld-cache", ld_cache_arg(inventory.driver)});
   edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", attach));
-  edits->hooks.push_back(plan_hook(cfg, "poststop", "poststop"));
+  edits->hooks.push_back(plan_hook(cfg, "poststop", "poststop", {"--instance", inj.instance}));
   return edits;
 }
 
@@ -111,6 +116,20 @@ Result<std::string> dump(const Spec& spec) {
   }
 }
 
+// This create's instance: "w" and 16 random hex digits (two containers may share the id).
+Result<std::string> new_instance() {
+  unsigned char bytes[8];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes))
+    return sys_error("cannot draw the container's instance id");
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out = "w";
+  for (unsigned char b : bytes) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
+}
+
 struct Parsed {
   Spec spec;
   hook::BundleSpec bundle;
@@ -119,9 +138,10 @@ struct Parsed {
 // Files, Edits, the new config.json, after the bookings were made.
 Result<> prepare(Parsed& p, const Injection& inj, const std::vector<LedgerEntry>& bookings, const Inventory& inventory,
                  const Config& cfg) {
-  auto files = write_container_files(cfg, inj.container_id, bookings, image_preload(p.bundle));
+  auto files =
+      write_container_files(cfg, container_key(inj.container_id, inj.instance), bookings, image_preload(p.bundle));
   if (!files) return std::unexpected(files.error());
-  auto edits = wrapper_edits(bookings, inventory, cfg, inj.container_id, p.bundle);
+  auto edits = wrapper_edits(bookings, inventory, cfg, inj, p.bundle);
   if (!edits) return std::unexpected(edits.error());
   if (auto r = apply_edits(p.spec, *edits); !r) return r;
   auto text = dump(p.spec);
@@ -142,7 +162,7 @@ Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, 
   if (wanted->empty()) return Injection{};  // only alias keys, and aliases are off
   bool booked = false;
   auto done = [&]() -> Result<> {
-    auto bookings = book(inj.container_id, *wanted, p.bundle.annotations, *inventory, cfg, booked);
+    auto bookings = book(inj, *wanted, p.bundle.annotations, *inventory, cfg, booked);
     if (!bookings) return std::unexpected(bookings.error());
     return prepare(p, inj, *bookings, *inventory, cfg);
   }();
@@ -181,7 +201,7 @@ std::string spec_path(const RuntimeArgs& args, const std::string& cwd) {
 Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const Config& cfg, InjectOutcome* outcome) {
   InjectOutcome ignored;
   InjectOutcome& out = outcome ? *outcome : ignored;
-  Injection inj{false, false, args.container_id, spec_path(args, cwd), "", 0644};
+  Injection inj{false, false, args.container_id, spec_path(args, cwd), "", 0644, ""};
   auto text = fs::read_file(inj.config_path, hook::kMaxConfigBytes);
   if (!text) return Injection{};
   auto wanted = parse_if_wanted(*text, absolute(args.bundle, cwd), cfg);
@@ -200,6 +220,9 @@ Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const 
   struct stat st {};
   if (::stat(inj.config_path.c_str(), &st) == 0) inj.mode = st.st_mode & 07777;
   inj.original = std::move(*text);
+  auto instance = new_instance();
+  if (!instance) return std::unexpected(instance.error());
+  inj.instance = std::move(*instance);
   auto done = book_and_prepare(*parsed, std::move(inj), cfg, out.why);
   if (!done && done.error().kind == ErrorKind::internal) out.why = metrics::Refusal::other;
   return done;
@@ -210,8 +233,10 @@ void undo(const Injection& inj, const Config& cfg) {
     if (auto r = fs::write_file_atomic(inj.config_path, inj.original, inj.mode); !r)
       log::warn("undo: " + r.error().message);
   if (!inj.booked) return;  // the bookings (and files) belong to an earlier create of this id
-  if (auto r = Ledger(LedgerOptions::from(cfg)).release(inj.container_id); !r) log::warn("undo: " + r.error().message);
-  if (auto r = remove_container_files(cfg, inj.container_id); !r) log::warn("undo: " + r.error().message);
+  if (auto r = Ledger(LedgerOptions::from(cfg)).release(inj.container_id, inj.instance); !r)
+    log::warn("undo: " + r.error().message);
+  if (auto r = remove_container_files(cfg, container_key(inj.container_id, inj.instance)); !r)
+    log::warn("undo: " + r.error().message);
 }
 
 }  // namespace gpufrac::wrapper

@@ -25,6 +25,7 @@ struct Injection {
   std::string config_path;
   std::string original;  // config.json before
   mode_t mode = 0644;
+  std::string instance;  // LedgerEntry::instance of this create ("w<hex>"), passed to its hooks
 };
 
 // Where the create's config.json is: --config/-f (crun) or config.json, in --bundle or cwd.

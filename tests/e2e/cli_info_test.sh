@@ -34,7 +34,8 @@ FAKE_NVML=${GPUFRAC_FAKES_DIR:-}/libnvidia-ml.so.1
 if [ -f "$FAKE_NVML" ]; then
   for machine in a100-80gb-mig.yaml dgx-8gpu-mixed.yaml; do
     rm -rf "$E2E_TMP/root"
-    run "$GPUFRAC" simulate init-root --machine "$MACHINES/$machine" --root "$E2E_TMP/root" --no-nodes
+    run "$GPUFRAC" simulate init-root --machine "$MACHINES/$machine" --root "$E2E_TMP/root" --no-nodes \
+      --driver-kit "$GPUFRAC_FAKES_DIR/driver-kit"
     assert_eq "$RC" 0 "simulated host root for $machine"
     e2e_config "$machine" "nvml: {backend: nvml, library: $FAKE_NVML}"
     sed -i '/backend: simulated/d' "$E2E_TMP/config.yaml"

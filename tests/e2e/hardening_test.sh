@@ -4,13 +4,18 @@
 # refused by the hook and by the wrapper, nothing booked; a FIFO at the config or ledger path and a
 # held ledger lock end in one line, in bounded time; byte sums that would wrap read as full; a
 # config writable by others is refused as root; the hook's mounts never propagate to the host
-# through a shared bind; a create runc refuses is undone by the wrapper at once.
+# through a shared bind; a create runc refuses is undone by the wrapper at once; one container id in
+# two runtime roots gets two bookings and deleting one keeps the other's.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
 source "$(dirname "$0")/wrapper.sh"
 e2e_runc_test hard
 e2e_on_exit() {
   runc_cleanup "$P"
+  for r in "$E2E_TMP/runc1" "$E2E_TMP/runc2"; do
+    runc --root "$r" delete -f "$P-twin" >/dev/null 2>&1 || true
+    runc --root "$r" delete -f "$P-wtwin" >/dev/null 2>&1 || true
+  done
   [ -n "${HOLDER:-}" ] && pkill -P "$HOLDER" sleep; [ -n "${HOLDER:-}" ] && kill "$HOLDER" 2>/dev/null
   umount -R "$E2E_TMP/shared" 2>/dev/null || true
 }
@@ -68,7 +73,7 @@ create runc run --bundle "$E2E_TMP/locked" "$P-locked"
 assert_contains "$OUT" "the ledger lock $E2E_TMP/state/ledger.lock is held by pid $HOLDER" "the hook names the holder"
 assert_contains "$OUT" "for more than 1 s (lock-timeout)" "and the timeout"
 pkill -P "$HOLDER" sleep || true
-kill "$HOLDER"
+kill "$HOLDER" 2>/dev/null || true  # flock ends with its sleep
 wait "$HOLDER" 2>/dev/null || true
 HOLDER=
 
@@ -134,4 +139,55 @@ jq 'del(.hooks)' "$E2E_TMP/pre/config.json" >"$E2E_TMP/pre/c.json" && mv "$E2E_T
 run "$WRAPPER" run --bundle "$E2E_TMP/pre" "$P-prew"
 assert_eq "$OUT" "/run/gpufrac/libgpufrac-limits.so
 /usr/lib/libbound.so" "the wrapper too"
+
+# 10. One container id in two runtime roots (runc --root): two containers, two bookings. One that
+# does not fit beside the other is refused, never admitted on the other's booking; deleting one
+# leaves the other's booking and files. Each root has its own cgroup, as two containerd namespaces
+# do (one cgroup would make runc's delete kill both).
+R1=$E2E_TMP/runc1 R2=$E2E_TMP/runc2
+# run -d hands the container its stdio: to a file, or a capture would wait for the container.
+detached() { set +e; "$@" >"$E2E_TMP/detached.log" 2>&1 </dev/null; RC=$?; set -e; OUT=$(cat "$E2E_TMP/detached.log"); }
+# twin_bundle <dir> <fraction> <cgroup> [hooks|plain]
+twin_bundle() {
+  if [ "${4:-hooks}" = hooks ]; then make_bundle "$1" 'sleep 120' "gpufrac.io/fraction=$2"; else make_plain_bundle "$1" 'sleep 120' "gpufrac.io/fraction=$2"; fi
+  jq --arg c "/gpufrac-e2e-$3-$$" '.linux.cgroupsPath = $c' "$1/config.json" >"$1/c.json" && mv "$1/c.json" "$1/config.json"
+}
+twin() { detached runc --root "$1" run -d --bundle "$2" "$P-twin"; }
+twin_bundle "$E2E_TMP/big1" 0.75 r1
+twin_bundle "$E2E_TMP/big2" 0.75 r2
+twin "$R1" "$E2E_TMP/big1"
+assert_eq "$RC" 0 "the first container starts: $OUT"
+twin "$R2" "$E2E_TMP/big2"
+assert_eq "$RC" 1 "the same id in another root does not fit: $OUT"
+assert_contains "$OUT" "gpufrac-hook: no GPU" "refused by the allocator"
+assert_eq "$(entries)" 1 "one booking"
+runc --root "$R2" delete -f "$P-twin" >/dev/null 2>&1 || true
+assert_eq "$(entries)" 1 "the refused twin's cleanup keeps the first's booking"
+runc --root "$R1" delete -f "$P-twin" >/dev/null 2>&1
+assert_eq "$(entries)" 0 "released at the first's delete"
+twin_bundle "$E2E_TMP/small1" 0.25 r1
+twin_bundle "$E2E_TMP/small2" 0.25 r2
+twin "$R1" "$E2E_TMP/small1"
+twin "$R2" "$E2E_TMP/small2"
+assert_eq "$RC" 0 "two quarter shares under one id: $OUT"
+assert_eq "$(entries)" 2 "two bookings"
+assert_eq "$(ls "$E2E_TMP/state/containers" | wc -l)" 2 "two container directories"
+runc --root "$R1" delete -f "$P-twin" >/dev/null 2>&1
+assert_eq "$(entries)" 1 "deleting one keeps the other's booking"
+pid2=$(runc --root "$R2" state "$P-twin" | jq .pid)
+assert_eq "$(jq ".entries[0].pid" "$E2E_TMP/state/ledger.json")" "$pid2" "the remaining booking is the running twin's"
+assert_eq "$(ls "$E2E_TMP/state/containers")" "$P-twin@p$pid2-$(awk '{print $22}' "/proc/$pid2/stat")" "its files stay"
+runc --root "$R2" delete -f "$P-twin" >/dev/null 2>&1
+assert_eq "$(entries)" 0 "all released"
+# Through gpufrac-runtime: each create is an instance of its own (its hooks carry --instance).
+for r in "$R1" "$R2"; do
+  twin_bundle "$E2E_TMP/w$(basename "$r")" 0.25 "w$(basename "$r")" plain
+  detached "$WRAPPER" --root "$r" run -d --bundle "$E2E_TMP/w$(basename "$r")" "$P-wtwin"
+  assert_eq "$RC" 0 "the wrapper starts the twin in $r: $OUT"
+done
+assert_eq "$(jq '[.entries[] | select(.pid > 0)] | length' "$E2E_TMP/state/ledger.json")" 2 "two attached bookings"
+"$WRAPPER" --root "$R1" delete -f "$P-wtwin" >/dev/null 2>&1
+assert_eq "$(entries)" 1 "the wrapper's poststop releases only its instance"
+"$WRAPPER" --root "$R2" delete -f "$P-wtwin" >/dev/null 2>&1
+assert_eq "$(entries)" 0 "all released"
 finish

@@ -43,8 +43,9 @@ assert_eq "$(jq -c '.linux.devices[] | select(.path == "/dev/nvidia0")' "$SPEC")
 assert_eq "$(jq -c '[.mounts[] | select(.destination | startswith("/run/gpufrac") or . == "/etc/ld.so.preload") | "\(.destination) \(.type) \(.options | join(","))"]' "$SPEC")" \
   '["/run/gpufrac tmpfs nosuid,nodev,noexec,size=1m,mode=755","/run/gpufrac/libgpufrac-limits.so bind ro,nosuid,nodev,bind","/run/gpufrac/limits bind ro,nosuid,nodev,noexec,bind","/run/gpufrac/usage bind nosuid,nodev,noexec,bind","/etc/ld.so.preload bind ro,nosuid,nodev,noexec,bind"]' \
   "the tmpfs, then the read-only shim, limits and preload binds and the usage bind"
-assert_eq "$(jq -c '[.hooks.createRuntime[].args, .hooks.poststop[].args]' "$SPEC")" \
-  '[["gpufrac-hook","createRuntime","--attach","--ld-cache","/usr/lib/x86_64-linux-gnu"],["gpufrac-hook","poststop"]]' "attach and release hooks"
+assert_eq "$(jq -c '[.hooks.createRuntime[].args, .hooks.poststop[].args] | map(map(sub("^w[0-9a-f]{16}$"; "w<hex>")))' "$SPEC")" \
+  '[["gpufrac-hook","createRuntime","--attach","--instance","w<hex>","--ld-cache","/usr/lib/x86_64-linux-gnu"],["gpufrac-hook","poststop","--instance","w<hex>"]]' \
+  "attach and release hooks, both naming this create's instance"
 assert_eq "$(jq -c '.hooks.createRuntime[0].env' "$SPEC")" "[\"PATH=/usr/sbin:/usr/bin:/sbin:/bin\",\"GPUFRAC_CONFIG=$GPUFRAC_CONFIG\"]" \
   "hooks carry an explicit env"
 assert_eq "$(jq -r '.annotations["gpufrac.io/injected"]' "$SPEC")" "true" "marker annotation"

@@ -112,6 +112,31 @@ TEST_F(NsApplyTest, WrongDeviceNumbersAreRefused) {
   EXPECT_NE(prepared.error().message.find("is not the character device 1:4"), std::string::npos);
 }
 
+// The last step of an attach: a container path that does not show its mount's source (a directory
+// exchanged into the rootfs during the hook) fails the hook instead of starting the container.
+TEST_F(NsApplyTest, VerifyRefusesAPathThatDoesNotShowItsSource) {
+  stdfs::create_directories(rootfs_ + "/run/gpufrac");
+  std::ofstream(rootfs_ + "/run/gpufrac/limits") << "image's own\n";
+  fs::UniqueFd root(::open(rootfs_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(root);
+  std::vector<PreparedMount> same;
+  same.push_back({fs::UniqueFd(::open((rootfs_ + "/run/gpufrac/limits").c_str(), O_PATH | O_CLOEXEC)),
+                  "/run/gpufrac/limits", TargetKind::file});
+  EXPECT_TRUE(verify_mounts(root.get(), same));  // the path shows the source's inode
+  std::vector<PreparedMount> swapped;
+  swapped.push_back({fs::UniqueFd(::open((base_ + "/host/limits").c_str(), O_PATH | O_CLOEXEC)), "/run/gpufrac/limits",
+                     TargetKind::file});
+  auto r = verify_mounts(root.get(), swapped);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "container path \"/run/gpufrac/limits\" does not show what gpufrac mounted there (the root changed "
+            "during the hook?); the container is not started");
+  std::vector<PreparedMount> missing;
+  missing.push_back({fs::UniqueFd(::open((base_ + "/host/usage").c_str(), O_PATH | O_CLOEXEC)), "/run/gpufrac/usage",
+                     TargetKind::file});
+  EXPECT_FALSE(verify_mounts(root.get(), missing));  // nothing there at all
+}
+
 TEST(Seccomp, RootfsPhaseForbidsOtherSyscalls) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   pid_t child = ::fork();

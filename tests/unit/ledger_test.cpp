@@ -7,55 +7,14 @@
 #include "core/ledger_json.hpp"
 #include "core/process.hpp"
 #include "fake_proc.hpp"
+#include "ledger_fixture.hpp"
 #include "nvml/simulated.hpp"
 
 namespace gpufrac {
 namespace {
 
+using testing::LedgerTest;
 using testing::write_stat;
-
-class LedgerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = testing::temp_dir("ledger");
-    proc_ = dir_ + "/proc";
-    auto m = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/a100-40gb-x2.yaml");
-    ASSERT_TRUE(m);
-    inv_ = m->inventory;
-    write_stat(proc_, 100, 'S', 5000);
-    write_stat(proc_, 200, 'S', 6000);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  Ledger ledger() {
-    LedgerOptions o;
-    o.path = dir_ + "/state/ledger.json";
-    o.lock_path = dir_ + "/state/ledger.lock";
-    o.proc_root = proc_;
-    o.pending_timeout_s = 120;
-    o.clock = [this] { return now_; };
-    return Ledger(o);
-  }
-
-  ReserveArgs args(const std::string& id, const std::string& fraction, std::int64_t pid = 100) {
-    ReserveArgs a;
-    a.container_id = id;
-    a.request = **parse_request({{"gpufrac.io/fraction", fraction}}, true);
-    a.pid = pid;
-    return a;
-  }
-
-  std::vector<LedgerEntry> entries() {
-    auto s = ledger().read();
-    EXPECT_TRUE(s) << s.error().message;
-    return s ? s->entries : std::vector<LedgerEntry>{};
-  }
-
-  std::string dir_, proc_;
-  Inventory inv_;
-  AllocationConfig cfg_;
-  std::int64_t now_ = 1'700'000'000;
-};
 
 TEST_F(LedgerTest, ReserveRecordsTheBooking) {
   auto b = ledger().reserve(args("c1", "0.25"), inv_, cfg_);
