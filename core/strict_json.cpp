@@ -88,6 +88,11 @@ class StrictSax : public nlohmann::json_sax<json> {
 Result<> check_strict_json(std::string_view text, std::string_view what, const JsonLimits& limits) {
   if (text.size() > limits.max_bytes)
     return user_error(text::cat(what, ": ", text.size(), " bytes, more than the ", limits.max_bytes, " accepted"));
+  // nlohmann's lexer ends the input at a NUL byte, a Go decoder refuses it: what follows one would
+  // never be checked. JSON has no NUL outside escapes, so any is refused.
+  if (auto nul = text.find('\0'); nul != std::string_view::npos)
+    return user_error(text::cat(what, ": a NUL byte at byte ", nul,
+                                "; gpufrac reads only JSON that every runtime reads the same way"));
   StrictSax sax(limits);
   const bool ok = json::sax_parse(text, &sax, json::input_format_t::json, true);
   if (!ok || !sax.problem.empty())

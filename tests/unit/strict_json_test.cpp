@@ -40,6 +40,10 @@ TEST(StrictJson, TrailingDataBadUtf8AndLoneSurrogates) {
   EXPECT_NE(error_of(R"({"a": "\ud800"})").find("invalid JSON"), std::string::npos);
   EXPECT_NE(error_of(R"({"a": "\udc00x"})").find("invalid JSON"), std::string::npos);
   EXPECT_TRUE(parse_strict_json(R"({"a": "\ud83d\ude00"})", "x"));  // a pair is fine
+  // nlohmann's lexer would stop at the NUL and never see the second document (found by fuzz_oci).
+  using namespace std::string_view_literals;
+  EXPECT_EQ(error_of("{\"a\": 1}\0{\"linux\": {}}"sv),
+            "config.json: a NUL byte at byte 8; gpufrac reads only JSON that every runtime reads the same way");
 }
 
 TEST(StrictJson, BoundsComeBeforeAnyDom) {
