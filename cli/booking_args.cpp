@@ -32,8 +32,7 @@ Result<ReserveArgs> reserve_args_from(const BookingOptions& o, const Config& cfg
   if (!request) return std::unexpected(request.error());
   auto source = booking_source_from(o.source);
   if (!source) return user_error("--source " + text::quote(o.source) + ": use hook, wrapper or cdi");
-  if (!o.instance.empty())
-    if (auto r = validate_instance(o.instance); !r) return std::unexpected(r.error().wrap("--instance"));
+  if (auto r = validate_optional_instance(o.instance); !r) return std::unexpected(r.error().wrap("--instance"));
   return ReserveArgs{o.container, o.device_key, *request, *source, o.pid, std::nullopt, o.instance};
 }
 

@@ -1,5 +1,4 @@
 #include "cli/status_render.hpp"
-#include "core/quantity.hpp"
 
 #include <unistd.h>
 
@@ -8,6 +7,7 @@
 #include <numeric>
 
 #include "cli/table.hpp"
+#include "core/quantity.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::cli {

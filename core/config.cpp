@@ -1,10 +1,9 @@
 #include "core/config.hpp"
 
-#include "core/config_trust.hpp"
-
 #include <cstdlib>
 
 #include "core/build_info.hpp"
+#include "core/config_trust.hpp"
 #include "core/fs.hpp"
 #include "core/yaml_util.hpp"
 

@@ -1,5 +1,4 @@
 #include "core/container_state.hpp"
-#include "core/quantity.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,6 +7,7 @@
 #include <filesystem>
 
 #include "core/fs.hpp"
+#include "core/quantity.hpp"
 #include "core/text.hpp"
 #include "limits/host/limit_file.hpp"
 #include "limits/host/region_file.hpp"

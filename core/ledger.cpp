@@ -21,7 +21,7 @@ struct Transaction {
 };
 
 Result<Transaction> begin(const LedgerOptions& o) {
-  auto lock = LedgerLock::acquire(o.lock_path, o.lock_timeout_ms);
+  auto lock = LedgerLock::acquire(o.lock_path, o.lock_timeout_ms, o.proc_root);
   if (!lock) return std::unexpected(lock.error());
   fault::point("ledger-after-lock");
   auto state = load_ledger_file(o.path);
@@ -128,8 +128,7 @@ Result<std::uint64_t> Ledger::start_time_of(std::int64_t pid, std::optional<std:
 
 Result<std::uint64_t> Ledger::checked_start(const ReserveArgs& a) const {
   if (auto r = validate_container_id(a.container_id); !r) return std::unexpected(r.error());
-  if (!a.instance.empty())
-    if (auto r = validate_instance(a.instance); !r) return std::unexpected(r.error());
+  if (auto r = validate_optional_instance(a.instance); !r) return std::unexpected(r.error());
   if (auto r = validate_device_key(a.device_key); !r) return std::unexpected(r.error());
   return start_time_of(a.pid, a.pid_start);
 }
@@ -193,15 +192,13 @@ Result<std::vector<LedgerEntry>> Ledger::remove_if(const std::string& id,
 }
 
 Result<std::vector<LedgerEntry>> Ledger::release(const std::string& id, const std::string& instance) {
-  if (!instance.empty())
-    if (auto r = validate_instance(instance); !r) return std::unexpected(r.error());
+  if (auto r = validate_optional_instance(instance); !r) return std::unexpected(r.error());
   return remove_if(id, [&](const LedgerEntry& e) { return of_instance(e, id, instance); });
 }
 
 Result<std::vector<LedgerEntry>> Ledger::release_stopped(const std::string& id, const std::string& instance,
                                                          std::int64_t pid) {
-  if (!instance.empty())
-    if (auto r = validate_instance(instance); !r) return std::unexpected(r.error());
+  if (auto r = validate_optional_instance(instance); !r) return std::unexpected(r.error());
   const std::int64_t t = now();
   return remove_if(id, [&](const LedgerEntry& e) {
     if (!instance.empty() && e.instance == instance) return true;

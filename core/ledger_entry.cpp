@@ -64,6 +64,10 @@ Result<> validate_instance(std::string_view instance) {
   return {};
 }
 
+Result<> validate_optional_instance(std::string_view instance) {
+  return instance.empty() ? Result<>{} : validate_instance(instance);
+}
+
 std::string process_instance(std::int64_t pid, std::uint64_t pid_start) {
   return text::cat("p", pid, "-", pid_start);
 }

@@ -70,6 +70,8 @@ inline constexpr std::int64_t kMaxPid = 4194304;  // PID_MAX_LIMIT on 64-bit Lin
 Result<> validate_container_id(std::string_view id);
 // [a-z0-9-]{1,64} starting with a letter: safe in a directory name after "<id>@".
 Result<> validate_instance(std::string_view instance);
+// The same, with "" (no instance: legacy and operator bookings, or every instance of an id) accepted.
+Result<> validate_optional_instance(std::string_view instance);
 // The instance of a container known by its process (pid and its start time).
 std::string process_instance(std::int64_t pid, std::uint64_t pid_start);
 // The name of a booking's directory under <state-dir>/containers: the id, "@<instance>" when known.

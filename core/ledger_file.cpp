@@ -3,9 +3,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
-#include <unistd.h>
-
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -21,10 +20,10 @@ namespace gpufrac {
 
 namespace {
 
-// The pid holding a flock on the file (device, inode) per /proc/locks, 0 when not shown.
-long lock_holder(int fd) {
+// The pid holding a flock on the file (by inode) per <proc-root>/locks, 0 when not shown.
+long lock_holder(int fd, const std::string& proc_root) {
   struct stat st {};
-  auto locks = fs::read_file("/proc/locks", 4u << 20);
+  auto locks = fs::read_file(proc_root + "/locks", 4u << 20);
   if (::fstat(fd, &st) != 0 || !locks) return 0;
   const std::string inode = text::cat(":", st.st_ino, " ");
   std::istringstream in(*locks);
@@ -41,7 +40,8 @@ long lock_holder(int fd) {
 
 }  // namespace
 
-Result<LedgerLock> LedgerLock::acquire(const std::string& lock_path, std::uint64_t timeout_ms) {
+Result<LedgerLock> LedgerLock::acquire(const std::string& lock_path, std::uint64_t timeout_ms,
+                                       const std::string& proc_root) {
   if (auto r = fs::make_dirs(fs::dirname(lock_path), 0755); !r) return std::unexpected(r.error());
   fs::UniqueFd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
   if (!fd) return sys_error("cannot open ledger lock " + lock_path);
@@ -52,7 +52,7 @@ Result<LedgerLock> LedgerLock::acquire(const std::string& lock_path, std::uint64
   for (auto pause = std::chrono::microseconds(200); ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0;) {
     if (errno != EWOULDBLOCK && errno != EINTR) return sys_error("cannot lock " + lock_path);
     if (std::chrono::steady_clock::now() >= deadline) {
-      const long holder = lock_holder(fd.get());
+      const long holder = lock_holder(fd.get(), proc_root);
       return internal_error(text::cat("the ledger lock ", lock_path, " is held",
                                       holder ? text::cat(" by pid ", holder) : std::string(), " for more than ",
                                       timeout_ms / 1000.0, " s (lock-timeout); is a gpufrac process stuck?"));

@@ -17,8 +17,9 @@ namespace gpufrac {
 class LedgerLock {
  public:
   // Creates the lock file (and its directory) when missing, then waits for the lock at most
-  // timeout_ms; longer is an error naming the holder's pid when /proc/locks shows it.
-  static Result<LedgerLock> acquire(const std::string& lock_path, std::uint64_t timeout_ms = 10000);
+  // timeout_ms; longer is an error naming the holder's pid when <proc_root>/locks shows it.
+  static Result<LedgerLock> acquire(const std::string& lock_path, std::uint64_t timeout_ms = 10000,
+                                    const std::string& proc_root = "/proc");
 
  private:
   explicit LedgerLock(fs::UniqueFd fd) : fd_(std::move(fd)) {}

@@ -106,7 +106,7 @@ Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
   r.check(e.device_uuid.starts_with(e.mig ? "MIG-" : "GPU-"), "device_uuid",
           "must be GPU-<uuid>, or MIG-<uuid> with mig");
   r.check(source.has_value(), "source", "must be hook, wrapper or cdi");
-  r.check(e.instance.empty() || validate_instance(e.instance).has_value(), "instance", "is not a valid instance");
+  r.check(validate_optional_instance(e.instance).has_value(), "instance", "is not a valid instance");
   r.check(e.pid != 0 || e.pid_start == 0, "pid_start", "must be 0 while pid is 0");
   if (r.error()) return internal_error(*r.error());
   e.source = *source;

@@ -1,7 +1,8 @@
 #include "core/load.hpp"
-#include "core/quantity.hpp"
 
 #include <set>
+
+#include "core/quantity.hpp"
 
 namespace gpufrac {
 

@@ -214,8 +214,7 @@ Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
     else
       return user_error(text::quote(opt) + " is not an option; " + usage);
   }
-  if (!a.instance.empty())
-    if (auto r = validate_instance(a.instance); !r) return std::unexpected(r.error().wrap("--instance"));
+  if (auto r = validate_optional_instance(a.instance); !r) return std::unexpected(r.error().wrap("--instance"));
   return a;
 }
 

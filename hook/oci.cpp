@@ -1,11 +1,10 @@
 #include "hook/oci.hpp"
 
-#include "core/strict_json.hpp"
-
 #include <sys/stat.h>
 
 #include "core/fs.hpp"
 #include "core/ledger_entry.hpp"
+#include "core/strict_json.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::hook {

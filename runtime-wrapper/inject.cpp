@@ -50,10 +50,10 @@ Result<std::vector<WantedDevice>> wanted_devices(const Annotations& annotations,
   return wanted;
 }
 
-// Books one wanted device pending, through the provisioner when dynamic MIG applies. true: a new
-// booking (false: the same container id and device were booked before, e.g. a retried create).
-Result<bool> book_one(const Injection& inj, const WantedDevice& w, const Annotations& annotations, Inventory& inventory,
-                      const Config& cfg) {
+// Books one wanted device pending for this create's instance, through the provisioner when
+// dynamic MIG applies.
+Result<> book_one(const Injection& inj, const WantedDevice& w, const Annotations& annotations, Inventory& inventory,
+                  const Config& cfg) {
   ReserveArgs args{inj.container_id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt, inj.instance};
   auto booking = Ledger(LedgerOptions::from(cfg)).reserve(args, inventory, cfg.allocation);
   if (!booking && w.device_key.empty() && provisioning_may_help(booking.error(), w.request, inventory, cfg)) {
@@ -64,28 +64,21 @@ Result<bool> book_one(const Injection& inj, const WantedDevice& w, const Annotat
     auto fresh = provision_and_reread(cfg, call);
     if (!fresh) return std::unexpected(fresh.error());
     inventory = std::move(*fresh);
-    return true;
+    return {};
   }
   if (!booking) return std::unexpected(booking.error());
   for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
   log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes),
                       ") pending for ", w.request.describe(), ": ", booking->grant.reason));
-  return !booking->existing;
+  return {};
 }
 
-// Books every wanted device pending; `booked` tells the caller whether this call booked anything
-// (only then is there something of its own to undo).
+// Books every wanted device pending; the caller undoes the instance's bookings on failure (a failed
+// provisioner may have booked before failing).
 Result<std::vector<LedgerEntry>> book(const Injection& inj, const std::vector<WantedDevice>& wanted,
-                                      const Annotations& annotations, Inventory& inventory, const Config& cfg,
-                                      bool& booked) {
-  for (const auto& w : wanted) {
-    auto fresh = book_one(inj, w, annotations, inventory, cfg);
-    if (!fresh) {
-      booked = true;  // a failed provisioner may have booked before failing: undo releases either way
-      return std::unexpected(fresh.error());
-    }
-    booked = booked || *fresh;
-  }
+                                      const Annotations& annotations, Inventory& inventory, const Config& cfg) {
+  for (const auto& w : wanted)
+    if (auto r = book_one(inj, w, annotations, inventory, cfg); !r) return std::unexpected(r.error());
   return Ledger(LedgerOptions::from(cfg)).bookings_of(inj.container_id, inj.instance);
 }
 
@@ -160,15 +153,13 @@ Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, 
   }
   why = metrics::Refusal::capacity;
   if (wanted->empty()) return Injection{};  // only alias keys, and aliases are off
-  bool booked = false;
   auto done = [&]() -> Result<> {
-    auto bookings = book(inj, *wanted, p.bundle.annotations, *inventory, cfg, booked);
+    auto bookings = book(inj, *wanted, p.bundle.annotations, *inventory, cfg);
     if (!bookings) return std::unexpected(bookings.error());
     return prepare(p, inj, *bookings, *inventory, cfg);
   }();
-  inj.booked = booked;
   if (!done) {
-    if (booked) undo(inj, cfg);
+    undo(inj, cfg);
     return std::unexpected(done.error());
   }
   inj.changed = true;
@@ -201,7 +192,7 @@ std::string spec_path(const RuntimeArgs& args, const std::string& cwd) {
 Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const Config& cfg, InjectOutcome* outcome) {
   InjectOutcome ignored;
   InjectOutcome& out = outcome ? *outcome : ignored;
-  Injection inj{false, false, args.container_id, spec_path(args, cwd), "", 0644, ""};
+  Injection inj{false, args.container_id, spec_path(args, cwd), "", 0644, ""};
   auto text = fs::read_file(inj.config_path, hook::kMaxConfigBytes);
   if (!text) return Injection{};
   auto wanted = parse_if_wanted(*text, absolute(args.bundle, cwd), cfg);
@@ -232,7 +223,7 @@ void undo(const Injection& inj, const Config& cfg) {
   if (inj.changed)
     if (auto r = fs::write_file_atomic(inj.config_path, inj.original, inj.mode); !r)
       log::warn("undo: " + r.error().message);
-  if (!inj.booked) return;  // the bookings (and files) belong to an earlier create of this id
+  if (inj.instance.empty()) return;  // nothing was booked by this call
   if (auto r = Ledger(LedgerOptions::from(cfg)).release(inj.container_id, inj.instance); !r)
     log::warn("undo: " + r.error().message);
   if (auto r = remove_container_files(cfg, container_key(inj.container_id, inj.instance)); !r)

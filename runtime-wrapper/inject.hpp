@@ -20,12 +20,13 @@ namespace gpufrac::wrapper {
 // What inject() changed, so that a runtime that cannot be started undoes it.
 struct Injection {
   bool changed = false;  // false: config.json was left as it was (no request, or already prepared)
-  bool booked = false;   // this call made a booking of its own (a retried create made none)
   std::string container_id;
   std::string config_path;
   std::string original;  // config.json before
   mode_t mode = 0644;
-  std::string instance;  // LedgerEntry::instance of this create ("w<hex>"), passed to its hooks
+  // LedgerEntry::instance of this create ("w<hex>"), passed to its hooks; set once booking starts,
+  // so every booking under it is this call's own.
+  std::string instance;
 };
 
 // Where the create's config.json is: --config/-f (crun) or config.json, in --bundle or cwd.
@@ -40,8 +41,8 @@ struct InjectOutcome {
 Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const Config& cfg,
                          InjectOutcome* outcome = nullptr);
 
-// Puts config.json back and, when this call booked (injection.booked), releases the bookings and
-// removes the container's files (best effort).
+// Puts config.json back and, when this call booked (injection.instance is set), releases that
+// instance's bookings and removes its files (best effort).
 void undo(const Injection& injection, const Config& cfg);
 
 }  // namespace gpufrac::wrapper

@@ -30,7 +30,6 @@ mv "$E2E_TMP/dup/c.json" "$E2E_TMP/dup/config.json"
 create runc run --bundle "$E2E_TMP/dup" "$P-dup"
 assert_contains "$OUT" 'gpufrac-hook: '"$E2E_TMP"'/dup/config.json: duplicate key \"linux\" in the object at /' "the hook refuses a duplicate key"
 cp "$E2E_TMP/dup/config.json" "$E2E_TMP/dup.orig"
-jq -c 'del(.hooks)' "$E2E_TMP/dup/config.json" >/dev/null 2>&1 || true
 sed -i 's/"hooks":{[^}]*\][^}]*\]}//' "$E2E_TMP/dup/config.json"  # the wrapper's own path: no hooks
 create "$WRAPPER" create --bundle "$E2E_TMP/dup" "$P-dupw"
 assert_eq "$RC" 1 "the wrapper refuses it too: $OUT"

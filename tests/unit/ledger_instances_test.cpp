@@ -93,7 +93,7 @@ TEST_F(LedgerTest, CollidingIdsAcrossRuntimeRootsNeverOverbookOrLoseABooking) {
   struct Live {
     std::int64_t pid;
     std::uint64_t start;
-    bool admitted;
+    std::string fraction;
   };
   std::map<std::pair<int, std::string>, Live> live;  // (runtime root, id)
   std::int64_t next_pid = 1000;
@@ -109,12 +109,17 @@ TEST_F(LedgerTest, CollidingIdsAcrossRuntimeRootsNeverOverbookOrLoseABooking) {
       write_stat(proc_, pid, 'S', start);
       auto b = ledger().reserve(of_process(args(id, fraction, pid), start), inv_, cfg_);
       ASSERT_TRUE(b || b.error().kind == ErrorKind::user) << b.error().message;
-      if (b) EXPECT_FALSE(b->existing) << "step " << step << ": admitted on another container's booking";
-      if (!b) std::filesystem::remove_all(text::cat(proc_, "/", pid));  // the runtime kills it
-      if (b) live[key] = Live{pid, start, true};
+      if (!b) {
+        std::filesystem::remove_all(text::cat(proc_, "/", pid));  // the runtime kills it
+      } else {
+        EXPECT_FALSE(b->existing) << "step " << step << ": admitted on another container's booking";
+        live[key] = Live{pid, start, fraction};
+      }
     } else if (rng() % 4 == 0) {  // a retried hook of the same container: the same booking
-      auto b = ledger().reserve(of_process(args(id, "0.25", it->second.pid), it->second.start), inv_, cfg_);
-      if (b) EXPECT_TRUE(b->existing) << "step " << step;
+      const Live& l = it->second;
+      auto b = ledger().reserve(of_process(args(id, l.fraction, l.pid), l.start), inv_, cfg_);
+      ASSERT_TRUE(b) << "step " << step << ": " << b.error().message;
+      EXPECT_TRUE(b->existing) << "step " << step;
     } else {  // delete: the process is gone, then runc's poststop (no pid in the state)
       std::filesystem::remove_all(text::cat(proc_, "/", it->second.pid));
       ASSERT_TRUE(ledger().release_stopped(id, "", 0));
