@@ -93,6 +93,9 @@ int serve(Context& ctx, const Config& cfg, const std::string& listen) {
   SingleFlight flight(cfg);
   httplib::Server server;
   server.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
+  // A kept-alive connection holds a worker until it idles out (5 s): with more scrapers than
+  // workers the rest would wait seconds. One response per connection keeps every wait short.
+  server.set_keep_alive_max_count(1);
   server.Get("/metrics", [&](const httplib::Request&, httplib::Response& res) {
     auto text = flight.get();
     if (text) return res.set_content(*text, kContentType);

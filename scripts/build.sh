@@ -1,6 +1,7 @@
 #!/bin/sh
 # Configures and builds gpufrac into ${BUILD_DIR:-build} (RelWithDebInfo). Extra CMake arguments
-# may follow, e.g. scripts/build.sh -DGPUFRAC_SANITIZE=address,undefined.
+# may follow, e.g. scripts/build.sh -DGPUFRAC_SANITIZE=address,undefined. BUILD_TARGET builds one
+# target instead of everything (the demo builds `demo`: only what it runs).
 # GPUFRAC_DEB_LAYOUT=1 configures the tree exactly as the Debian package's build does (debhelper's
 # CMake arguments, dpkg-buildflags with the package's hardening options, /usr paths), so that
 # packaging/build-deb.sh can package this tree without compiling again (GPUFRAC_PREBUILT).
@@ -16,4 +17,4 @@ if [ "${GPUFRAC_DEB_LAYOUT:-0}" = 1 ]; then
     -DGPUFRAC_SYSTEMD_UNIT_DIR=/lib/systemd/system -DGPUFRAC_UDEV_RULES_DIR=/lib/udev/rules.d "$@"
 fi
 cmake -S . -B "$BUILD_DIR" -G Ninja "$@" >/dev/null
-cmake --build "$BUILD_DIR" -j "$(nproc)"
+cmake --build "$BUILD_DIR" -j "$(nproc)" --target "${BUILD_TARGET:-all}"

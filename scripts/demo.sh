@@ -4,5 +4,6 @@
 set -eu
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-BUILD_DIR=${BUILD_DIR:-build} ./scripts/build.sh
+# Only what the demo runs; ./scripts/test.sh builds the rest (tests, benchmarks) in the same tree.
+BUILD_DIR=${BUILD_DIR:-build} BUILD_TARGET=demo ./scripts/build.sh
 exec ./scripts/demo-story.sh
