@@ -3,7 +3,11 @@
 // gpufrac-runtime as the runtime handler "gpufrac" (runtime-wrapper/configure/). Idempotent: a
 // second run changes nothing and says so. --dry-run prints the change as a unified diff and writes
 // nothing. --json prints what was (or would be) done as one object; notes go to stderr.
+#include <unistd.h>
+
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
@@ -32,7 +36,19 @@ struct ConfigureArgs {
   bool json = false;
 };
 
-Result<Plan> make_plan(Engine engine, const ConfigureArgs& a) {
+// gpufrac's config when it is not the default one (--config, else $GPUFRAC_CONFIG), absolute: what
+// an engine must pass to gpufrac-runtime.
+std::string named_config(const Context& ctx) {
+  std::string path = ctx.config_path;
+  if (path.empty())
+    if (const char* env = std::getenv(kConfigEnv)) path = env;
+  if (path.empty() || path == kDefaultConfigPath) return "";
+  if (path.front() == '/') return path;
+  char cwd[PATH_MAX];
+  return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + path : path;
+}
+
+Result<Plan> make_plan(Engine engine, const ConfigureArgs& a, const std::string& gpufrac_config) {
   const std::string config = a.config.empty() ? default_config_path(engine) : a.config;
   const std::string drop_in = a.drop_in.empty() ? default_drop_in_path(engine, config) : a.drop_in;
   if (engine == Engine::containerd) {
@@ -43,7 +59,7 @@ Result<Plan> make_plan(Engine engine, const ConfigureArgs& a) {
   }
   auto main = read_source(config);
   if (!main) return std::unexpected(main.error());
-  if (engine == Engine::docker) return plan_docker(*main, a.runtime_path);
+  if (engine == Engine::docker) return plan_docker(*main, a.runtime_path, gpufrac_config);
   auto drop = read_source(drop_in);
   if (!drop) return std::unexpected(drop.error());
   if (engine == Engine::crio) return plan_crio(*drop, a.runtime_path);
@@ -115,14 +131,19 @@ int run_configure(Context& ctx, const ConfigureArgs& a) {
   if (a.config_version != 0 && a.config_version != 2 && a.config_version != 3)
     return ctx.fail(
         user_error(text::cat("--config-version ", a.config_version, ": use 2 (containerd 1.x) or 3 (2.x)")).error());
-  auto plan = make_plan(*engine, a);
+  const std::string gpufrac_config = named_config(ctx);
+  auto plan = make_plan(*engine, a, gpufrac_config);
   if (!plan) return ctx.fail(plan.error().wrap(std::string("runtime configure ") + to_string(*engine)));
   if (a.dry_run) return report_dry_run(*plan, *engine, a.json);
   auto written = apply_plan(*plan);
   if (!written) return ctx.fail(written.error());
-  const std::string missing = fs::exists(a.runtime_path)
-                                  ? ""
-                                  : "note: " + a.runtime_path + " does not exist yet; install gpufrac-runtime there\n";
+  std::string missing = fs::exists(a.runtime_path)
+                            ? ""
+                            : "note: " + a.runtime_path + " does not exist yet; install gpufrac-runtime there\n";
+  if (!gpufrac_config.empty() && *engine != Engine::docker)
+    missing += text::cat("note: ", to_string(*engine), " passes no arguments to a runtime: gpufrac-runtime reads ",
+                         kDefaultConfigPath, ", or GPUFRAC_CONFIG=", gpufrac_config, " in ", to_string(*engine),
+                         "'s environment\n");
   if (a.json) {
     print(plan_json(*plan, *engine, false, *written).dump(2) + "\n");
     note(missing);

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/spelling.hpp"
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,12 +16,6 @@
 namespace gpufrac::cli {
 
 inline constexpr int kUsageExit = 2;
-
-// Optimal string alignment distance: insertions, deletions, substitutions, adjacent swaps.
-std::size_t edit_distance(std::string_view a, std::string_view b);
-// The candidate closest to word when it is close enough to be a typo (distance at most 2, and less
-// than half the word) or word is a prefix of it; ties go to the first candidate.
-std::optional<std::string> closest(std::string_view word, const std::vector<std::string>& candidates);
 
 // The innermost command the parser entered ("gpufrac", then its subcommands).
 CLI::App* innermost(CLI::App& app);

@@ -20,6 +20,7 @@ constexpr const char* kPolicyForm = "binpack or spread";
 constexpr const char* kMibForm = "a positive integer of MiB, e.g. 4096";
 constexpr const char* kSizingKeys =
     "gpufrac.io/fraction, gpufrac.io/memory or gpufrac.io/mig-profile (aliases count as these)";
+constexpr const char* kEnvSizingKeys = "GPUFRAC_FRACTION, GPUFRAC_MEMORY or GPUFRAC_MIG_PROFILE";
 
 std::unexpected<Error> refuse(std::string_view key, std::string_view message) {
   return user_error(text::cat(key, ": ", message));
@@ -65,6 +66,12 @@ bool is_sizing_key(std::string_view key) {
   return key != kGpu && key != kPolicy;
 }
 
+// The name a message gives a key: the environment variable it was read from, else the key.
+std::string_view shown(const KeyNames& names, std::string_view key) {
+  auto it = names.find(key);
+  return it == names.end() ? key : std::string_view(it->second);
+}
+
 Result<std::uint64_t> parse_mib(std::string_view key, std::string_view value) {
   auto v = text::parse_u64(value);
   if (!v || value[0] == '0' || value.size() > 10 || *v > (1ull << 30))
@@ -72,9 +79,9 @@ Result<std::uint64_t> parse_mib(std::string_view key, std::string_view value) {
   return *v << 20;
 }
 
-Result<Request> parse_size(std::string_view key, std::string_view value) {
+Result<Request> parse_size(std::string_view key, std::string_view value, std::string_view label) {
   Request r;
-  auto wrap = [&](const Error& e) { return refuse(key, e.message); };
+  auto wrap = [&](const Error& e) { return refuse(label, e.message); };
   if (key == kMemory) {
     auto m = parse_memory(value);
     if (!m) return wrap(m.error());
@@ -172,29 +179,32 @@ bool has_gpufrac_request(const Annotations& a, bool aliases) {
   return false;
 }
 
-Result<std::optional<Request>> parse_request(const Annotations& a, bool aliases) {
+Result<std::optional<Request>> parse_request(const Annotations& a, bool aliases, const KeyNames& names) {
   if (auto r = check_unknown_keys(a); !r) return std::unexpected(r.error());
   auto keys = present_keys(a, aliases);
   std::vector<std::string_view> sizing;
   for (const auto* kv : keys) {
     if (kv->second.size() > kMaxValueBytes)
-      return refuse(kv->first, text::cat(text::quote(kv->second), " is too long (at most ", kMaxValueBytes,
-                                         " bytes); use ", form_of(kv->first)));
+      return refuse(shown(names, kv->first), text::cat(text::quote(kv->second), " is too long (at most ",
+                                                       kMaxValueBytes, " bytes); use ", form_of(kv->first)));
     if (is_sizing_key(kv->first)) sizing.push_back(kv->first);
   }
   if (keys.empty()) return std::optional<Request>{};
   if (sizing.size() > 1)
-    return user_error(text::cat(sizing[0], " and ", sizing[1], ": both set; set only one of ", kSizingKeys));
-  if (sizing.empty()) return refuse(keys[0]->first, text::cat("is set without a size; add ", kSizingKeys));
-  auto request = parse_size(sizing[0], a.at(std::string(sizing[0])));
+    return user_error(text::cat(shown(names, sizing[0]), " and ", shown(names, sizing[1]),
+                                ": both set; set only one of ", names.empty() ? kSizingKeys : kEnvSizingKeys));
+  if (sizing.empty())
+    return refuse(shown(names, keys[0]->first),
+                  text::cat("is set without a size; add ", names.empty() ? kSizingKeys : kEnvSizingKeys));
+  auto request = parse_size(sizing[0], a.at(std::string(sizing[0])), shown(names, sizing[0]));
   if (!request) return std::unexpected(request.error());
   if (auto it = a.find(kGpu); it != a.end()) {
-    auto pin = parse_gpu_pin(kGpu, it->second);
+    auto pin = parse_gpu_pin(shown(names, kGpu), it->second);
     if (!pin) return std::unexpected(pin.error());
     request->gpu = *pin;
   }
   if (auto it = a.find(kPolicy); it != a.end()) {
-    auto policy = parse_policy(kPolicy, it->second);
+    auto policy = parse_policy(shown(names, kPolicy), it->second);
     if (!policy) return std::unexpected(policy.error());
     request->policy = *policy;
   }

@@ -58,9 +58,14 @@ struct Request {
   bool operator==(const Request&) const = default;
 };
 
+// How messages name a key when the request was not read from annotations: gpufrac.io/fraction ->
+// GPUFRAC_FRACTION for a request set in the container's environment (core/env_request.hpp).
+using KeyNames = std::map<std::string, std::string, std::less<>>;
+
 // nullopt: the annotations carry no gpufrac request (no gpufrac.io/ key other than the injected
-// marker, no enabled alias). An error names the annotation and the accepted form (exit 1).
-Result<std::optional<Request>> parse_request(const Annotations& annotations, bool aliases);
+// marker, no enabled alias). An error names the annotation (or its name in `names`) and the
+// accepted form (exit 1).
+Result<std::optional<Request>> parse_request(const Annotations& annotations, bool aliases, const KeyNames& names = {});
 
 // Cheap test for the hook's fast path: true when parse_request could return a request or an
 // error (some gpufrac.io/ key other than the marker, or an enabled alias is present).

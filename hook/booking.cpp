@@ -2,6 +2,7 @@
 
 #include "cdi/device_names.hpp"
 #include "core/allocator.hpp"
+#include "core/env_request.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
 #include "core/mig_exec.hpp"
@@ -21,7 +22,7 @@ namespace {
 Result<std::optional<Request>> request_of(Invocation& inv) {
   std::optional<Request> request;
   if (inv.args.cdi_device.empty()) {
-    auto parsed = parse_request(inv.spec.annotations, inv.cfg.aliases);
+    auto parsed = parse_container_request(inv.spec.annotations, inv.spec.env, inv.cfg.aliases);
     if (!parsed || !*parsed) return parsed;
     request = std::move(**parsed);
   }
@@ -43,8 +44,10 @@ std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings) {
 // Dynamic MIG: a refused annotation request that a new MIG instance could serve goes to the
 // provisioner (`gpufrac mig provision`, which loads NVML and books; this binary never does).
 Result<> provision(Invocation& inv) {
+  auto keys = request_keys(inv.spec.annotations, inv.spec.env, inv.cfg.aliases);
+  if (!keys) return std::unexpected(keys.error());
   ProvisionCall call{
-      inv.state.id, "", *inv.state.pid, BookingSource::hook, request_annotations(inv.spec.annotations, inv.cfg.aliases),
+      inv.state.id, "", *inv.state.pid, BookingSource::hook, request_annotations(keys->keys, inv.cfg.aliases),
       inv.instance};
   auto inventory = provision_and_reread(inv.cfg, call);
   if (!inventory) return std::unexpected(inventory.error());

@@ -6,6 +6,7 @@
 #include "core/build_info.hpp"
 #include "core/config.hpp"
 #include "core/container_state.hpp"
+#include "core/env_request.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
 #include "core/request.hpp"
@@ -107,7 +108,7 @@ Result<> ld_cache_step(const Invocation& inv) {
 Result<> run_steps(Invocation& inv) {
   // A CDI spec's `--ld-cache` hook never books: the annotation request has its own hook.
   const bool books = !inv.args.cdi_device.empty() || inv.args.attach ||
-                     (inv.args.ld_cache.empty() && has_gpufrac_request(inv.spec.annotations, true));
+                     (inv.args.ld_cache.empty() && has_container_request(inv.spec.annotations, inv.spec.env, true));
   if (books)
     if (auto r = book_and_apply(inv); !r) return r;
   return inv.args.ld_cache.empty() ? Result<>{} : ld_cache_step(inv);
@@ -125,12 +126,26 @@ void count(const Config& cfg, Stage stage, std::uint64_t started_ns, const Invoc
   if (auto r = metrics::record(cfg.state_dir, o); !r) log::warn("metrics: " + r.error().message);
 }
 
+// A container without a request whose environment holds a GPUFRAC_* variable gpufrac does not
+// know (a typo of a request variable): one warning each, in the log and on stderr; it starts.
+Result<> warn_unrequested(const HookArgs& args, const OciState& state, const BundleSpec& spec) {
+  auto warnings = env_request_warnings(spec.env);
+  if (warnings.empty()) return {};
+  if (auto cfg = select_config(args.config_path)) log::init(cfg->log, "gpufrac-hook");
+  log::set_context(state.id);
+  for (const auto& w : warnings) {
+    log::warn(w);
+    std::fprintf(stderr, "gpufrac-hook: warning: container %s: %s\n", state.id.c_str(), w.c_str());
+  }
+  return {};
+}
+
 Result<> create(const HookArgs& args, const OciState& state, std::uint64_t started_ns) {
   auto spec = load_bundle_spec(state.bundle);
   if (!spec) return std::unexpected(spec.error());
   // The fast path: this hook runs for every container on the node. No config, no NVML, no ledger.
   const bool named = !args.cdi_device.empty() || args.attach || !args.ld_cache.empty();
-  if (!named && !has_gpufrac_request(spec->annotations, true)) return {};
+  if (!named && !has_container_request(spec->annotations, spec->env, true)) return warn_unrequested(args, state, *spec);
   // gpufrac-runtime already booked and edited this spec; its own `--attach` hook records the pid.
   if (!named && spec->annotations.contains(annotation::kInjected)) return {};
   auto cfg = select_config(args.config_path);

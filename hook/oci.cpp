@@ -94,7 +94,8 @@ Result<> check_host_pid(const BundleSpec& spec, bool require_host_pid, const std
   if (!own) return {};
   return user_error(
       "the container has its own PID namespace; gpufrac needs the host PID namespace: run it with --pid=host "
-      "(podman, docker, nerdctl) or hostPID: true (Kubernetes), or set require-host-pid: false in the config");
+      "(podman, docker, nerdctl; pid: host in a compose file) or hostPID: true (Kubernetes), or set "
+      "require-host-pid: false in the config");
 }
 
 Result<OciState> parse_oci_state(std::string_view text) {
@@ -125,6 +126,10 @@ Result<BundleSpec> bundle_spec_from(const json& j, const std::string& bundle) {
   if (j.contains("annotations") && j["annotations"].is_object())
     for (const auto& [k, v] : j["annotations"].items())
       if (v.is_string()) spec.annotations[k] = v.get<std::string>();
+  if (j.contains("process") && j["process"].is_object() && j["process"].contains("env") &&
+      j["process"]["env"].is_array())
+    for (const auto& e : j["process"]["env"])
+      if (e.is_string()) spec.env.push_back(e.get<std::string>());
   std::string root = j.contains("root") && j["root"].is_object() ? j["root"].value("path", "") : "";
   if (root.empty()) return user_error(bundle + "/config.json: missing root.path");
   spec.rootfs = root.front() == '/' ? root : bundle + "/" + root;

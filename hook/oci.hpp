@@ -34,6 +34,7 @@ struct SpecHook {
 
 struct BundleSpec {
   std::map<std::string, std::string> annotations;
+  std::vector<std::string> env;                 // process.env: requests by environment (core/env_request.hpp)
   std::string rootfs;                           // root.path made absolute against the bundle
   bool read_only_root = false;                  // root.readonly
   std::vector<std::string> mount_destinations;  // mounts[].destination

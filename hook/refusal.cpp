@@ -1,7 +1,7 @@
 #include "hook/refusal.hpp"
 
 #include "cdi/device_names.hpp"
-#include "core/request.hpp"
+#include "core/env_request.hpp"
 
 namespace gpufrac::hook {
 
@@ -11,7 +11,8 @@ metrics::Refusal refusal_of(const Invocation& inv, const Error& e) {
   if (!check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root)) return Refusal::host_pid;
   if (!inv.state.pid) return Refusal::malformed;
   if (inv.args.cdi_device.empty())
-    return parse_request(inv.spec.annotations, inv.cfg.aliases) ? Refusal::capacity : Refusal::malformed;
+    return parse_container_request(inv.spec.annotations, inv.spec.env, inv.cfg.aliases) ? Refusal::capacity
+                                                                                        : Refusal::malformed;
   return cdi::request_for_cdi_device(inv.args.cdi_device, inv.inventory) ? Refusal::capacity : Refusal::malformed;
 }
 

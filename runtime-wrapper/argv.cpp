@@ -88,4 +88,26 @@ RuntimeArgs parse_runtime_args(const std::vector<std::string_view>& args) {
   return out;
 }
 
+Result<std::string> take_config_flag(int& argc, char** argv) {
+  if (argc < 2) return std::string();
+  const std::string_view first = argv[1];
+  if (!first.starts_with(kConfigFlag)) return std::string();
+  std::string path;
+  int taken = 1;
+  if (first.size() > kConfigFlag.size() && first[kConfigFlag.size()] == '=') {
+    path = std::string(first.substr(kConfigFlag.size() + 1));
+  } else if (first.size() == kConfigFlag.size() && argc > 2) {
+    path = argv[2];
+    taken = 2;
+  } else if (first.size() != kConfigFlag.size()) {
+    return std::string();  // another flag that merely starts the same: the runtime's to judge
+  }
+  if (path.empty() || path.front() != '/')
+    return user_error(std::string(kConfigFlag) + ": needs the absolute path of gpufrac's config, e.g. " +
+                      std::string(kConfigFlag) + " /etc/gpufrac/config.yaml");
+  for (int i = 1; i + taken <= argc; ++i) argv[i] = argv[i + taken];  // moves the NULL too
+  argc -= taken;
+  return path;
+}
+
 }  // namespace gpufrac::wrapper

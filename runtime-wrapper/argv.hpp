@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/error.hpp"
+
 namespace gpufrac::wrapper {
 
 struct RuntimeArgs {
@@ -29,5 +31,11 @@ struct RuntimeArgs {
 // every other global flag is taken as a switch. Create/run flags with a value: bundle (b),
 // console-socket, pid-file, preserve-fds, config (f).
 RuntimeArgs parse_runtime_args(const std::vector<std::string_view>& args);
+
+inline constexpr std::string_view kConfigFlag = "--gpufrac-config";
+// gpufrac's own flag, only as the first argument (where Docker puts a runtime's runtimeArgs):
+// `--gpufrac-config FILE` or `--gpufrac-config=FILE`. Removes it from argv (argc shrinks, argv stays
+// NULL-terminated) and returns FILE; "" when absent. FILE must be an absolute path.
+Result<std::string> take_config_flag(int& argc, char** argv);
 
 }  // namespace gpufrac::wrapper

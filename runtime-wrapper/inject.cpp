@@ -20,6 +20,7 @@
 #include "runtime-wrapper/requests.hpp"
 #include "runtime-wrapper/spec_edit.hpp"
 #include "runtime-wrapper/spec_scan.hpp"
+#include "runtime-wrapper/warnings.hpp"
 
 namespace gpufrac::wrapper {
 
@@ -39,27 +40,29 @@ std::string image_preload(const hook::BundleSpec& bundle) {
   return text ? *text : "";
 }
 
-// The bookings to make: the annotation request, then the CDI devices (these need the inventory).
-Result<std::vector<WantedDevice>> wanted_devices(const Annotations& annotations, const Config& cfg,
+// The bookings to make: the annotation (or environment) request, then the CDI devices (these need
+// the inventory).
+Result<std::vector<WantedDevice>> wanted_devices(const hook::BundleSpec& bundle, const Config& cfg,
                                                  const Inventory& inventory) {
-  auto wanted = annotation_request(annotations, cfg.aliases);
+  auto wanted = annotation_request(bundle.annotations, cfg.aliases, bundle.env);
   if (!wanted) return wanted;
-  auto cdi = cdi_requests(gpufrac_cdi_devices(annotations), inventory);
+  auto cdi = cdi_requests(gpufrac_cdi_devices(bundle.annotations), inventory);
   if (!cdi) return cdi;
   wanted->insert(wanted->end(), cdi->begin(), cdi->end());
   return wanted;
 }
 
 // Books one wanted device pending for this create's instance, through the provisioner when
-// dynamic MIG applies.
-Result<> book_one(const Injection& inj, const WantedDevice& w, const Annotations& annotations, Inventory& inventory,
+// dynamic MIG applies (it gets the request's keys, an environment request's under their annotation
+// names).
+Result<> book_one(const Injection& inj, const WantedDevice& w, const Annotations& keys, Inventory& inventory,
                   const Config& cfg) {
   ReserveArgs args{inj.container_id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt, inj.instance};
   auto booking = Ledger(LedgerOptions::from(cfg)).reserve(args, inventory, cfg.allocation);
   if (!booking && w.device_key.empty() && provisioning_may_help(booking.error(), w.request, inventory, cfg)) {
     // Dynamic MIG: the provisioner books it pending; the new instance's nodes are in the
     // inventory read again.
-    ProvisionCall call{inj.container_id, "", 0, BookingSource::wrapper, request_annotations(annotations, cfg.aliases),
+    ProvisionCall call{inj.container_id, "", 0, BookingSource::wrapper, request_annotations(keys, cfg.aliases),
                        inj.instance};
     auto fresh = provision_and_reread(cfg, call);
     if (!fresh) return std::unexpected(fresh.error());
@@ -76,9 +79,11 @@ Result<> book_one(const Injection& inj, const WantedDevice& w, const Annotations
 // Books every wanted device pending; the caller undoes the instance's bookings on failure (a failed
 // provisioner may have booked before failing).
 Result<std::vector<LedgerEntry>> book(const Injection& inj, const std::vector<WantedDevice>& wanted,
-                                      const Annotations& annotations, Inventory& inventory, const Config& cfg) {
+                                      const hook::BundleSpec& bundle, Inventory& inventory, const Config& cfg) {
+  auto keys = request_keys(bundle.annotations, bundle.env, cfg.aliases);
+  if (!keys) return std::unexpected(keys.error());
   for (const auto& w : wanted)
-    if (auto r = book_one(inj, w, annotations, inventory, cfg); !r) return std::unexpected(r.error());
+    if (auto r = book_one(inj, w, keys->keys, inventory, cfg); !r) return std::unexpected(r.error());
   return Ledger(LedgerOptions::from(cfg)).bookings_of(inj.container_id, inj.instance);
 }
 
@@ -128,6 +133,15 @@ struct Parsed {
   hook::BundleSpec bundle;
 };
 
+// Requests gpufrac cannot honour but recognises (runtime-wrapper/warnings.hpp): a warning each, in
+// the log and on stderr; the container starts as asked. The log is set up only when there is one.
+void emit_warnings(const std::vector<std::string>& warnings, const Config& cfg, const std::string& container_id) {
+  if (warnings.empty()) return;
+  log::init(cfg.log, "gpufrac-runtime");
+  log::set_context(container_id);
+  for (const auto& w : warnings) warn(w);
+}
+
 // Files, Edits, the new config.json, after the bookings were made.
 Result<> prepare(Parsed& p, const Injection& inj, const std::vector<LedgerEntry>& bookings, const Inventory& inventory,
                  const Config& cfg) {
@@ -146,7 +160,7 @@ Result<> prepare(Parsed& p, const Injection& inj, const std::vector<LedgerEntry>
 Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, metrics::Refusal& why) {
   auto inventory = inventory_for_allocation(cfg);
   if (!inventory) return std::unexpected(inventory.error());
-  auto wanted = wanted_devices(p.bundle.annotations, cfg, *inventory);
+  auto wanted = wanted_devices(p.bundle, cfg, *inventory);
   if (!wanted) {
     why = metrics::Refusal::malformed;  // a CDI device name this node does not offer
     return std::unexpected(wanted.error());
@@ -154,7 +168,7 @@ Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, 
   why = metrics::Refusal::capacity;
   if (wanted->empty()) return Injection{};  // only alias keys, and aliases are off
   auto done = [&]() -> Result<> {
-    auto bookings = book(inj, *wanted, p.bundle.annotations, *inventory, cfg);
+    auto bookings = book(inj, *wanted, p.bundle, *inventory, cfg);
     if (!bookings) return std::unexpected(bookings.error());
     return prepare(p, inj, *bookings, *inventory, cfg);
   }();
@@ -170,7 +184,8 @@ Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, 
 // nullopt: leave the spec alone (no request; already prepared). A spec that may carry a request
 // but is not JSON every runtime reads the same way (core/strict_json.hpp) is refused: passing it
 // through would start the container with its request and without its share.
-Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, const std::string& bundle, const Config& cfg) {
+Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, const std::string& bundle, const Config& cfg,
+                                              const std::string& container_id) {
   if (!may_request_gpu(text)) return std::optional<Parsed>{};
   if (auto r = check_strict_json(text, bundle + "/config.json", {.max_bytes = hook::kMaxConfigBytes}); !r)
     return std::unexpected(r.error());
@@ -178,7 +193,8 @@ Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, const std
   if (!spec.is_object() || already_injected(spec, cfg.hook_path)) return std::optional<Parsed>{};
   auto parsed = hook::bundle_spec_from(nlohmann::json::parse(text), bundle);
   if (!parsed) return std::unexpected(parsed.error());
-  if (!wants_gpufrac(parsed->annotations, cfg.aliases)) return std::optional<Parsed>{};
+  emit_warnings(env_request_warnings(parsed->env), cfg, container_id);
+  if (!wants_gpufrac(parsed->annotations, cfg.aliases, parsed->env)) return std::optional<Parsed>{};
   return std::optional<Parsed>(Parsed{std::move(spec), std::move(*parsed)});
 }
 
@@ -195,7 +211,8 @@ Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const 
   Injection inj{false, args.container_id, spec_path(args, cwd), "", 0644, ""};
   auto text = fs::read_file(inj.config_path, hook::kMaxConfigBytes);
   if (!text) return Injection{};
-  auto wanted = parse_if_wanted(*text, absolute(args.bundle, cwd), cfg);
+  emit_warnings(docker_label_warnings_for(*text, args.container_id), cfg, args.container_id);
+  auto wanted = parse_if_wanted(*text, absolute(args.bundle, cwd), cfg, args.container_id);
   if (wanted && !*wanted) return Injection{};
   log::init(cfg.log, "gpufrac-runtime");
   log::set_context(args.container_id);
@@ -204,7 +221,8 @@ Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const 
   if (!wanted) return std::unexpected(wanted.error());
   auto& parsed = *wanted;
   if (auto r = validate_container_id(args.container_id); !r) return std::unexpected(r.error());
-  if (auto r = annotation_request(parsed->bundle.annotations, cfg.aliases); !r) return std::unexpected(r.error());
+  if (auto r = annotation_request(parsed->bundle.annotations, cfg.aliases, parsed->bundle.env); !r)
+    return std::unexpected(r.error());
   out.why = metrics::Refusal::host_pid;
   if (auto r = hook::check_host_pid(parsed->bundle, cfg.require_host_pid, cfg.proc_root); !r)
     return std::unexpected(r.error());

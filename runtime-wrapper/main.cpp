@@ -43,10 +43,12 @@ void print_own_help_or_version(const std::vector<std::string_view>& rest) {
     } else if (a == "--help" || a == "-h") {
       std::printf(
           "gpufrac-runtime %s: gpufrac's OCI runtime wrapper (gpufrac-runtime(8)), argv-compatible with runc.\n"
-          "On create or run of a container that asks for a GPU (gpufrac.io/* annotations, or gpufrac.io/gpu CDI\n"
-          "devices in cdi.k8s.io/* annotations) it books the share and adds it to config.json; then it runs\n"
+          "On create or run of a container that asks for a GPU (gpufrac.io/* annotations, GPUFRAC_* variables\n"
+          "in its environment, or gpufrac.io/gpu CDI devices in cdi.k8s.io/* annotations) it books the share\n"
+          "and adds it to config.json; then it runs\n"
           "the runtime named by runtimes: in the config (default runc, then crun) with the same arguments.\n"
-          "Config: $GPUFRAC_CONFIG, else %s.\n\nThe runtime's own help:\n\n",
+          "Config: --gpufrac-config FILE (as the first argument), else $GPUFRAC_CONFIG, else %s.\n\n"
+          "The runtime's own help:\n\n",
           gpufrac::build::kVersion, gpufrac::build::kConfigPath);
     } else {
       continue;
@@ -65,24 +67,38 @@ void count(const gpufrac::Config& cfg, std::uint64_t started_ns, const gpufrac::
   if (auto r = gpufrac::metrics::record(cfg.state_dir, o); !r) gpufrac::log::warn("metrics: " + r.error().message);
 }
 
+// A refusal about the node (capacity, inventory, ledger, runtimes) says which config it was decided
+// under: an engine that starts the wrapper without the environment it was given (dockerd's
+// GPUFRAC_CONFIG does not reach it) otherwise fails with no hint. Refusals of the request's own
+// text (malformed, host PID) do not need it.
+gpufrac::Error with_config_source(gpufrac::Error e, const gpufrac::Config& cfg) {
+  if (e.message.find(cfg.source) == std::string::npos) e.message += " (config: " + cfg.source + ")";
+  return e;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace gpufrac::wrapper;
   const std::uint64_t started_ns = gpufrac::metrics::monotonic_ns();
+  // `--gpufrac-config FILE` first (Docker's runtimeArgs): gpufrac's, taken out of what runc gets.
+  auto config_flag = take_config_flag(argc, argv);
   std::vector<std::string_view> rest(argv + (argc > 0 ? 1 : 0), argv + argc);
   const RuntimeArgs args = parse_runtime_args(rest);
+  if (!config_flag) return report_error(args, config_flag.error());
   if (args.command.empty()) print_own_help_or_version(rest);
-  auto cfg = gpufrac::select_config("");
+  auto cfg = gpufrac::select_config(*config_flag);
   if (!cfg) return report_error(args, cfg.error());
   auto runtime = resolve_runtime(cfg->runtimes, path_env(), self_file());
-  if (!runtime) return report_error(args, runtime.error());
+  if (!runtime) return report_error(args, with_config_source(runtime.error(), *cfg));
   Injection injection;
   if (args.creates) {
     InjectOutcome outcome;
     auto r = inject(args, current_dir(), *cfg, &outcome);
     count(*cfg, started_ns, outcome, !r);
-    if (!r) return report_error(args, r.error());
+    using gpufrac::metrics::Refusal;
+    const bool about_node = outcome.why != Refusal::malformed && outcome.why != Refusal::host_pid;
+    if (!r) return report_error(args, about_node ? with_config_source(r.error(), *cfg) : r.error());
     injection = std::move(*r);
   }
   if (!injection.changed) return report_error(args, exec_runtime(*runtime, argc, argv));

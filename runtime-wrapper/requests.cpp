@@ -25,13 +25,14 @@ bool is_pod_sandbox(const Annotations& annotations) {
   return false;
 }
 
-bool wants_gpufrac(const Annotations& annotations, bool aliases) {
+bool wants_gpufrac(const Annotations& annotations, bool aliases, const std::vector<std::string>& env) {
   if (is_pod_sandbox(annotations)) return false;
-  return has_gpufrac_request(annotations, aliases) || !gpufrac_cdi_devices(annotations).empty();
+  return has_container_request(annotations, env, aliases) || !gpufrac_cdi_devices(annotations).empty();
 }
 
-Result<std::vector<WantedDevice>> annotation_request(const Annotations& annotations, bool aliases) {
-  auto request = parse_request(annotations, aliases);
+Result<std::vector<WantedDevice>> annotation_request(const Annotations& annotations, bool aliases,
+                                                     const std::vector<std::string>& env) {
+  auto request = parse_container_request(annotations, env, aliases);
   if (!request) return std::unexpected(request.error());
   if (!*request) return std::vector<WantedDevice>{};
   return std::vector<WantedDevice>{{"", **request}};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/env_request.hpp"
 #include "core/error.hpp"
 #include "core/inventory.hpp"
 #include "core/request.hpp"
@@ -34,12 +35,15 @@ bool is_pod_sandbox(const Annotations& annotations);
 // each once.
 std::vector<std::string> gpufrac_cdi_devices(const Annotations& annotations);
 
-// True when the annotations ask gpufrac for anything (a request, a refusal to report, or a CDI
-// device of ours) and do not belong to a pod sandbox.
-bool wants_gpufrac(const Annotations& annotations, bool aliases);
+// True when the annotations or the environment (GPUFRAC_* request variables) ask gpufrac for
+// anything (a request, a refusal to report, or a CDI device of ours) and do not belong to a pod
+// sandbox.
+bool wants_gpufrac(const Annotations& annotations, bool aliases, const std::vector<std::string>& env = {});
 
-// Parses the annotation request (errors name the annotation) without the inventory.
-Result<std::vector<WantedDevice>> annotation_request(const Annotations& annotations, bool aliases);
+// Parses the request of the annotations or the environment (errors name the annotation or the
+// variable) without the inventory.
+Result<std::vector<WantedDevice>> annotation_request(const Annotations& annotations, bool aliases,
+                                                     const std::vector<std::string>& env = {});
 
 // The bookings for the CDI devices: each name's members (a name may stand for several devices,
 // e.g. gpufrac.io/gpu=all) with their device key gpufrac.io/gpu=<member>.

@@ -5,8 +5,8 @@
 namespace gpufrac::wrapper {
 
 bool may_request_gpu(std::string_view text) {
-  constexpr std::array<std::string_view, 6> kNeedles = {"gpufrac.io",       "gpu-fraction", "gpu-memory",
-                                                        "clearml-injector", "cdi.k8s.io",   "\\u"};
+  constexpr std::array<std::string_view, 7> kNeedles = {"gpufrac.io", "gpu-fraction", "gpu-memory", "clearml-injector",
+                                                        "cdi.k8s.io", "GPUFRAC_",     "\\u"};
   for (auto needle : kNeedles)
     if (text.find(needle) != std::string_view::npos) return true;
   return false;

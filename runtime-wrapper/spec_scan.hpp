@@ -9,7 +9,8 @@
 namespace gpufrac::wrapper {
 
 // False when config.json cannot carry a gpufrac request: none of "gpufrac.io", the alias keys
-// ("gpu-fraction", "gpu-memory", "clearml-injector") or "cdi.k8s.io" occurs in it, and it has no
+// ("gpu-fraction", "gpu-memory", "clearml-injector"), "cdi.k8s.io" or "GPUFRAC_" (a request by
+// environment, or a variable to warn about) occurs in it, and it has no
 // \u escape (JSON could spell a key with \u escapes; such a spec is parsed to be sure). "/" may
 // be escaped as "\/" in JSON, so the needles stop before any "/".
 bool may_request_gpu(std::string_view config_json);

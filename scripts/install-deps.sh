@@ -7,7 +7,7 @@ PACKAGES="build-essential cmake ninja-build pkg-config git ca-certificates
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-19 libclang-rt-19-dev clang-format
   runc crun podman containerd busybox-static jq procps iproute2 util-linux kmod
-  curl prometheus tmux
+  curl prometheus tmux docker.io
   debhelper dpkg-dev fakeroot lintian man-db systemd"
 missing=""
 for p in $PACKAGES; do

@@ -57,7 +57,10 @@ struct Plan {
   std::string reload;             // how the engine picks the change up
 };
 
-Result<Plan> plan_docker(const SourceFile& daemon_json, const std::string& runtime_path);
+// gpufrac_config: gpufrac's config file when it is not the default one; dockerd then passes it as
+// runtimeArgs ["--gpufrac-config", FILE] (dockerd's own environment does not reach the runtime).
+Result<Plan> plan_docker(const SourceFile& daemon_json, const std::string& runtime_path,
+                         const std::string& gpufrac_config = "");
 Result<Plan> plan_crio(const SourceFile& drop_in, const std::string& runtime_path);
 // main_conf: the containers.conf named by --engine-config (its hooks_dir, if set, is kept first).
 Result<Plan> plan_podman(const SourceFile& main_conf, const SourceFile& drop_in, const std::string& runtime_path);

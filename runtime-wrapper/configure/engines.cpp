@@ -91,10 +91,13 @@ Result<Json> docker_object(const SourceFile& f) {
 
 }  // namespace
 
-Result<Plan> plan_docker(const SourceFile& daemon_json, const std::string& runtime_path) {
+Result<Plan> plan_docker(const SourceFile& daemon_json, const std::string& runtime_path,
+                         const std::string& gpufrac_config) {
   auto j = docker_object(daemon_json);
   if (!j) return std::unexpected(j.error());
-  const Json wanted = {{"path", runtime_path}, {"runtimeArgs", Json::array()}};
+  Json args = Json::array();
+  if (!gpufrac_config.empty()) args = {"--gpufrac-config", gpufrac_config};
+  const Json wanted = {{"path", runtime_path}, {"runtimeArgs", args}};
   Plan plan;
   plan.reload = "reload dockerd to load it: systemctl reload docker (or kill -HUP the dockerd process)";
   if (j->contains("runtimes") && (*j)["runtimes"].contains(kRuntimeName) && (*j)["runtimes"][kRuntimeName] == wanted) {

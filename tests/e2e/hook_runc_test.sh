@@ -74,4 +74,24 @@ run runc run --bundle "$E2E_TMP/b6" "$P-6"
 assert_eq "$RC" 0 "injected spec runs"
 assert_eq "$OUT" "done" "the hook did not apply anything to an injected spec"
 assert_eq "$(stat -c %Y.%s "$E2E_TMP/state/ledger.json")" "$before" "ledger untouched for an injected spec"
+
+# 7. A request in the environment (GPUFRAC_*, for engines without annotations): the same share; a
+# misspelt variable gets a warning (in gpufrac's log and on stderr, which runc shows only when a hook
+# fails) and books nothing.
+with_env() {
+  jq --arg kv "$2" '.process.env += [$kv]' "$1/config.json" >"$1/config.json.new" && mv "$1/config.json.new" "$1/config.json"
+}
+make_bundle "$E2E_TMP/b7" 'cat /run/gpufrac/limits'
+with_env "$E2E_TMP/b7" GPUFRAC_MEMORY=2Gi
+run runc run --bundle "$E2E_TMP/b7" "$P-7"
+assert_eq "$RC" 0 "runc run with an environment request: $OUT"
+assert_contains "$OUT" " $((2 << 30))" "2 GiB limit from GPUFRAC_MEMORY"
+assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "released"
+make_bundle "$E2E_TMP/b8" 'echo ran'
+with_env "$E2E_TMP/b8" GPUFRAC_MEMROY=2Gi
+run runc run --bundle "$E2E_TMP/b8" "$P-8"
+assert_eq "$RC" 0 "a misspelt variable does not stop the container"
+assert_contains "$(grep "warning: \[$P-8\]" "$E2E_TMP/gpufrac.log")" '"GPUFRAC_MEMROY" in the container'"'"'s environment is not a gpufrac request (did you mean GPUFRAC_MEMORY?)' \
+  "the hook's warning is in the log"
+assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "nothing booked"
 finish

@@ -133,7 +133,7 @@ make_plain_bundle "$E2E_TMP/pidns" 'true' gpufrac.io/fraction=0.25
 jq '.linux.namespaces += [{"type":"pid"}]' "$E2E_TMP/pidns/config.json" >"$E2E_TMP/c.json" && mv "$E2E_TMP/c.json" "$E2E_TMP/pidns/config.json"
 run "$WRAPPER" run --bundle "$E2E_TMP/pidns" "$P-pidns"
 assert_eq "$RC" 1 "private PID namespace refused"
-assert_eq "$OUT" "gpufrac: the container has its own PID namespace; gpufrac needs the host PID namespace: run it with --pid=host (podman, docker, nerdctl) or hostPID: true (Kubernetes), or set require-host-pid: false in the config" \
+assert_eq "$OUT" "gpufrac: the container has its own PID namespace; gpufrac needs the host PID namespace: run it with --pid=host (podman, docker, nerdctl; pid: host in a compose file) or hostPID: true (Kubernetes), or set require-host-pid: false in the config" \
   "host-PID message"
 assert_eq "$(ledger_count)" 0 "nothing booked"
 
@@ -142,8 +142,8 @@ cp "$GPUFRAC_CONFIG" "$E2E_TMP/none.yaml"
 echo "runtimes: [no-such-runtime, /nonexistent/runc]" >>"$E2E_TMP/none.yaml"
 run env GPUFRAC_CONFIG="$E2E_TMP/none.yaml" PATH=/usr/bin:/bin "$WRAPPER" state x
 assert_eq "$RC" 2 "no runtime: exit 2"
-assert_eq "$OUT" 'gpufrac: runtimes: none of no-such-runtime, /nonexistent/runc is an executable file (names are looked up in the absolute directories of PATH "/usr/bin:/bin"); name runc, crun or an absolute path in the config'"'"'s runtimes:' \
-  "no-runtime message"
+assert_eq "$OUT" 'gpufrac: runtimes: none of no-such-runtime, /nonexistent/runc is an executable file (names are looked up in the absolute directories of PATH "/usr/bin:/bin"); name runc, crun or an absolute path in the config'"'"'s runtimes: (config: '"$E2E_TMP/none.yaml)" \
+  "no-runtime message names the config it read"
 
 # 8. gpufrac CDI devices named in cdi.k8s.io/* annotations (the Kubernetes CDI convention): booked
 # under the device name; other vendors' devices are not ours.

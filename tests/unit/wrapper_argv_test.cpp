@@ -90,5 +90,38 @@ TEST(WrapperErrorLog, RuncLineFormats) {
   EXPECT_EQ(render_log_line("", "m", "T"), "time=\"T\" level=error msg=\"m\"\n");
 }
 
+// --gpufrac-config FILE as Docker's runtimeArgs put it: first, taken out of what runc gets.
+std::vector<std::string> take(std::vector<std::string> args, Result<std::string>* taken) {
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(args.size());
+  *taken = take_config_flag(argc, argv.data());
+  EXPECT_EQ(argv[static_cast<std::size_t>(argc)], nullptr);
+  return {argv.begin(), argv.begin() + argc};
+}
+
+TEST(WrapperArgv, ConfigFlagTakenOnlyFirst) {
+  Result<std::string> path;
+  EXPECT_EQ(take({"gpufrac-runtime", "--gpufrac-config", "/etc/g.yaml", "--root", "/r", "create", "x"}, &path),
+            (std::vector<std::string>{"gpufrac-runtime", "--root", "/r", "create", "x"}));
+  EXPECT_EQ(*path, "/etc/g.yaml");
+  EXPECT_EQ(take({"gpufrac-runtime", "--gpufrac-config=/g.yaml", "state", "x"}, &path),
+            (std::vector<std::string>{"gpufrac-runtime", "state", "x"}));
+  EXPECT_EQ(*path, "/g.yaml");
+  // Anywhere else it is the runtime's argument, untouched.
+  EXPECT_EQ(take({"gpufrac-runtime", "state", "--gpufrac-config", "/g.yaml"}, &path).size(), 4u);
+  EXPECT_EQ(*path, "");
+  EXPECT_EQ(take({"gpufrac-runtime", "--gpufrac-configs", "/g.yaml"}, &path).size(), 3u);
+  EXPECT_EQ(*path, "");
+  take({"gpufrac-runtime", "--gpufrac-config", "g.yaml", "state"}, &path);
+  ASSERT_FALSE(path);
+  EXPECT_EQ(path.error().message,
+            "--gpufrac-config: needs the absolute path of gpufrac's config, e.g. --gpufrac-config "
+            "/etc/gpufrac/config.yaml");
+  take({"gpufrac-runtime", "--gpufrac-config"}, &path);
+  EXPECT_FALSE(path);
+}
+
 }  // namespace
 }  // namespace gpufrac::wrapper

@@ -142,5 +142,20 @@ TEST(ConfigureDocker, IdempotentAndKeepsOtherKeys) {
             "/d.json: not a JSON object; fix it or move it away, then run the command again");
 }
 
+TEST(ConfigureDocker, NamesANonDefaultConfigInRuntimeArgs) {
+  auto plan = plan_docker({"/d.json", std::nullopt}, "/usr/bin/gpufrac-runtime", "/srv/gpufrac.yaml");
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(
+      plan->files[0].after,
+      "{\n    \"runtimes\": {\n        \"gpufrac\": {\n            \"path\": \"/usr/bin/gpufrac-runtime\",\n"
+      "            \"runtimeArgs\": [\n                \"--gpufrac-config\",\n                \"/srv/gpufrac.yaml\"\n"
+      "            ]\n        }\n    }\n}\n");
+  // Configured without the config afterwards: the runtimeArgs go again.
+  auto back = plan_docker({"/d.json", plan->files[0].after}, "/usr/bin/gpufrac-runtime");
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->files[0].changed());
+  EXPECT_NE(back->files[0].after.find("\"runtimeArgs\": []"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpufrac::configure
