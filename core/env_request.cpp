@@ -52,10 +52,10 @@ Result<RequestKeys> env_keys(const std::vector<std::string>& env) {
   return out;
 }
 
-// The first request annotation, for the both-ways message.
+// The first request annotation, for the both-ways message (an untrusted key: at most 64 bytes).
 std::string first_annotation(const Annotations& a, bool aliases) {
   for (auto it = a.lower_bound(annotation::kPrefix); it != a.end() && it->first.starts_with(annotation::kPrefix); ++it)
-    if (it->first != annotation::kInjected) return it->first;
+    if (it->first != annotation::kInjected) return it->first.size() <= 64 ? it->first : it->first.substr(0, 64) + "...";
   if (aliases)
     for (const char* k : {annotation::kAliasFraction, annotation::kAliasMemory, annotation::kAliasClearml})
       if (a.contains(k)) return k;

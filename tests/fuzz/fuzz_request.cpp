@@ -1,11 +1,16 @@
-// Fuzzes the annotation parser. Input: one flag byte (bit 0: aliases on), then "key=value" records
-// separated by newlines. Invariants: no crash; the fast path agrees with the parser; a request is
-// in range and canonical; a refusal is one bounded line of kind user.
+// Fuzzes the request parser. Input: one flag byte (bit 0: aliases on; bit 1: the records are the
+// container's environment, core/env_request.hpp, with the same records as annotations when bit 2
+// is set too), then "key=value" records separated by newlines. Invariants: no crash; the fast path
+// agrees with the parser; a request is in range and canonical; a refusal, and every warning, is one
+// bounded line of kind user.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "core/env_request.hpp"
 #include "core/mig_profile_name.hpp"
 #include "core/request.hpp"
 #include "fuzz_check.hpp"
@@ -44,19 +49,36 @@ void check_request(const Request& r) {
   if (r.gpu) FUZZ_CHECK(r.gpu->index.has_value() != !r.gpu->uuid.empty());
 }
 
+std::vector<std::string> as_env(std::string_view data) {
+  std::vector<std::string> env;
+  for (std::size_t start = 0; start <= data.size();) {
+    const std::size_t nl = std::min(data.find('\n', start), data.size());
+    env.emplace_back(data.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return env;
+}
+
+bool one_bounded_line(const std::string& s) {
+  return s.find('\n') == std::string::npos && s.size() < 1024;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0) return 0;
   const bool aliases = (data[0] & 1) != 0;
-  const Annotations a = decode(std::string_view(reinterpret_cast<const char*>(data) + 1, size - 1));
-  const bool fast = has_gpufrac_request(a, aliases);
-  auto r = parse_request(a, aliases);
+  const bool by_env = (data[0] & 2) != 0;
+  const std::string_view records(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const Annotations a = by_env && (data[0] & 4) == 0 ? Annotations{} : decode(records);
+  const std::vector<std::string> env = by_env ? as_env(records) : std::vector<std::string>{};
+  for (const auto& w : env_request_warnings(env)) FUZZ_CHECK(one_bounded_line(w));
+  const bool fast = has_container_request(a, env, aliases);
+  auto r = parse_container_request(a, env, aliases);
   if (!r) {
     FUZZ_CHECK(fast);
     FUZZ_CHECK(r.error().kind == ErrorKind::user);
-    FUZZ_CHECK(r.error().message.find('\n') == std::string::npos);
-    FUZZ_CHECK(r.error().message.size() < 1024);
+    FUZZ_CHECK(one_bounded_line(r.error().message));
     return 0;
   }
   if (!r->has_value()) {
