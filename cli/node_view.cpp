@@ -16,6 +16,7 @@ namespace gpufrac::cli {
 namespace {
 
 std::string share_state(const LedgerEntry& e, const Config& cfg, std::int64_t now) {
+  if (e.claim_owned()) return "prepared";  // a Kubernetes claim's: held until it is unprepared
   if (e.pending())
     return now - e.created > static_cast<std::int64_t>(cfg.allocation.pending_timeout_s) ? "pending (expired)"
                                                                                          : "pending";

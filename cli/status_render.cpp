@@ -103,8 +103,15 @@ std::string render_devices(const StatusReport& r, const StatusStyle& st) {
 }
 
 std::string state_text(const std::string& state, const StatusStyle& st) {
-  if (state == "running") return paint(st, "32", state);
+  if (state == "running" || state == "prepared") return paint(st, "32", state);
   return paint(st, state == "pending" ? "33" : "31", state);
+}
+
+// Who holds a share: the container id (cut as docker does), or a Kubernetes claim as
+// <namespace>/<name> (<uid>, its first 8 characters unless --no-trunc).
+std::string owner_text(const LedgerEntry& e, bool no_trunc) {
+  if (!e.claim_owned()) return short_id(e.container_id, no_trunc);
+  return text::cat(e.claim, " (", no_trunc ? e.container_id : e.container_id.substr(0, 8), ")");
 }
 
 struct ShareRow {
@@ -126,7 +133,7 @@ std::string render_shares(const std::vector<ShareRow>& rows, bool mig, const Sta
     const LedgerEntry& e = r.share->entry;
     std::vector<std::string> row{r.label};
     row.insert(row.end(), r.where.begin(), r.where.end());
-    row.push_back(short_id(e.container_id, st.no_trunc));
+    row.push_back(owner_text(e, st.no_trunc));
     if (keys) row.push_back(e.device_key.empty() ? "-" : e.device_key);
     for (auto v : {e.request, text::format_bytes(e.bytes),
                    r.share->used_bytes ? text::format_bytes(*r.share->used_bytes) : std::string("-"),

@@ -29,21 +29,25 @@ Result<Transaction> begin(const LedgerOptions& o) {
   return Transaction{std::move(*lock), std::move(*state)};
 }
 
-// Whether the entry belongs to the instance ("" selects every instance of the id).
+// Whether the entry belongs to the container instance ("" selects every instance of the id). A
+// claim's bookings never belong to a container, whatever its id.
 bool of_instance(const LedgerEntry& e, const std::string& id, const std::string& instance) {
-  return e.container_id == id && (instance.empty() || e.instance == instance);
+  return !e.claim_owned() && e.container_id == id && (instance.empty() || e.instance == instance);
 }
 
 LedgerEntry* find(LedgerState& s, const ReserveArgs& a) {
+  const bool claim = a.source == BookingSource::dra;
   auto it = std::find_if(s.entries.begin(), s.entries.end(), [&](const LedgerEntry& e) {
-    return e.container_id == a.container_id && e.instance == a.instance && e.device_key == a.device_key;
+    return e.claim_owned() == claim && e.container_id == a.container_id && e.instance == a.instance &&
+           e.device_key == a.device_key;
   });
   return it == s.entries.end() ? nullptr : &*it;
 }
 
 LedgerEntry entry_for(const ReserveArgs& a, const Grant& g, std::uint64_t pid_start, std::int64_t now) {
-  return LedgerEntry{a.container_id, a.device_key,         g.device_uuid, g.gpu_index, g.gpu_uuid, g.mig, g.bytes,
-                     g.exclusive,    a.request.describe(), a.source,      a.pid,       pid_start,  now,   a.instance};
+  return LedgerEntry{a.container_id, a.device_key, g.device_uuid, g.gpu_index,          g.gpu_uuid,
+                     g.mig,          g.bytes,      g.exclusive,   a.request.describe(), a.source,
+                     a.pid,          pid_start,    now,           a.instance,           a.claim};
 }
 
 // Finds the booking of (container id, instance, device key) or allocates a new one in state.
@@ -93,6 +97,7 @@ std::int64_t Ledger::now() const {
 }
 
 std::string Ledger::expiry(const LedgerEntry& e, std::int64_t t) const {
+  if (e.claim_owned()) return "";  // held until the claim is unprepared, whatever runs
   if (e.pending())
     return t - e.created > static_cast<std::int64_t>(options_.pending_timeout_s)
                ? text::cat("pending for ", t - e.created, " s")
@@ -130,6 +135,12 @@ Result<std::uint64_t> Ledger::checked_start(const ReserveArgs& a) const {
   if (auto r = validate_container_id(a.container_id); !r) return std::unexpected(r.error());
   if (auto r = validate_optional_instance(a.instance); !r) return std::unexpected(r.error());
   if (auto r = validate_device_key(a.device_key); !r) return std::unexpected(r.error());
+  if ((a.source == BookingSource::dra) != !a.claim.empty())
+    return user_error("a claim name goes with a dra booking, and only there");
+  if (!a.claim.empty()) {
+    if (auto r = validate_claim_name(a.claim); !r) return std::unexpected(r.error());
+    if (a.pid != 0) return user_error("a claim's booking has no pid");
+  }
   return start_time_of(a.pid, a.pid_start);
 }
 
@@ -174,6 +185,19 @@ Result<std::vector<LedgerEntry>> Ledger::attach(const std::string& id, std::int6
   return mine;
 }
 
+Result<std::vector<LedgerEntry>> Ledger::release_claim(const std::string& uid) {
+  return remove_if(uid, [&](const LedgerEntry& e) { return e.claim_owned(); });
+}
+
+Result<std::vector<LedgerEntry>> Ledger::bookings_of_claim(const std::string& uid) const {
+  auto state = read();
+  if (!state) return std::unexpected(state.error());
+  std::vector<LedgerEntry> mine;
+  for (const auto& e : state->entries)
+    if (e.claim_owned() && e.container_id == uid) mine.push_back(e);
+  return mine;
+}
+
 Result<std::vector<LedgerEntry>> Ledger::remove_if(const std::string& id,
                                                    const std::function<bool(const LedgerEntry&)>& doomed) {
   if (auto r = validate_container_id(id); !r) return std::unexpected(r.error());
@@ -201,6 +225,7 @@ Result<std::vector<LedgerEntry>> Ledger::release_stopped(const std::string& id, 
   if (auto r = validate_optional_instance(instance); !r) return std::unexpected(r.error());
   const std::int64_t t = now();
   return remove_if(id, [&](const LedgerEntry& e) {
+    if (e.claim_owned()) return false;
     if (!instance.empty() && e.instance == instance) return true;
     if (pid != 0 && e.pid == pid) return true;
     return !e.pending() && !expiry(e, t).empty();

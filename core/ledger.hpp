@@ -41,6 +41,7 @@ struct ReserveArgs {
   std::int64_t pid = 0;                    // host pid; 0 = pending (attach() adds it later)
   std::optional<std::uint64_t> pid_start;  // read from <proc-root>/<pid>/stat when absent
   std::string instance;                    // LedgerEntry::instance ("" only for operator bookings)
+  std::string claim;                       // source dra: "<namespace>/<name>" (container_id = claim uid)
 };
 
 // A booking reclaimed because its process is gone or it stayed pending too long.
@@ -80,6 +81,10 @@ class Ledger {
   // booking under the same id (another runtime root) stays.
   Result<std::vector<LedgerEntry>> release_stopped(const std::string& container_id, const std::string& instance,
                                                    std::int64_t pid);
+  // Kubernetes claims (source dra): their bookings are never reclaimed by liveness and never touched
+  // by the container operations above; only this releases them (all of the claim's).
+  Result<std::vector<LedgerEntry>> release_claim(const std::string& uid);
+  Result<std::vector<LedgerEntry>> bookings_of_claim(const std::string& uid) const;
   // Reclaims the bookings of dead processes and expired pending ones, removes stale temp files.
   Result<GcReport> gc();
   // The current content, without the lock (the file is only ever replaced whole).

@@ -10,6 +10,8 @@ const char* to_string(BookingSource s) {
       return "wrapper";
     case BookingSource::cdi:
       return "cdi";
+    case BookingSource::dra:
+      return "dra";
     case BookingSource::hook:
       break;
   }
@@ -20,6 +22,7 @@ std::optional<BookingSource> booking_source_from(std::string_view s) {
   if (s == "hook") return BookingSource::hook;
   if (s == "wrapper") return BookingSource::wrapper;
   if (s == "cdi") return BookingSource::cdi;
+  if (s == "dra") return BookingSource::dra;
   return std::nullopt;
 }
 
@@ -89,6 +92,15 @@ Result<> validate_device_key(std::string_view key) {
   if (!ok)
     return user_error("device key " + text::quote(key) +
                       " is not valid; use at most 128 printable ASCII characters without spaces or quotes");
+  return {};
+}
+
+Result<> validate_claim_name(std::string_view claim) {
+  const auto slash = claim.find('/');
+  const bool ok = slash != std::string_view::npos && slash > 0 && slash + 1 < claim.size() && claim.size() <= 317 &&
+                  claim.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-/") == std::string_view::npos &&
+                  claim.find('/', slash + 1) == std::string_view::npos;
+  if (!ok) return user_error(text::cat("claim ", text::quote(claim), " is not <namespace>/<name>"));
   return {};
 }
 

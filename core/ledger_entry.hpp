@@ -14,8 +14,10 @@
 
 namespace gpufrac {
 
-// Which front-end made the booking.
-enum class BookingSource { hook, wrapper, cdi };
+// Which front-end made the booking. `dra`: gpufrac-dra for a Kubernetes ResourceClaim (k8s/): the
+// booking belongs to the claim, not to a container (container_id holds the claim's uid, device_key
+// the DRA device and share, claim its namespace/name); only unpreparing the claim releases it.
+enum class BookingSource { hook, wrapper, cdi, dra };
 const char* to_string(BookingSource s);
 std::optional<BookingSource> booking_source_from(std::string_view s);
 
@@ -38,7 +40,9 @@ struct LedgerEntry {
   // process, "w<hex>" for the runtime wrapper's (booked before the process exists); "" in ledgers
   // written before instances, and for operator bookings (`gpufrac ledger`).
   std::string instance;
+  std::string claim;  // dra: "<namespace>/<name>" of the ResourceClaim; "" otherwise
   bool pending() const { return pid == 0; }
+  bool claim_owned() const { return source == BookingSource::dra; }
   bool operator==(const LedgerEntry&) const = default;
 };
 
@@ -84,5 +88,7 @@ Result<> validate_container_key(std::string_view key);
 
 // Printable ASCII without spaces, quotes or backslashes, at most 128 bytes ("" allowed).
 Result<> validate_device_key(std::string_view key);
+// "<namespace>/<name>" of a ResourceClaim: DNS labels and subdomains ([a-z0-9.-]), at most 317 bytes.
+Result<> validate_claim_name(std::string_view claim);
 
 }  // namespace gpufrac

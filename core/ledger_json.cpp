@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -15,9 +16,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::string_view, 14> kEntryKeys{
-    "container_id", "device_key", "device_uuid", "gpu_index", "gpu_uuid",  "mig",     "bytes",
-    "exclusive",    "request",    "source",      "pid",       "pid_start", "created", "instance"};
+constexpr std::array<std::string_view, 15> kEntryKeys{
+    "container_id", "device_key", "device_uuid", "gpu_index", "gpu_uuid", "mig",      "bytes", "exclusive",
+    "request",      "source",     "pid",         "pid_start", "created",  "instance", "claim"};
 
 // Typed field access on one JSON object; remembers the first problem with its dotted path.
 class Reader {
@@ -100,12 +101,16 @@ Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
   e.pid_start = r.u64("pid_start", UINT64_MAX);
   e.created = static_cast<std::int64_t>(r.u64("created", INT64_MAX));
   if (obj.contains("instance")) e.instance = r.str("instance", 64);  // absent in ledgers written before it
+  if (obj.contains("claim")) e.claim = r.str("claim", 317);          // claim-owned bookings only
   r.check(validate_container_id(e.container_id).has_value(), "container_id", "is not a valid container id");
   r.check(validate_device_key(e.device_key).has_value(), "device_key", "is not a valid device key");
   r.check(e.gpu_uuid.starts_with("GPU-"), "gpu_uuid", "must start with GPU-");
   r.check(e.device_uuid.starts_with(e.mig ? "MIG-" : "GPU-"), "device_uuid",
           "must be GPU-<uuid>, or MIG-<uuid> with mig");
-  r.check(source.has_value(), "source", "must be hook, wrapper or cdi");
+  r.check(source.has_value(), "source", "must be hook, wrapper, cdi or dra");
+  r.check((source == BookingSource::dra) == !e.claim.empty(), "claim", "is set exactly on dra bookings");
+  r.check(e.claim.empty() || validate_claim_name(e.claim).has_value(), "claim", "is not <namespace>/<name>");
+  r.check(source != BookingSource::dra || e.pid == 0, "pid", "must be 0 on a dra booking");
   r.check(validate_optional_instance(e.instance).has_value(), "instance", "is not a valid instance");
   r.check(e.pid != 0 || e.pid_start == 0, "pid_start", "must be 0 while pid is 0");
   if (r.error()) return internal_error(*r.error());
@@ -141,20 +146,21 @@ Result<std::vector<MigIdleRecord>> read_idle_records(const json& doc, const std:
   return out;
 }
 
-// Version 1: {version, entries}; version 2: {version, entries, mig_idle}.
+// Version 1: {version, entries}; versions 2 and 3: {version, entries, mig_idle}.
 Result<int> read_version(const json& doc, const std::string& name) {
   if (!doc.is_object() || !doc.contains("version") || !doc.contains("entries"))
     return internal_error(name + ": not a gpufrac ledger; expected {\"version\": 1, \"entries\": [...]}");
   const json& v = doc.at("version");
-  if (!v.is_number_unsigned() ||
-      (v.get<std::uint64_t>() != kLedgerVersion && v.get<std::uint64_t>() != kLedgerVersionMigIdle))
-    return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not ", kLedgerVersion,
-                                    " or ", kLedgerVersionMigIdle, "; it was written by another gpufrac version"));
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() < kLedgerVersion ||
+      v.get<std::uint64_t>() > kLedgerVersionClaims)
+    return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not ", kLedgerVersion, ", ",
+                                    kLedgerVersionMigIdle, " or ", kLedgerVersionClaims,
+                                    "; it was written by another gpufrac version"));
   const int version = static_cast<int>(v.get<std::uint64_t>());
   if (version == kLedgerVersion && doc.size() != 2)
     return internal_error(name + ": unknown top-level key; expected version and entries");
-  if (version == kLedgerVersionMigIdle && (doc.size() != 3 || !doc.contains("mig_idle")))
-    return internal_error(name + ": ledger version 2 has exactly version, entries and mig_idle");
+  if (version != kLedgerVersion && (doc.size() != 3 || !doc.contains("mig_idle")))
+    return internal_error(text::cat(name, ": ledger version ", version, " has exactly version, entries and mig_idle"));
   return version;
 }
 
@@ -165,16 +171,18 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
   if (!entries.is_array() || entries.size() > kMaxLedgerEntries)
     return internal_error(text::cat(name, ": entries must be an array of at most ", kMaxLedgerEntries));
   LedgerState state;
-  std::set<std::pair<std::string, std::string>> seen;  // (container key, device key)
+  std::set<std::tuple<bool, std::string, std::string>> seen;  // (claim?, container key, device key)
   for (std::size_t i = 0; i < entries.size(); ++i) {
     auto e = read_entry(entries[i], text::cat("entries[", i, "]"));
     if (!e) return std::unexpected(e.error().wrap(name));
-    if (!seen.emplace(container_key(*e), e->device_key).second)
+    if (e->claim_owned() && *version < kLedgerVersionClaims)
+      return internal_error(text::cat(name, ": entries[", i, "]: a dra booking in a version ", *version, " ledger"));
+    if (!seen.emplace(e->claim_owned(), container_key(*e), e->device_key).second)
       return internal_error(text::cat(name, ": entries[", i, "]: a second booking of container ", container_key(*e),
                                       " device key ", text::quote(e->device_key)));
     state.entries.push_back(std::move(*e));
   }
-  if (*version == kLedgerVersionMigIdle) {
+  if (*version != kLedgerVersion) {
     auto idle = read_idle_records(doc, name);
     if (!idle) return std::unexpected(idle.error());
     state.mig_idle = std::move(*idle);
@@ -200,6 +208,7 @@ json entry_to_json(const LedgerEntry& e) {
          {"pid_start", e.pid_start},
          {"created", e.created}};
   if (!e.instance.empty()) j["instance"] = e.instance;
+  if (!e.claim.empty()) j["claim"] = e.claim;
   return j;
 }
 
@@ -261,6 +270,7 @@ void append_entry(std::string& out, const LedgerEntry& e) {
   field(out, "pid_start", e.pid_start);
   field(out, "created", e.created);
   if (!e.instance.empty()) string_field(out, "instance", e.instance);
+  if (!e.claim.empty()) string_field(out, "claim", e.claim);
   out += "}";
 }
 
@@ -276,8 +286,11 @@ void append_idle_record(std::string& out, const MigIdleRecord& r) {
 
 // One entry (and one idle record) per line: fast to write and easy to read or diff by hand.
 std::string ledger_to_json(const LedgerState& state) {
-  const bool v2 = !state.mig_idle.empty();
-  std::string out = text::cat("{\"version\":", v2 ? kLedgerVersionMigIdle : kLedgerVersion, ",\"entries\":[");
+  const bool claims =
+      std::any_of(state.entries.begin(), state.entries.end(), [](const LedgerEntry& e) { return e.claim_owned(); });
+  const bool v2 = claims || !state.mig_idle.empty();
+  const int version = claims ? kLedgerVersionClaims : v2 ? kLedgerVersionMigIdle : kLedgerVersion;
+  std::string out = text::cat("{\"version\":", version, ",\"entries\":[");
   out.reserve(64 + state.entries.size() * 400 + state.mig_idle.size() * 120);
   for (std::size_t i = 0; i < state.entries.size(); ++i) {
     out += i == 0 ? "\n" : ",\n";

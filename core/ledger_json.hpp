@@ -20,6 +20,7 @@ namespace gpufrac {
 
 inline constexpr int kLedgerVersion = 1;         // bookings only
 inline constexpr int kLedgerVersionMigIdle = 2;  // bookings and idle dynamic MIG records
+inline constexpr int kLedgerVersionClaims = 3;   // as 2, and bookings of Kubernetes claims (source dra)
 inline constexpr std::size_t kMaxLedgerEntries = 65536;
 
 std::string ledger_to_json(const LedgerState& state);

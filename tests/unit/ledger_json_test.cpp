@@ -66,10 +66,10 @@ TEST(LedgerJson, RefusesOtherDocuments) {
   EXPECT_EQ(load_error("{\"version\":1,\"entries\":[]"),
             "ledger.json: not valid JSON; move it away and run gpufrac gc");
   EXPECT_EQ(load_error("[]"), "ledger.json: not a gpufrac ledger; expected {\"version\": 1, \"entries\": [...]}");
-  EXPECT_EQ(load_error(R"({"version": 3, "entries": []})"),
-            "ledger.json: ledger version \"3\" is not 1 or 2; it was written by another gpufrac version");
+  EXPECT_EQ(load_error(R"({"version": 4, "entries": []})"),
+            "ledger.json: ledger version \"4\" is not 1, 2 or 3; it was written by another gpufrac version");
   EXPECT_EQ(load_error(R"({"version": "1", "entries": []})"),
-            "ledger.json: ledger version \"\\x221\\x22\" is not 1 or 2; it was written by another gpufrac version");
+            "ledger.json: ledger version \"\\x221\\x22\" is not 1, 2 or 3; it was written by another gpufrac version");
   EXPECT_EQ(load_error(R"({"version": 1, "entries": [], "x": 0})"),
             "ledger.json: unknown top-level key; expected version and entries");
   EXPECT_EQ(load_error(R"({"version": 1, "entries": {}})"), "ledger.json: entries must be an array of at most 65536");
@@ -89,7 +89,7 @@ TEST(LedgerJson, RefusesDamagedEntries) {
   EXPECT_EQ(load_error(with_entry([](auto& e) { e["request"] = "a\nb"; })),
             "ledger.json: entries[0].request: must be printable ASCII of at most 512 bytes");
   EXPECT_EQ(load_error(with_entry([](auto& e) { e["source"] = "cli"; })),
-            "ledger.json: entries[0].source: must be hook, wrapper or cdi");
+            "ledger.json: entries[0].source: must be hook, wrapper, cdi or dra");
   EXPECT_EQ(load_error(with_entry([](auto& e) { e["device_uuid"] = "MIG-x"; })),
             "ledger.json: entries[0].device_uuid: must be GPU-<uuid>, or MIG-<uuid> with mig");
   EXPECT_EQ(load_error(with_entry([](auto& e) {

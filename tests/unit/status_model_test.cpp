@@ -144,6 +144,30 @@ TEST(StatusRender, ShortIds) {
   EXPECT_EQ(short_id("demo-sleeper-1", false), "demo-sleeper-1");  // a name, not a generated id
 }
 
+TEST(StatusRender, ClaimOwnedSharesBesideContainers) {
+  auto inv = machine("a100-40gb-x1.yaml");
+  const std::string gpu = inv.gpus[0].uuid;
+  LedgerEntry claim = entry("2f9c3a52-7d1e-4b6a-9c1f-5a0e8d7b6c41", gpu, 10ull << 30, 0, 1000);
+  claim.source = BookingSource::dra;
+  claim.claim = "team-a/trainer-gpu";
+  claim.instance = "dra";
+  claim.device_key = "gpu-0/0e4f6a1c";
+  claim.request = "memory=10Gi gpu=0";
+  LedgerState ledger{{entry("web", gpu, 5ull << 30, 42, 1100), claim}, {}};
+  auto report = build_status(inv, ledger, AllocationConfig{}, 1200,
+                             [](const LedgerEntry& e) { return e.claim_owned() ? "prepared" : "running"; });
+  const std::string text = render_status(report);
+  EXPECT_NE(text.find("team-a/trainer-gpu (2f9c3a52)  gpu-0/0e4f6a1c  memory=10Gi gpu=0"), std::string::npos) << text;
+  EXPECT_NE(text.find("dra "), std::string::npos) << text;
+  EXPECT_NE(text.find("prepared"), std::string::npos) << text;
+  EXPECT_NE(render_status(report, StatusStyle{false, true, 60})
+                .find("team-a/trainer-gpu (2f9c3a52-7d1e-4b6a-9c1f-5a0e8d7b6c41)"),
+            std::string::npos);
+  auto j = status_json(report);
+  EXPECT_EQ(j["devices"][0]["shares"][0]["claim"], "team-a/trainer-gpu");
+  EXPECT_EQ(j["devices"][0]["shares"][0]["state"], "prepared");
+}
+
 TEST(StatusModel, Ages) {
   EXPECT_EQ(format_age(0), "0s");
   EXPECT_EQ(format_age(59), "59s");

@@ -1,0 +1,101 @@
+#include "k8s/claim.hpp"
+
+#include "core/text.hpp"
+#include "k8s/dra_devices.hpp"
+
+namespace gpufrac::dra {
+
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::size_t kMaxResults = 32;
+
+std::string string_at(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+const json* path(const json& j, std::initializer_list<const char*> keys) {
+  const json* at = &j;
+  for (const char* k : keys) {
+    if (!at->is_object() || !at->contains(k)) return nullptr;
+    at = &(*at)[k];
+  }
+  return at;
+}
+
+// The booking for a result on device d: a share of its memory, or the whole device.
+Request booking_for(const DraDevice& d, std::uint64_t bytes) {
+  Request r;
+  r.gpu = GpuPin{d.gpu->index, "", d.mig ? d.mig->uuid : ""};
+  if (d.mig) {
+    r.kind = SizeKind::mig_profile;
+    r.mig_profile = d.mig->profile_name;
+  } else if (bytes == 0 || bytes == d.gpu->memory_bytes) {
+    r.kind = SizeKind::fraction;
+    r.fraction = kWholeGpuPpm;
+  } else {
+    r.kind = SizeKind::memory;
+    r.memory_bytes = bytes;
+  }
+  return r;
+}
+
+Result<ClaimShare> share_of(const json& result, const ClaimRef& ref, const std::string& node, const Inventory& inv,
+                            std::size_t i) {
+  const std::string where = text::cat("claim ", ref.describe(), ": status.allocation.devices.results[", i, "]");
+  const std::string pool = string_at(result, "pool");
+  if (pool != node)
+    return user_error(
+        text::cat(where, ".pool: ", text::quote(pool), " is not this node's pool; use ", text::quote(node)));
+  ClaimShare s;
+  s.device = string_at(result, "device");
+  auto device = find_dra_device(inv, s.device);
+  if (!device) return user_error(text::cat(where, ".device: ", text::quote(s.device), " is not a device of ", node));
+  s.request = string_at(result, "request").substr(0, string_at(result, "request").find('/'));
+  s.share_id = string_at(result, "shareID");
+  if (!s.share_id.empty() &&
+      (device->mig || s.share_id.size() > 64 || s.share_id.find_first_not_of("0123456789abcdef-") != std::string::npos))
+    return user_error(text::cat(where, ".shareID: ", text::quote(s.share_id),
+                                device->mig ? " on a device allocated whole" : " is not a UUID"));
+  s.bytes = device->memory_bytes();
+  if (const json* mem = path(result, {"consumedCapacity", "memory"}); mem && !device->mig) {
+    if (!mem->is_string()) return user_error(text::cat(where, ".consumedCapacity.memory: not a quantity string"));
+    auto bytes = parse_k8s_quantity(mem->get<std::string>());
+    if (!bytes) return user_error(text::cat(where, ".consumedCapacity.memory: ", bytes.error().message));
+    if (*bytes == 0 || *bytes > device->memory_bytes())
+      return user_error(text::cat(where, ".consumedCapacity.memory: ", k8s_quantity(*bytes), " is beyond ", s.device,
+                                  " (", k8s_quantity(device->memory_bytes()), ")"));
+    s.bytes = *bytes;
+  }
+  s.booking = booking_for(*device, s.bytes);
+  return s;
+}
+
+}  // namespace
+
+Result<std::vector<ClaimShare>> claim_shares(const json& claim, const ClaimRef& ref, const std::string& node,
+                                             const Inventory& inventory) {
+  const std::string uid = claim.is_object() ? string_at(claim.value("metadata", json::object()), "uid") : "";
+  if (uid != ref.uid)
+    return user_error(text::cat("claim ", ref.ns, "/", ref.name, ": metadata.uid ", text::quote(uid),
+                                " is not the kubelet's ", text::quote(ref.uid), " (the claim was replaced)"));
+  const json* results = path(claim, {"status", "allocation", "devices", "results"});
+  if (!path(claim, {"status", "allocation"}))
+    return user_error(text::cat("claim ", ref.describe(), ": not allocated (no status.allocation)"));
+  if (results && !results->is_array())
+    return user_error(text::cat("claim ", ref.describe(), ": status.allocation.devices.results is not a list"));
+  if (results && results->size() > kMaxResults)
+    return user_error(
+        text::cat("claim ", ref.describe(), ": ", results->size(), " allocation results; at most ", kMaxResults));
+  std::vector<ClaimShare> out;
+  for (std::size_t i = 0; results && i < results->size(); ++i) {
+    if (string_at((*results)[i], "driver") != kDriverName) continue;
+    auto s = share_of((*results)[i], ref, node, inventory, i);
+    if (!s) return std::unexpected(s.error());
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+}  // namespace gpufrac::dra

@@ -1,0 +1,85 @@
+#include "k8s/dra_devices.hpp"
+
+#include <array>
+#include <utility>
+
+#include "core/text.hpp"
+
+namespace gpufrac::dra {
+
+namespace {
+
+constexpr std::array<std::pair<std::string_view, std::uint64_t>, 10> kSuffixes{{
+    {"Ki", 1ull << 10},
+    {"Mi", 1ull << 20},
+    {"Gi", 1ull << 30},
+    {"Ti", 1ull << 40},
+    {"Pi", 1ull << 50},
+    {"k", 1000ull},
+    {"M", 1000000ull},
+    {"G", 1000000000ull},
+    {"T", 1000000000000ull},
+    {"P", 1000000000000000ull},
+}};
+constexpr std::uint64_t kMaxBytes = 1ull << 56;
+constexpr const char* kQuantityForm = "a Kubernetes quantity of bytes, e.g. 10Gi, 4864Mi or 1073741824";
+
+std::string mig_name(const Gpu& g, const MigInstance& m) {
+  return text::cat("gpu-", g.index, "-mig-", m.gi_id, "-", m.ci_id);
+}
+
+}  // namespace
+
+std::vector<DraDevice> dra_devices(const Inventory& inventory) {
+  std::vector<DraDevice> out;
+  for (const auto& g : inventory.gpus) {
+    if (!g.mig_enabled) out.push_back({text::cat("gpu-", g.index), &g, nullptr});
+    for (const auto& m : g.mig_instances) out.push_back({mig_name(g, m), &g, &m});
+  }
+  return out;
+}
+
+std::optional<DraDevice> find_dra_device(const Inventory& inventory, std::string_view name) {
+  for (auto& d : dra_devices(inventory))
+    if (d.name == name) return d;
+  return std::nullopt;
+}
+
+std::string k8s_quantity(std::uint64_t bytes) {
+  for (auto unit : {std::pair<const char*, std::uint64_t>{"Ti", 1ull << 40}, {"Gi", 1ull << 30}, {"Mi", 1ull << 20}})
+    if (bytes != 0 && bytes % unit.second == 0) return text::cat(bytes / unit.second, unit.first);
+  return text::cat(bytes);
+}
+
+Result<std::uint64_t> parse_k8s_quantity(std::string_view text) {
+  auto refuse = [&] {
+    return user_error(text::cat(text::quote(text), " is not an amount of memory; use ", kQuantityForm));
+  };
+  std::uint64_t unit = 1;
+  std::string_view number = text;
+  for (const auto& [suffix, factor] : kSuffixes)
+    if (text.size() > suffix.size() && text.ends_with(suffix)) {
+      number = text.substr(0, text.size() - suffix.size());
+      unit = factor;
+      break;
+    }
+  const auto dot = number.find('.');
+  const std::string_view whole = number.substr(0, dot);
+  const std::string_view frac = dot == std::string_view::npos ? std::string_view() : number.substr(dot + 1);
+  auto w = text::parse_u64(whole);
+  if (!w || whole.size() > 17 || (dot != std::string_view::npos && (frac.empty() || frac.size() > 9))) return refuse();
+  std::uint64_t scale = 1, f = 0;
+  if (!frac.empty()) {
+    auto parsed = text::parse_u64(frac);
+    if (!parsed) return refuse();
+    f = *parsed;
+    for (std::size_t i = 0; i < frac.size(); ++i) scale *= 10;
+  }
+  if (static_cast<unsigned __int128>(*w) * unit > kMaxBytes) return refuse();
+  const unsigned __int128 total =
+      static_cast<unsigned __int128>(*w) * unit * scale + static_cast<unsigned __int128>(f) * unit;
+  if (total % scale != 0 || total / scale > kMaxBytes) return refuse();
+  return static_cast<std::uint64_t>(total / scale);
+}
+
+}  // namespace gpufrac::dra

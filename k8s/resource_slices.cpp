@@ -1,0 +1,121 @@
+#include "k8s/resource_slices.hpp"
+
+#include <cstdio>
+
+#include "core/text.hpp"
+#include "k8s/dra_devices.hpp"
+
+namespace gpufrac::dra {
+
+namespace {
+
+using json = nlohmann::json;
+
+std::string counter_set(const Gpu& g) {
+  return text::cat("gpu-", g.index, "-counters");
+}
+
+json quantity(std::uint64_t bytes) {
+  return {{"value", k8s_quantity(bytes)}};
+}
+
+// "8.0" -> "8.0.0": DRA version attributes are semantic versions.
+std::string semver(int major, int minor) {
+  return text::cat(major, ".", minor, ".0");
+}
+
+json counter_sets(const std::vector<const Gpu*>& gpus) {
+  json sets = json::array();
+  for (const Gpu* g : gpus) {
+    json counters = {{"memory", quantity(g->memory_bytes)}};
+    for (std::uint32_t s = 0; s < g->memory_slices(); ++s) counters[text::cat("memory-slice-", s)] = {{"value", "1"}};
+    sets.push_back({{"name", counter_set(*g)}, {"counters", std::move(counters)}});
+  }
+  return sets;
+}
+
+json gpu_device(const DraDevice& d, const Inventory& inv, std::uint64_t step) {
+  const Gpu& g = *d.gpu;
+  json attrs = {{"type", {{"string", "gpu"}}},
+                {"uuid", {{"string", g.uuid}}},
+                {"productName", {{"string", g.name.substr(0, 64)}}},
+                {"index", {{"int", g.index}}},
+                {"cudaComputeCapability", {{"version", semver(g.cc_major, g.cc_minor)}}},
+                {"migCapable", {{"bool", g.mig_capable}}}};
+  if (std::count(inv.driver_version.begin(), inv.driver_version.end(), '.') == 2)
+    attrs["driverVersion"] = {{"version", inv.driver_version}};
+  const std::uint64_t max = g.memory_bytes / step * step;
+  json capacity = {{"value", k8s_quantity(g.memory_bytes)}};
+  if (max >= step && g.memory_bytes >= 2 * step)
+    capacity["requestPolicy"] = {
+        {"default", k8s_quantity(step)},
+        {"validRange", {{"min", k8s_quantity(step)}, {"max", k8s_quantity(max)}, {"step", k8s_quantity(step)}}}};
+  return {{"name", d.name},
+          {"allowMultipleAllocations", true},
+          {"attributes", std::move(attrs)},
+          {"capacity", {{"memory", std::move(capacity)}}},
+          {"consumesCounters",
+           json::array({{{"counterSet", counter_set(g)}, {"counters", {{"memory", quantity(g.memory_bytes)}}}}})}};
+}
+
+json mig_device(const DraDevice& d) {
+  const Gpu& g = *d.gpu;
+  const MigInstance& m = *d.mig;
+  json counters = {{"memory", quantity(m.memory_bytes)}};
+  for (std::uint32_t s = m.placement.start; s < m.placement.start + m.placement.size; ++s)
+    counters[text::cat("memory-slice-", s)] = {{"value", "1"}};
+  return {{"name", d.name},
+          {"attributes",
+           {{"type", {{"string", "mig"}}},
+            {"uuid", {{"string", m.uuid}}},
+            {"profile", {{"string", m.profile_name}}},
+            {"parentUUID", {{"string", g.uuid}}},
+            {"index", {{"int", g.index}}},
+            {"gi", {{"int", m.gi_id}}},
+            {"ci", {{"int", m.ci_id}}},
+            {"placementStart", {{"int", m.placement.start}}}}},
+          {"capacity", {{"memory", quantity(m.memory_bytes)}}},
+          {"consumesCounters", json::array({{{"counterSet", counter_set(g)}, {"counters", std::move(counters)}}})}};
+}
+
+json slice(const SliceOptions& o, std::size_t index, std::size_t count, const char* key, json items) {
+  char prefix[16];
+  std::snprintf(prefix, sizeof prefix, "%05zx", index);
+  json metadata = {{"generateName", text::cat(prefix, "-", kDriverName, "-", o.node, "-")}};
+  if (!o.node_uid.empty())
+    metadata["ownerReferences"] = json::array(
+        {{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", o.node}, {"uid", o.node_uid}, {"controller", true}}});
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceSlice"},
+          {"metadata", std::move(metadata)},
+          {"spec",
+           {{"driver", kDriverName},
+            {"nodeName", o.node},
+            {"pool", {{"name", o.node}, {"generation", o.generation}, {"resourceSliceCount", count}}},
+            {key, std::move(items)}}}};
+}
+
+}  // namespace
+
+std::vector<json> render_resource_slices(const Inventory& inventory, const SliceOptions& o) {
+  std::vector<json> sets, devices;
+  std::vector<const Gpu*> gpus;
+  for (const auto& g : inventory.gpus) gpus.push_back(&g);
+  for (std::size_t i = 0; i < gpus.size(); i += kMaxCounterSetsPerSlice)
+    sets.push_back(
+        counter_sets({gpus.begin() + static_cast<std::ptrdiff_t>(i),
+                      gpus.begin() + static_cast<std::ptrdiff_t>(std::min(gpus.size(), i + kMaxCounterSetsPerSlice))}));
+  json current = json::array();
+  for (const auto& d : dra_devices(inventory)) {
+    current.push_back(d.mig ? mig_device(d) : gpu_device(d, inventory, o.share_step));
+    if (current.size() == kMaxDevicesPerSlice) devices.push_back(std::exchange(current, json::array()));
+  }
+  if (!current.empty()) devices.push_back(std::move(current));
+  const std::size_t count = sets.size() + devices.size();
+  std::vector<json> out;
+  for (auto& s : sets) out.push_back(slice(o, out.size(), count, "sharedCounters", std::move(s)));
+  for (auto& d : devices) out.push_back(slice(o, out.size(), count, "devices", std::move(d)));
+  return out;
+}
+
+}  // namespace gpufrac::dra
