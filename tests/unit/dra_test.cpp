@@ -50,7 +50,7 @@ TEST(DraSlices, EveryShippedMachinePassesTheSchemaAndTheLimits) {
       EXPECT_EQ(spec["pool"]["resourceSliceCount"], slices.size());
       EXPECT_EQ(spec["pool"]["generation"], 3);
       EXPECT_EQ(spec.contains("devices") + spec.contains("sharedCounters"), 1) << "devices or counters, not both";
-      char prefix[8];
+      char prefix[24];
       std::snprintf(prefix, sizeof prefix, "%05zx-", i);
       EXPECT_EQ(s["metadata"]["generateName"], std::string(prefix) + "gpufrac.io-node-1-");
       for (const auto& set : spec.value("sharedCounters", json::array())) {

@@ -93,7 +93,9 @@ TEST(NodeMetrics, Golden) {
   c.latency[static_cast<std::size_t>(metrics::Timer::hook_create_runtime)].sum_ns = 7500000;
   const std::string text = metrics::render(cli::node_metrics(node, c, "0.1.0"));
   const std::string path = std::string(GPUFRAC_SOURCE_DIR) + "/tests/fixtures/metrics/two-gpus.prom";
-  if (std::getenv("GPUFRAC_UPDATE_GOLDEN") != nullptr) ASSERT_TRUE(fs::write_file_atomic(path, text));
+  if (std::getenv("GPUFRAC_UPDATE_GOLDEN") != nullptr) {
+    ASSERT_TRUE(fs::write_file_atomic(path, text));
+  }
   auto golden = fs::read_file(path);
   ASSERT_TRUE(golden) << golden.error().message;
   EXPECT_EQ(text, *golden) << "differs from " << path << " (GPUFRAC_UPDATE_GOLDEN=1 rewrites it)";

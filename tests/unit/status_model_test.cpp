@@ -40,7 +40,9 @@ std::string state_of(const LedgerEntry& e) {
 // After an intended change: GPUFRAC_UPDATE_GOLDEN=1 <build>/bin/cli_status_test, then review the diff.
 void expect_golden(const std::string& name, const std::string& text) {
   const std::string path = std::string(GPUFRAC_SOURCE_DIR) + "/tests/fixtures/status/" + name + ".txt";
-  if (std::getenv("GPUFRAC_UPDATE_GOLDEN") != nullptr) ASSERT_TRUE(fs::write_file_atomic(path, text));
+  if (std::getenv("GPUFRAC_UPDATE_GOLDEN") != nullptr) {
+    ASSERT_TRUE(fs::write_file_atomic(path, text));
+  }
   auto golden = fs::read_file(path);
   ASSERT_TRUE(golden) << golden.error().message << " (GPUFRAC_UPDATE_GOLDEN=1 writes it)";
   EXPECT_EQ(text, *golden) << "differs from " << path;
