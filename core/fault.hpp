@@ -1,6 +1,7 @@
 // Fault injection for crash tests: with GPUFRAC_FAULT=<point> in the environment, the process
 // kills itself with SIGKILL when it reaches that point, the way a hook killed by its runtime would
-// die. Points: ledger-after-lock, ledger-after-temp-write, ledger-before-rename.
+// die. Points: ledger-after-lock, ledger-after-temp-write, ledger-before-rename, dra-after-book
+// (gpufrac-dra: a claim booked, its CDI spec not written, its checkpoint entry still `started`).
 #pragma once
 
 #include <string_view>

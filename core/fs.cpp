@@ -80,7 +80,8 @@ static Result<> fsync_dir(const std::string& dir) {
   return {};
 }
 
-Result<> write_file_atomic(const std::string& path, std::string_view content, mode_t mode, AtomicWriteProbe probe) {
+Result<> write_file_atomic(const std::string& path, std::string_view content, mode_t mode, AtomicWriteProbe probe,
+                           Durability durability) {
   const std::string tmp = temp_name_for(path);
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd) return sys_error("cannot create " + tmp);
@@ -91,11 +92,12 @@ Result<> write_file_atomic(const std::string& path, std::string_view content, mo
   if (auto r = write_all(fd.get(), content, tmp); !r) return fail(r.error());
   if (probe) probe(AtomicWriteStage::temp_written);
   if (::fchmod(fd.get(), mode) != 0) return fail(sys_error("cannot chmod " + tmp).error());
-  if (::fsync(fd.get()) != 0) return fail(sys_error("cannot fsync " + tmp).error());
+  const bool durable = durability == Durability::machine;
+  if (durable && ::fsync(fd.get()) != 0) return fail(sys_error("cannot fsync " + tmp).error());
   fd = UniqueFd();
   if (probe) probe(AtomicWriteStage::before_rename);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(sys_error("cannot rename " + tmp + " to " + path).error());
-  return fsync_dir(dirname(path));
+  return durable ? fsync_dir(dirname(path)) : Result<>{};
 }
 
 Result<> make_dirs(const std::string& path, mode_t mode) {

@@ -41,11 +41,14 @@ Result<> write_all(int fd, std::string_view data, const std::string& what);
 // Points inside write_file_atomic where a probe is called (fault-injection tests crash there).
 enum class AtomicWriteStage { temp_written, before_rename };
 using AtomicWriteProbe = void (*)(AtomicWriteStage);
+// What a write must survive: the machine's crash (fsync of the file and the directory), or only the
+// writer's (the page cache outlives a killed process: for state that a reboot makes moot anyway).
+enum class Durability { machine, process };
 // Atomically replaces path with content: temp file in the same directory, fsync, chmod, rename,
 // fsync of the directory. A crash at any instant leaves the old or the new file, never a mix.
 // The temp file is "<dir>/.<name>.tmp.<pid>.<n>"; probe (optional) is called at each stage.
 Result<> write_file_atomic(const std::string& path, std::string_view content, mode_t mode = 0644,
-                           AtomicWriteProbe probe = nullptr);
+                           AtomicWriteProbe probe = nullptr, Durability durability = Durability::machine);
 // mkdir -p with the given mode for created components.
 Result<> make_dirs(const std::string& path, mode_t mode = 0755);
 bool exists(const std::string& path);

@@ -8,6 +8,7 @@ PACKAGES="build-essential cmake ninja-build pkg-config git ca-certificates
   clang-19 libclang-rt-19-dev clang-format
   runc crun podman containerd busybox-static jq procps iproute2 util-linux kmod
   curl prometheus tmux docker.io
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf
   debhelper dpkg-dev fakeroot lintian man-db systemd"
 missing=""
 for p in $PACKAGES; do

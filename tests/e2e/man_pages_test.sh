@@ -10,7 +10,7 @@ HOOK=$BIN_DIR/gpufrac-hook
 
 render() { MANWIDTH=200 man -l "$MAN/$1" 2>/dev/null | tr -s " "; }
 
-for page in gpufrac.1 gpufrac-hook.8 gpufrac-runtime.8 gpufrac-config.5; do
+for page in gpufrac.1 gpufrac-hook.8 gpufrac-runtime.8 gpufrac-dra.8 gpufrac-config.5; do
   run man --warnings -l "$MAN/$page"
   assert_eq "$RC" 0 "man -l $page"
   assert_eq "$(MANWIDTH=80 man --warnings -l "$MAN/$page" 2>&1 >/dev/null)" "" "groff warnings in $page"
@@ -57,4 +57,11 @@ keys=$(sed -n 's/^[# ]*\([a-z][a-z-]*\):.*/\1/p' "$GPUFRAC_SOURCE_DIR/etc/config
 for key in $keys; do
   grep -qE -- "(^|[^a-z-])$key( |:|$)" <<<"$PAGE" || fail "gpufrac-config(5) lacks the key $key"
 done
+# Every option `gpufrac-dra --help` lists is in gpufrac-dra(8).
+if [ -x "$BIN_DIR/gpufrac-dra" ]; then
+  DRA_PAGE=$(render gpufrac-dra.8)
+  for opt in $("$BIN_DIR/gpufrac-dra" --help | grep -o -- '--[a-z][a-z-]*' | grep -vx -e '--help' -e '--version' | sort -u); do
+    grep -qF -- "$opt" <<<"$DRA_PAGE" || fail "gpufrac-dra(8) lacks option $opt"
+  done
+fi
 finish

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
+
 #include <stdlib.h>
+#include <filesystem>
 
 #include "core/config.hpp"
 #include "core/fs.hpp"
@@ -117,6 +119,7 @@ TEST(Config, SelectionOrder) {
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().message.find("none.yaml"), std::string::npos);
   ::unsetenv(kConfigEnv);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

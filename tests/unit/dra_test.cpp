@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <set>
 
+#include <yaml-cpp/yaml.h>
+
 #include "k8s/claim.hpp"
 #include "k8s/dra_devices.hpp"
 #include "k8s/resource_slices.hpp"
@@ -122,6 +124,44 @@ TEST(DraSlices, MigInstancesConsumeTheirMemorySlices) {
   EXPECT_TRUE(found);
   // A GPU in MIG mode is not offered as a shareable device.
   for (const auto& d : slices.back()["spec"]["devices"]) EXPECT_NE(d["name"], "gpu-0");
+}
+
+// YAML (a manifest) as JSON: scalars that read as integers or booleans become them.
+json to_json(const YAML::Node& n) {
+  if (n.IsMap()) {
+    json o = json::object();
+    for (const auto& kv : n) o[kv.first.as<std::string>()] = to_json(kv.second);
+    return o;
+  }
+  if (n.IsSequence()) {
+    json a = json::array();
+    for (const auto& v : n) a.push_back(to_json(v));
+    return a;
+  }
+  if (n.IsNull()) return nullptr;
+  const std::string s = n.as<std::string>();
+  if (n.Tag() != "!" && (s == "true" || s == "false")) return s == "true";
+  if (n.Tag() != "!" && !s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return std::stoll(s);
+  return s;
+}
+
+TEST(DraManifests, ResourceObjectsPassTheSchema) {
+  const std::map<std::string, std::string> kinds{
+      {"DeviceClass", "io.k8s.api.resource.v1.DeviceClass"},
+      {"ResourceClaimTemplate", "io.k8s.api.resource.v1.ResourceClaimTemplate"}};
+  std::size_t checked = 0;
+  for (const char* file : {"deviceclass.yaml", "example-claim.yaml"}) {
+    for (const auto& doc : YAML::LoadAllFromFile(std::string(GPUFRAC_SOURCE_DIR) + "/etc/kubernetes/dra/" + file)) {
+      const json j = to_json(doc);
+      auto kind = kinds.find(j.value("kind", ""));
+      if (kind == kinds.end()) continue;
+      EXPECT_EQ(testing::openapi_violations(j, kind->second, testing::resource_v1_schemas()),
+                std::vector<std::string>{})
+          << file;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 3u);
 }
 
 TEST(DraQuantity, FormatAndParse) {

@@ -1,0 +1,50 @@
+#include "k8s/claim_spec.hpp"
+
+#include <unistd.h>
+#include <cerrno>
+
+#include "cdi/render.hpp"
+#include "cdi/spec.hpp"
+#include "cdi/spec_file.hpp"
+#include "core/container_state.hpp"
+#include "core/plan.hpp"
+#include "core/text.hpp"
+
+namespace gpufrac::dra {
+
+std::string claim_spec_path(const std::string& cdi_dir, const std::string& claim_uid) {
+  return text::cat(cdi_dir, "/k8s.gpufrac.io-gpu_", claim_uid, ".yaml");
+}
+
+std::string claim_cdi_id(const std::string& claim_uid) {
+  return text::cat(kCdiKind, "=", claim_uid);
+}
+
+std::string claim_files_key(const std::string& claim_uid) {
+  return container_key(claim_uid, kClaimInstance);
+}
+
+Result<> write_claim_spec(const std::string& cdi_dir, const std::string& uid, const std::vector<LedgerEntry>& bookings,
+                          const Inventory& inv, const Config& cfg) {
+  auto files = write_container_files(cfg, claim_files_key(uid), bookings, "");
+  if (!files) return std::unexpected(files.error());
+  std::vector<Grant> grants;
+  for (const auto& b : bookings) grants.push_back(grant_of(b));
+  const bool with_driver = cfg.driver.inject != DriverInject::never && !inv.driver.empty();
+  auto edits = plan_container_edits(grants, inv, cfg, claim_files_key(uid), with_driver);
+  if (!edits) return std::unexpected(edits.error());
+  if (with_driver)
+    edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", {"--ld-cache", ld_cache_arg(inv.driver)}));
+  cdi::Spec spec{kCdiKind, {}, {{uid, std::move(*edits)}}};
+  const std::string text = cdi::render(cdi::spec_json(spec), cdi::Format::yaml,
+                                       "CDI spec of a Kubernetes claim prepared by gpufrac-dra; removed at unprepare.");
+  return cdi::write_spec_file(claim_spec_path(cdi_dir, uid), text);
+}
+
+Result<> remove_claim_spec(const std::string& cdi_dir, const std::string& uid, const Config& cfg) {
+  const std::string path = claim_spec_path(cdi_dir, uid);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) return sys_error("cannot remove " + path);
+  return remove_container_files(cfg, claim_files_key(uid));
+}
+
+}  // namespace gpufrac::dra

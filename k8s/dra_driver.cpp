@@ -1,0 +1,177 @@
+#include "k8s/dra_driver.hpp"
+
+#include <set>
+
+#include "core/fault.hpp"
+#include "core/ledger.hpp"
+#include "core/log.hpp"
+#include "core/text.hpp"
+#include "k8s/claim_spec.hpp"
+#include "nvml/inventory_cache.hpp"
+
+namespace gpufrac::dra {
+
+namespace {
+
+std::string claim_path(const ClaimRef& c) {
+  return text::cat("/apis/resource.k8s.io/v1/namespaces/", c.ns, "/resourceclaims/", c.name);
+}
+
+// Namespace and name are DNS labels/subdomains: anything else never reaches a URL or the ledger.
+Result<> check_ref(const ClaimRef& c) {
+  auto dns = [](const std::string& s, std::size_t max) {
+    return !s.empty() && s.size() <= max &&
+           s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") == std::string::npos;
+  };
+  if (!dns(c.ns, 63) || !dns(c.name, 253))
+    return user_error(text::cat("claim ", text::quote(c.ns), "/", text::quote(c.name), ": not a namespace/name"));
+  if (c.uid.empty() || c.uid.size() > 64 || c.uid.find_first_not_of("0123456789abcdef-") != std::string::npos)
+    return user_error(text::cat("claim ", c.ns, "/", c.name, ": uid ", text::quote(c.uid), " is not a UUID"));
+  return {};
+}
+
+ReserveArgs reserve_args(const ClaimRef& c, const ClaimShare& s) {
+  ReserveArgs a;
+  a.container_id = c.uid;
+  a.device_key = s.device_key();
+  a.request = s.booking;
+  a.source = BookingSource::dra;
+  a.instance = kClaimInstance;
+  a.claim = c.ns + "/" + c.name;
+  return a;
+}
+
+}  // namespace
+
+DraDriver::DraDriver(Config cfg, DriverOptions options, const ApiClient& api)
+    : cfg_(std::move(cfg)), options_(std::move(options)), api_(api) {}
+
+Result<> DraDriver::start() {
+  std::lock_guard lock(mutex_);
+  auto cp = load_checkpoint(options_.checkpoint_path);
+  if (!cp) return std::unexpected(cp.error());
+  checkpoint_ = std::move(*cp);
+  std::vector<std::string> half;
+  for (const auto& [uid, c] : checkpoint_.claims)
+    if (c.state == PrepareState::started) half.push_back(uid);
+  for (const auto& uid : half) {
+    log::warn("claim " + uid + " was left half-prepared: rolling it back");
+    if (auto r = unprepare_locked(uid); !r) return std::unexpected(r.error());
+  }
+  auto state = Ledger(LedgerOptions::from(cfg_)).read();
+  if (!state) return std::unexpected(state.error());
+  std::set<std::string> orphans;
+  for (const auto& e : state->entries)
+    if (e.claim_owned() && !checkpoint_.claims.contains(e.container_id)) orphans.insert(e.container_id);
+  for (const auto& uid : orphans) {
+    log::warn("claim " + uid + " has bookings but no checkpoint entry: releasing them");
+    if (auto r = unprepare_locked(uid); !r) return std::unexpected(r.error());
+  }
+  return {};
+}
+
+Result<nlohmann::json> DraDriver::fetch(const ClaimRef& c) const {
+  const std::string path = claim_path(c);
+  auto r = api_.call("GET", path);
+  if (!r) return std::unexpected(r.error().wrap("claim " + c.describe()));
+  if (r->status != 200) return user_error(text::cat("claim ", c.describe(), ": ", describe_failure("GET", path, *r)));
+  if (!r->body.is_object()) return user_error(text::cat("claim ", c.describe(), ": GET ", path, ": not a JSON object"));
+  return r->body;
+}
+
+PrepareResult DraDriver::prepare(const ClaimRef& claim) {
+  if (auto r = check_ref(claim); !r) return {{}, r.error().message};
+  std::lock_guard lock(mutex_);
+  auto devices = prepare_locked(claim);
+  if (!devices) {
+    log::warn("prepare: " + devices.error().message);
+    return {{}, devices.error().message};
+  }
+  return {std::move(*devices), ""};
+}
+
+Result<std::vector<PreparedDevice>> DraDriver::prepare_locked(const ClaimRef& c) {
+  if (auto it = checkpoint_.claims.find(c.uid);
+      it != checkpoint_.claims.end() && it->second.state == PrepareState::completed)
+    return it->second.devices;  // the kubelet re-sends after its restart: same answer, no side effect
+  auto doc = fetch(c);
+  if (!doc) return std::unexpected(doc.error());
+  auto inventory = inventory_for_allocation(cfg_);
+  if (!inventory) return std::unexpected(inventory.error());
+  auto shares = claim_shares(*doc, c, options_.node, *inventory);
+  if (!shares) return std::unexpected(shares.error());
+  checkpoint_.claims[c.uid] = PreparedClaim{c.ns, c.name, PrepareState::started, {}};
+  if (auto r = save_checkpoint(options_.checkpoint_path, checkpoint_); !r) return std::unexpected(r.error());
+  auto done = [&]() -> Result<std::vector<PreparedDevice>> {
+    Ledger ledger(LedgerOptions::from(cfg_));
+    // The scheduler decided how many shares the GPU takes (its memory capacity): max-shares-per-gpu
+    // is for node-local requests, which it cannot see.
+    AllocationConfig allocation = cfg_.allocation;
+    allocation.max_shares_per_gpu = 0;
+    std::vector<PreparedDevice> devices;
+    for (const auto& s : *shares) {
+      auto b = ledger.reserve(reserve_args(c, s), *inventory, allocation);
+      if (!b) return std::unexpected(b.error().wrap(text::cat("claim ", c.describe(), ": ", s.device)));
+      devices.push_back({s.request, options_.node, s.device, s.share_id, {claim_cdi_id(c.uid)}});
+    }
+    fault::point("dra-after-book");  // crash tests: killed between the two checkpoint phases
+    auto bookings = ledger.bookings_of_claim(c.uid);
+    if (!bookings) return std::unexpected(bookings.error());
+    if (!bookings->empty())
+      if (auto r = write_claim_spec(options_.cdi_dir, c.uid, *bookings, *inventory, cfg_); !r)
+        return std::unexpected(r.error());
+    return devices;
+  }();
+  if (!done) {
+    if (auto r = unprepare_locked(c.uid); !r) log::warn("rollback of " + c.uid + ": " + r.error().message);
+    return done;
+  }
+  checkpoint_.claims[c.uid] = PreparedClaim{c.ns, c.name, PrepareState::completed, *done};
+  if (auto r = save_checkpoint(options_.checkpoint_path, checkpoint_); !r) return std::unexpected(r.error());
+  log::info(text::cat("prepared claim ", c.describe(), ": ", done->size(), " device(s)"));
+  return done;
+}
+
+std::string DraDriver::unprepare(const ClaimRef& claim) {
+  if (auto r = check_ref(claim); !r) return r.error().message;
+  std::lock_guard lock(mutex_);
+  auto r = unprepare_locked(claim.uid);
+  if (!r) {
+    log::warn("unprepare: " + r.error().message);
+    return r.error().message;
+  }
+  return "";
+}
+
+Result<> DraDriver::unprepare_locked(const std::string& uid) {
+  if (auto r = remove_claim_spec(options_.cdi_dir, uid, cfg_); !r) return r;
+  auto released = Ledger(LedgerOptions::from(cfg_)).release_claim(uid);
+  if (!released) return std::unexpected(released.error());
+  if (checkpoint_.claims.erase(uid) > 0 || !released->empty()) {
+    if (auto r = save_checkpoint(options_.checkpoint_path, checkpoint_); !r) return r;
+    log::info(text::cat("unprepared claim ", uid, ": released ", released->size(), " booking(s)"));
+  }
+  return {};
+}
+
+void DraDriver::sync() {
+  std::vector<ClaimRef> prepared;
+  {
+    std::lock_guard lock(mutex_);
+    for (const auto& [uid, c] : checkpoint_.claims)
+      if (c.state == PrepareState::completed) prepared.push_back({c.ns, c.name, uid});
+  }
+  for (const auto& c : prepared) {
+    auto r = api_.call("GET", claim_path(c));
+    if (!r) continue;  // the API server is away: keep everything
+    const bool gone =
+        r->status == 404 || (r->status == 200 && r->body.is_object() &&
+                             r->body.value("metadata", nlohmann::json::object()).value("uid", "") != c.uid);
+    if (!gone) continue;
+    std::lock_guard lock(mutex_);
+    log::info("claim " + c.describe() + " is gone from the API server: unpreparing it");
+    if (auto u = unprepare_locked(c.uid); !u) log::warn("sync: " + u.error().message);
+  }
+}
+
+}  // namespace gpufrac::dra

@@ -1,0 +1,57 @@
+// What gpufrac-dra does for the kubelet, independent of gRPC: prepare a claim (fetch it, check it,
+// book each result in the ledger under the claim, write its files and CDI spec, record it in the
+// checkpoint in two phases) and unprepare it (remove the spec and files, release the bookings,
+// forget it). Idempotent both ways; one claim's failure never touches another's; calls are
+// serialized (the kubelet may send them concurrently). A restart first rolls back claims left
+// half-prepared and releases claim bookings the checkpoint does not know; a periodic sync releases
+// claims deleted (or replaced) while nobody unprepared them.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "k8s/api_client.hpp"
+#include "k8s/checkpoint.hpp"
+#include "k8s/claim.hpp"
+
+namespace gpufrac::dra {
+
+struct DriverOptions {
+  std::string node;
+  std::string cdi_dir = "/var/run/cdi";
+  std::string checkpoint_path;  // <kubelet dir>/plugins/gpufrac.io/checkpoint.json
+};
+
+struct PrepareResult {
+  std::vector<PreparedDevice> devices;
+  std::string error;  // "" on success: one line naming the claim
+};
+
+class DraDriver {
+ public:
+  DraDriver(Config cfg, DriverOptions options, const ApiClient& api);
+  // Loads the checkpoint (a damaged one is an error), rolls back half-prepared claims and
+  // releases orphaned claim bookings.
+  Result<> start();
+  PrepareResult prepare(const ClaimRef& claim);
+  std::string unprepare(const ClaimRef& claim);  // "" on success
+  // Unprepares the prepared claims the API server no longer has under the same uid.
+  void sync();
+  const Config& config() const { return cfg_; }
+
+ private:
+  Result<std::vector<PreparedDevice>> prepare_locked(const ClaimRef& claim);
+  Result<> unprepare_locked(const std::string& uid);
+  Result<nlohmann::json> fetch(const ClaimRef& claim) const;
+
+  Config cfg_;
+  DriverOptions options_;
+  const ApiClient& api_;
+  std::mutex mutex_;
+  Checkpoint checkpoint_;
+};
+
+}  // namespace gpufrac::dra

@@ -1,0 +1,114 @@
+// gpufrac-dra: gpufrac's Kubernetes DRA kubelet plugin (gpufrac-dra(8), docs/architecture.md
+// "Kubernetes DRA"). Publishes the node's GPUs as ResourceSlices, prepares and unprepares claims
+// for the kubelet over its plugin sockets, and keeps both true across restarts of itself, the
+// kubelet and the API server. Runs until SIGTERM or SIGINT, then removes its sockets.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+#include <CLI/CLI.hpp>
+
+#include "core/build_info.hpp"
+#include "core/config.hpp"
+#include "core/fs.hpp"
+#include "core/log.hpp"
+#include "core/text.hpp"
+#include "k8s/dra_devices.hpp"
+#include "k8s/dra_driver.hpp"
+#include "k8s/plugin_server.hpp"
+#include "k8s/slice_publisher.hpp"
+
+namespace {
+
+using namespace gpufrac;
+using namespace gpufrac::dra;
+
+struct Options {
+  std::string node;
+  std::string kubelet_dir = "/var/lib/kubelet";
+  std::string cdi_dir = "/var/run/cdi";
+  std::string kubeconfig;
+  std::string config;
+  std::string share_step = "1Gi";
+  double resync_s = 10;
+};
+
+int fail(const Error& e) {
+  std::fprintf(stderr, "gpufrac-dra: %s\n", e.message.c_str());
+  log::error(e.message);
+  return e.kind == ErrorKind::user ? 1 : 2;
+}
+
+// Waits for SIGTERM/SIGINT up to `seconds`; true when one came.
+bool stop_requested(const sigset_t& set, double seconds) {
+  timespec ts{static_cast<time_t>(seconds), static_cast<long>((seconds - static_cast<time_t>(seconds)) * 1e9)};
+  return ::sigtimedwait(&set, nullptr, &ts) > 0;
+}
+
+int run(const Options& o) {
+  auto cfg = select_config(o.config);
+  if (!cfg) return fail(cfg.error());
+  log::init(cfg->log, "gpufrac-dra");
+  if (o.node.empty())
+    return fail(user_error("--node-name (or NODE_NAME) is required: the node this plugin runs on").error());
+  auto step = parse_k8s_quantity(o.share_step);
+  if (!step || *step == 0)
+    return fail(user_error("--share-step: " + (step ? std::string("must be above 0") : step.error().message)).error());
+  auto api_cfg = o.kubeconfig.empty() ? in_cluster_config() : kubeconfig_config(o.kubeconfig);
+  if (!api_cfg) return fail(api_cfg.error());
+  ApiClient api(*api_cfg);
+  const SocketPaths paths = socket_paths(o.kubelet_dir);
+  DraDriver driver(*cfg, {o.node, o.cdi_dir, fs::dirname(paths.dra) + "/checkpoint.json"}, api);
+  if (auto r = driver.start(); !r) return fail(r.error());
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before gRPC starts its threads: they inherit it
+  auto server = PluginServer::start(driver, paths);
+  if (!server) return fail(server.error());
+  std::fprintf(stderr, "gpufrac-dra: serving %s and %s for node %s\n", paths.registration.c_str(), paths.dra.c_str(),
+               o.node.c_str());
+  SliceOptions slices{o.node, "", *step, 1};
+  do {
+    auto published = publish_slices(api, *cfg, slices);
+    if (!published)
+      log::warn("publishing ResourceSlices: " + published.error().message);
+    else if (published->changed())
+      log::info(text::cat("ResourceSlices: ", published->created, " created, ", published->updated, " updated, ",
+                          published->deleted, " deleted"));
+    driver.sync();
+  } while (!stop_requested(set, o.resync_s));
+  (*server)->shutdown();
+  log::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (const char* n = std::getenv("NODE_NAME")) o.node = n;
+  CLI::App app{"gpufrac-dra: gpufrac's Kubernetes DRA kubelet plugin (driver gpufrac.io)", "gpufrac-dra"};
+  app.set_version_flag("--version", std::string("gpufrac-dra ") + build::kVersion);
+  app.add_option("--node-name", o.node, "This node's name (default: $NODE_NAME)");
+  app.add_option("--kubelet-dir", o.kubelet_dir, "The kubelet's directory")->capture_default_str();
+  app.add_option("--cdi-dir", o.cdi_dir, "Where claims' CDI specs are written")->capture_default_str();
+  app.add_option("--kubeconfig", o.kubeconfig, "A kubeconfig (default: the in-cluster service account)");
+  app.add_option("--config", o.config, "gpufrac's config (default: $GPUFRAC_CONFIG, else /etc/gpufrac/config.yaml)");
+  app.add_option("--share-step", o.share_step, "Memory a share is rounded up to (the slices' request policy)")
+      ->capture_default_str();
+  app.add_option("--resync", o.resync_s, "Seconds between slice reconciles and claim syncs")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::fprintf(stderr, "gpufrac-dra: %s (see gpufrac-dra --help)\n", e.what());
+    return 2;
+  }
+  return run(o);
+}

@@ -1,0 +1,349 @@
+"""Test harness for gpufrac-dra (test code, never shipped): a Kubernetes 1.36 kubelet's side of the
+plugin protocol and an in-process API server, as ../../shared/reference/kubernetes-dra.md section 8
+describes them.
+
+- Kubelet: gRPC over the plugin's real Unix sockets with message classes compiled at run time from
+  the Kubernetes protos themselves (tests/fixtures/kubernetes-protos, not gpufrac's own), so a
+  wire difference between gpufrac's .proto files and the kubelet's shows up here. Registration
+  (GetInfo within 1 s, NotifyRegistrationStatus), NodePrepareResources / NodeUnprepareResources
+  with the kubelet's 45 s deadline, v1 and v1beta1.
+- API server: HTTP on 127.0.0.1 with a bearer token; serves ResourceClaims the test puts in and
+  stores ResourceSlices (list with field selectors, create with generateName, update with a
+  resourceVersion check, delete with preconditions). Every body the driver sends is checked
+  against the resource.k8s.io/v1 OpenAPI excerpt (tests/fixtures/kubernetes-openapi) and the
+  slice limits; violations are kept for the test to assert on. Faults can be switched on per claim.
+"""
+import atexit
+import http.server
+import json
+import os
+import random
+import shutil
+import string
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+
+import grpc
+
+SOURCE = os.environ["GPUFRAC_SOURCE_DIR"]
+FIXTURES = os.path.join(SOURCE, "tests", "fixtures")
+KUBELET_TIMEOUT_S = 45
+
+
+def load_protos():
+    out = tempfile.mkdtemp(prefix="gpufrac-dra-protos.")
+    atexit.register(shutil.rmtree, out, True)
+    root = os.path.join(FIXTURES, "kubernetes-protos")
+    files = ["kubelet/pkg/apis/pluginregistration/v1/api.proto", "kubelet/pkg/apis/dra/v1/api.proto",
+             "kubelet/pkg/apis/dra/v1beta1/api.proto"]
+    subprocess.run(["protoc", "-I", root, "--python_out", out] + files, check=True)
+    sys.path.insert(0, out)
+    import importlib
+    return (importlib.import_module("kubelet.pkg.apis.pluginregistration.v1.api_pb2"),
+            importlib.import_module("kubelet.pkg.apis.dra.v1.api_pb2"),
+            importlib.import_module("kubelet.pkg.apis.dra.v1beta1.api_pb2"))
+
+
+REG, DRA_V1, DRA_V1BETA1 = load_protos()
+
+
+class Kubelet:
+    """The kubelet's calls, on the sockets the plugin registered."""
+
+    def __init__(self, registration_socket):
+        self.registration_socket = registration_socket
+        self.endpoint = None
+
+    def register(self, accepted=True, error=""):
+        ch = grpc.insecure_channel("unix://" + self.registration_socket)
+        get_info = ch.unary_unary("/pluginregistration.Registration/GetInfo",
+                                  request_serializer=REG.InfoRequest.SerializeToString,
+                                  response_deserializer=REG.PluginInfo.FromString)
+        info = get_info(REG.InfoRequest(), timeout=1)
+        notify = ch.unary_unary("/pluginregistration.Registration/NotifyRegistrationStatus",
+                                request_serializer=REG.RegistrationStatus.SerializeToString,
+                                response_deserializer=REG.RegistrationStatusResponse.FromString)
+        try:
+            notify(REG.RegistrationStatus(plugin_registered=accepted, error=error), timeout=1)
+            notified = None
+        except grpc.RpcError as e:
+            notified = e.code()
+        ch.close()
+        self.endpoint = info.endpoint
+        return info, notified
+
+    def _call(self, version, method, claims):
+        module = DRA_V1 if version == "v1" else DRA_V1BETA1
+        request_type = getattr(module, method + "Request")
+        response_type = getattr(module, method + "Response")
+        ch = grpc.insecure_channel("unix://" + self.endpoint)
+        call = ch.unary_unary("/k8s.io.kubelet.pkg.apis.dra.%s.DRAPlugin/%s" % (version, method),
+                              request_serializer=request_type.SerializeToString,
+                              response_deserializer=response_type.FromString)
+        req = request_type(claims=[module.Claim(namespace=c["namespace"], uid=c["uid"], name=c["name"])
+                                   for c in claims])
+        try:
+            return call(req, timeout=KUBELET_TIMEOUT_S)
+        finally:
+            ch.close()
+
+    def prepare(self, claims, version="v1"):
+        return self._call(version, "NodePrepareResources", claims)
+
+    def unprepare(self, claims, version="v1"):
+        return self._call(version, "NodeUnprepareResources", claims)
+
+
+# ---------------------------------------------------------------- OpenAPI structural check
+
+SCHEMAS = json.load(open(os.path.join(FIXTURES, "kubernetes-openapi",
+                                      "resource.k8s.io-v1-schemas.json")))["components"]["schemas"]
+REF = "#/components/schemas/"
+TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
+
+
+def _type_ok(value, t):
+    if t == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if t == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, TYPES[t])
+
+
+def violations(value, schema, at="$"):
+    out = []
+    if "$ref" in schema:
+        name = schema["$ref"][len(REF):]
+        if name not in SCHEMAS:
+            return [] if isinstance(value, dict) else [at + ": not an object"]
+        return violations(value, SCHEMAS[name], at)
+    for s in schema.get("allOf", []):
+        out += violations(value, s, at)
+    if "oneOf" in schema:
+        if sum(1 for s in schema["oneOf"] if not violations(value, s, at)) != 1:
+            out.append(at + ": not exactly one of oneOf")
+    if "type" in schema and not _type_ok(value, schema["type"]):
+        return out + [at + ": not of type " + schema["type"]]
+    if isinstance(value, dict):
+        for r in schema.get("required", []):
+            if r not in value:
+                out.append(at + ": missing required " + r)
+        props = schema.get("properties")
+        for k, v in value.items():
+            if props is not None and k in props:
+                out += violations(v, props[k], at + "." + k)
+            elif isinstance(schema.get("additionalProperties"), dict):
+                out += violations(v, schema["additionalProperties"], at + "." + k)
+            elif props is not None:
+                out.append(at + "." + k + ": unknown field")
+    if isinstance(value, list) and "items" in schema:
+        for i, v in enumerate(value):
+            out += violations(v, schema["items"], "%s[%d]" % (at, i))
+    return out
+
+
+def slice_limits(obj):
+    """The limits the API server enforces beyond the schema (resource/v1 types.go, 1.36)."""
+    out = []
+    spec = obj.get("spec", {})
+    if ("devices" in spec) == ("sharedCounters" in spec):
+        out.append("spec: exactly one of devices and sharedCounters")
+    devices = spec.get("devices", [])
+    consumes = any(d.get("consumesCounters") for d in devices)
+    if len(devices) > (64 if consumes else 128):
+        out.append("spec.devices: %d devices" % len(devices))
+    if len(spec.get("sharedCounters", [])) > 8:
+        out.append("spec.sharedCounters: more than 8 sets")
+    for d in devices:
+        if len(d.get("attributes", {})) + len(d.get("capacity", {})) > 32:
+            out.append(d["name"] + ": more than 32 attributes and capacities")
+        if len(d.get("consumesCounters", [])) > 2:
+            out.append(d["name"] + ": more than 2 counter consumptions")
+    return out
+
+
+# ---------------------------------------------------------------- the API server
+
+def status(code, reason, message):
+    return code, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason,
+                  "message": message, "code": code}
+
+
+class ApiServer:
+    """resource.k8s.io/v1 ResourceSlices and ResourceClaims, in memory."""
+
+    SLICES = "/apis/resource.k8s.io/v1/resourceslices"
+
+    def __init__(self):
+        self.token = "".join(random.choice(string.ascii_letters) for _ in range(32))
+        self.slices = {}
+        self.claims = {}          # (namespace, name) -> ResourceClaim
+        self.faults = {}          # (namespace, name) -> 401 | 403 | 500 | "hang" | "malformed"
+        self.violations = []      # every schema or limit problem in a body the driver sent
+        self.requests = []        # (method, path)
+        self.rv = 100
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _send(self, code, body, raw=None):
+                data = raw if raw is not None else json.dumps(body).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _handle(self, method):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                body = json.loads(raw) if raw else None
+                if self.headers.get("Authorization") != "Bearer " + server.token:
+                    return self._send(*status(401, "Unauthorized", "Unauthorized"))
+                result = server.handle(method, self.path, body)
+                if result == "hang":
+                    time.sleep(30)
+                    return self._send(*status(504, "Timeout", "hung"))
+                if result == "malformed":
+                    return self._send(200, None, raw=b"{not json")
+                self._send(*result)
+
+            def do_GET(self):
+                self._handle("GET")
+
+            def do_POST(self):
+                self._handle("POST")
+
+            def do_PUT(self):
+                self._handle("PUT")
+
+            def do_DELETE(self):
+                self._handle("DELETE")
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def kubeconfig(self, path):
+        with open(path, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: test\n"
+                    "clusters:\n- name: test\n  cluster:\n    server: http://127.0.0.1:%d\n"
+                    "users:\n- name: test\n  user:\n    token: %s\n"
+                    "contexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n" % (self.port, self.token))
+
+    def next_rv(self):
+        self.rv += 1
+        return str(self.rv)
+
+    def check_slice(self, obj):
+        found = violations(obj, {"$ref": REF + "io.k8s.api.resource.v1.ResourceSlice"}) + slice_limits(obj)
+        self.violations += found
+
+    def handle(self, method, path, body):
+        with self.lock:
+            self.requests.append((method, path))
+            url = urllib.parse.urlparse(path)
+            if url.path.startswith("/apis/resource.k8s.io/v1/namespaces/"):
+                return self.claim(method, url.path)
+            if url.path == self.SLICES:
+                return self.slice_collection(method, urllib.parse.parse_qs(url.query), body)
+            if url.path.startswith(self.SLICES + "/"):
+                return self.slice_item(method, url.path[len(self.SLICES) + 1:], body)
+            return status(404, "NotFound", "no route " + url.path)
+
+    def claim(self, method, path):
+        parts = path.split("/")  # ['', apis, resource.k8s.io, v1, namespaces, ns, resourceclaims, name]
+        if method != "GET" or len(parts) != 8 or parts[6] != "resourceclaims":
+            return status(405, "MethodNotAllowed", method + " " + path)
+        key = (parts[5], parts[7])
+        fault = self.faults.get(key)
+        if fault in ("hang", "malformed"):
+            return fault
+        if isinstance(fault, int):
+            return status(fault, "Fault", "injected %d" % fault)
+        if key not in self.claims:
+            return status(404, "NotFound", 'resourceclaims.resource.k8s.io "%s" not found' % key[1])
+        return 200, self.claims[key]
+
+    def slice_collection(self, method, query, body):
+        if method == "GET":
+            selectors = dict(s.split("=", 1) for q in query.get("fieldSelector", []) for s in q.split(","))
+            items = [s for s in self.slices.values()
+                     if all({"spec.driver": s["spec"]["driver"], "spec.nodeName": s["spec"].get("nodeName")}[k] == v
+                            for k, v in selectors.items())]
+            return 200, {"kind": "ResourceSliceList", "apiVersion": "resource.k8s.io/v1",
+                         "metadata": {"resourceVersion": str(self.rv)}, "items": items}
+        if method == "POST":
+            self.check_slice(body)
+            meta = body.setdefault("metadata", {})
+            if "name" not in meta:
+                meta["name"] = meta.get("generateName", "") + "".join(
+                    random.choice(string.ascii_lowercase + string.digits) for _ in range(5))
+            if meta["name"] in self.slices:
+                return status(409, "AlreadyExists", meta["name"])
+            meta["uid"] = "%08x-0000-4000-8000-%012x" % (random.getrandbits(32), random.getrandbits(48))
+            meta["resourceVersion"] = self.next_rv()
+            self.slices[meta["name"]] = body
+            return 201, body
+        if method == "DELETE":  # the kubelet's wipe at its start
+            self.slices.clear()
+            return 200, {"kind": "Status", "status": "Success"}
+        return status(405, "MethodNotAllowed", method)
+
+    def slice_item(self, method, name, body):
+        current = self.slices.get(name)
+        if current is None:
+            return status(404, "NotFound", name)
+        if method == "GET":
+            return 200, current
+        if method == "PUT":
+            self.check_slice(body)
+            if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
+                return status(409, "Conflict", "the object has been modified")
+            body["metadata"]["resourceVersion"] = self.next_rv()
+            self.slices[name] = body
+            return 200, body
+        if method == "DELETE":
+            pre = (body or {}).get("preconditions", {})
+            if pre.get("uid") not in (None, current["metadata"]["uid"]) or \
+                    pre.get("resourceVersion") not in (None, current["metadata"]["resourceVersion"]):
+                return status(409, "Conflict", "precondition failed")
+            del self.slices[name]
+            return 200, {"kind": "Status", "status": "Success"}
+        return status(405, "MethodNotAllowed", method)
+
+    def put_claim(self, namespace, name, results, uid=None, allocated=True):
+        uid = uid or "%08x-%04x-4%03x-8%03x-%012x" % (random.getrandbits(32), random.getrandbits(16),
+                                                     random.getrandbits(12), random.getrandbits(12),
+                                                     random.getrandbits(48))
+        claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                 "metadata": {"name": name, "namespace": namespace, "uid": uid},
+                 "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                     "deviceClassName": "gpufrac.io", "allocationMode": "ExactCount", "count": 1}}]}},
+                 "status": {"reservedFor": [{"resource": "pods", "name": name + "-pod", "uid": uid[::-1]}]}}
+        if allocated:
+            claim["status"]["allocation"] = {"devices": {"results": results}}
+        problems = violations(claim, {"$ref": REF + "io.k8s.api.resource.v1.ResourceClaim"})
+        assert not problems, problems  # the harness itself hands out only valid claims
+        with self.lock:
+            self.claims[(namespace, name)] = claim
+        return {"namespace": namespace, "name": name, "uid": uid}
+
+
+def share(device, memory, node="node-1", request="gpu"):
+    """An allocation result of one share, as the scheduler writes it."""
+    return {"request": request, "driver": "gpufrac.io", "pool": node, "device": device,
+            "shareID": "%08x-%04x-4%03x-8%03x-%012x" % (random.getrandbits(32), random.getrandbits(16),
+                                                        random.getrandbits(12), random.getrandbits(12),
+                                                        random.getrandbits(48)),
+            "consumedCapacity": {"memory": memory}}

@@ -1,0 +1,287 @@
+"""gpufrac-dra end to end, run by tests/e2e/dra_test.sh (which prepares the simulated node, the
+config and the CUDA rootfs). The driver under test is the real binary; the kubelet and the API
+server are harness.py's. Prints one FAIL line per failed check; exit 1 when any failed."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+import harness  # noqa: E402
+
+TMP = os.environ["E2E_TMP"]
+BIN = os.environ["BIN_DIR"]
+GPUFRAC = os.path.join(BIN, "gpufrac")
+DRA = os.path.join(BIN, "gpufrac-dra")
+CONFIG = os.environ["GPUFRAC_CONFIG"]
+KUBELET_DIR = os.path.join(TMP, "kubelet")
+CDI_DIR = "/var/run/cdi"   # podman 4.3.1 reads no other directory
+LEDGER = os.path.join(TMP, "state", "ledger.json")
+CHECKPOINT = os.path.join(KUBELET_DIR, "plugins", "gpufrac.io", "checkpoint.json")
+QUARTER = "%dMi" % (40536 // 4)
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL: " + what, flush=True)
+
+
+def ledger_entries():
+    with open(LEDGER) as f:
+        return json.load(f)["entries"]
+
+
+def spec_path(uid):
+    return os.path.join(CDI_DIR, "k8s.gpufrac.io-gpu_%s.yaml" % uid)
+
+
+class Plugin:
+    def __init__(self, api, env=None):
+        api.kubeconfig(os.path.join(TMP, "kubeconfig"))
+        self.log = open(os.path.join(TMP, "dra.stderr"), "a")
+        self.proc = subprocess.Popen(
+            [DRA, "--node-name", "node-1", "--kubelet-dir", KUBELET_DIR, "--cdi-dir", CDI_DIR,
+             "--kubeconfig", os.path.join(TMP, "kubeconfig"), "--config", CONFIG, "--resync", "0.5"],
+            stdout=self.log, stderr=self.log, env=dict(os.environ, **(env or {})))
+        self.registration = os.path.join(KUBELET_DIR, "plugins_registry", "gpufrac.io-reg.sock")
+
+    def wait_registered(self):
+        """Until GetInfo answers on the socket (a killed plugin's stale socket file does not)."""
+        for _ in range(100):
+            if self.proc.poll() is not None:
+                return False
+            try:
+                harness.Kubelet(self.registration).register()
+                return True
+            except Exception:
+                time.sleep(0.1)
+        return False
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+        return self.proc.wait(timeout=20)
+
+
+def run(*argv):
+    p = subprocess.run(argv, capture_output=True, text=True)
+    return p.returncode, p.stdout + p.stderr
+
+
+def wait_for(predicate, seconds=10):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def registration_and_slices(api, plugin):
+    check(plugin.wait_registered(), "the plugin creates its registration socket")
+    kubelet = harness.Kubelet(plugin.registration)
+    info, notified = kubelet.register()
+    check(info.type == "DRAPlugin" and info.name == "gpufrac.io", "GetInfo: DRAPlugin gpufrac.io, got %s" % info)
+    check(list(info.supported_versions) == ["v1.DRAPlugin", "v1beta1.DRAPlugin"], "versions, v1 first")
+    check(info.endpoint == os.path.join(KUBELET_DIR, "plugins", "gpufrac.io", "dra.sock"), "endpoint " + info.endpoint)
+    check(notified is None, "NotifyRegistrationStatus(true) answered")
+    _, refused = harness.Kubelet(plugin.registration).register(accepted=False, error="some error")
+    check(refused is not None, "NotifyRegistrationStatus(false) answered with an error")
+    check(wait_for(lambda: len(api.slices) == 2), "two slices published: %d" % len(api.slices))
+    check(api.violations == [], "every slice body passes the schema and limits: %s" % api.violations[:3])
+    devices = [d["name"] for s in api.slices.values() for d in s["spec"].get("devices", [])]
+    check(devices == ["gpu-0"], "one shareable device gpu-0: %s" % devices)
+    # The kubelet wipes the node's slices at its start: they come back.
+    api.handle("DELETE", api.SLICES + "?fieldSelector=spec.nodeName%3Dnode-1", None)
+    check(wait_for(lambda: len(api.slices) == 2), "slices re-created after the kubelet's wipe")
+    gens = {s["spec"]["pool"]["generation"] for s in api.slices.values()}
+    check(len(gens) == 1, "one pool generation: %s" % gens)
+    check(kubelet.prepare([]).claims == {} or len(kubelet.prepare([]).claims) == 0, "empty prepare: empty map")
+    return kubelet
+
+
+def four_quarters(api, kubelet):
+    claims = [api.put_claim("team-a", "q%d" % i, [harness.share("gpu-0", QUARTER)]) for i in range(4)]
+    for c in claims:
+        resp = kubelet.prepare([c])
+        entry = resp.claims[c["uid"]]
+        check(entry.error == "", "prepare %s: %s" % (c["name"], entry.error))
+        want_share = api.claims[("team-a", c["name"])]["status"]["allocation"]["devices"]["results"][0]["shareID"]
+        check(len(entry.devices) == 1 and entry.devices[0].device_name == "gpu-0" and
+              entry.devices[0].pool_name == "node-1" and list(entry.devices[0].request_names) == ["gpu"] and
+              entry.devices[0].share_id == want_share, "device of %s: %s" % (c["name"], entry.devices))
+        check(list(entry.devices[0].cdi_device_ids) == ["k8s.gpufrac.io/gpu=" + c["uid"]], "CDI id of " + c["name"])
+        rc, out = run(GPUFRAC, "cdi", "validate", spec_path(c["uid"]))
+        check(rc == 0, "the claim's CDI spec validates: " + out)
+    check(len([e for e in ledger_entries() if e["source"] == "dra"]) == 4, "four claim bookings")
+    rc, out = run(GPUFRAC, "status")
+    check(rc == 0 and out.count("team-a/q") == 4 and "prepared" in out, "status lists the four claims:\n" + out)
+    # Again, as after a kubelet restart: the same answer, nothing new.
+    before = open(LEDGER).read()
+    again = kubelet.prepare([claims[0]]).claims[claims[0]["uid"]]
+    check(again.error == "" and again.devices[0].share_id != "", "prepare twice answers again")
+    check(open(LEDGER).read() == before, "prepare twice books nothing new")
+    # The v1beta1 service answers the same claim without share ids.
+    old = kubelet.prepare([claims[0]], version="v1beta1").claims[claims[0]["uid"]]
+    check(old.error == "" and old.devices[0].device_name == "gpu-0", "v1beta1 prepare")
+    # A fifth quarter that the API server hands out on the full GPU: refused, nothing booked.
+    fifth = api.put_claim("team-a", "q4", [harness.share("gpu-0", QUARTER)])
+    entry = kubelet.prepare([fifth]).claims[fifth["uid"]]
+    check("gpu-0: no GPU has 9.9 GiB free" in entry.error and "\n" not in entry.error, "fifth quarter refused: " + entry.error)
+    check(len(ledger_entries()) == 4 and not os.path.exists(spec_path(fifth["uid"])), "the refusal left nothing")
+    return claims
+
+
+def container_enforces(claims):
+    uid = claims[0]["uid"]
+    argv = ["podman", "--hooks-dir", os.path.join(TMP, "hooks.d"), "--cgroup-manager", "cgroupfs", "--runtime",
+            "runc", "run", "--rm", "--pid=host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+            "--device", "k8s.gpufrac.io/gpu=" + uid, "--rootfs", os.path.join(TMP, "rootfs"), "/bin/sh", "-c",
+            "cat /run/gpufrac/limits; " + os.environ["CUDA_CHECK"]]
+    rc, out = run(*argv)
+    check(rc == 0, "podman run --device k8s.gpufrac.io/gpu=<claim>: " + out)
+    check("%d" % (40536 // 4 * 1024 * 1024) in out, "the limit file holds the claim's share")
+    check("the next cuMemAlloc of 512 MiB returned CUDA_ERROR_OUT_OF_MEMORY" in out, "CUDA stops at the limit: " + out)
+    check(len(ledger_entries()) == 4, "the container's end releases nothing: the claim holds its share")
+
+
+def unprepare(api, kubelet, claims):
+    resp = kubelet.unprepare(claims[:2] + [{"namespace": "x", "name": "y", "uid": "00000000-0000-4000-8000-000000000000"}])
+    check(len(resp.claims) == 3 and all(e.error == "" for e in resp.claims.values()),
+          "unprepare answers every claim, the unknown one too: %s" % resp)
+    check(len(ledger_entries()) == 2, "two shares released")
+    check(not os.path.exists(spec_path(claims[0]["uid"])), "the spec is removed")
+    check(kubelet.unprepare(claims[:1]).claims[claims[0]["uid"]].error == "", "unprepare twice")
+
+
+def faults(api, kubelet):
+    gpu = [harness.share("gpu-0", "1Gi")]
+    cases = []
+    cases.append((api.put_claim("f", "unallocated", gpu, allocated=False), "not allocated (no status.allocation)"))
+    replaced = api.put_claim("f", "replaced", gpu)
+    cases.append((dict(replaced, uid="11111111-1111-4111-8111-111111111111"), "the claim was replaced"))
+    cases.append((api.put_claim("f", "unknown", [harness.share("gpu-9", "1Gi")]), '"gpu-9" is not a device of node-1'))
+    cases.append((api.put_claim("f", "pool", [harness.share("gpu-0", "1Gi", node="node-2")]), "is not this node's pool"))
+    cases.append((api.put_claim("f", "beyond", [harness.share("gpu-0", "41Gi")]), "41Gi is beyond gpu-0"))
+    cases.append(({"namespace": "f", "name": "missing", "uid": "22222222-2222-4222-8222-222222222222"}, "HTTP 404"))
+    for code in (401, 403, 500):
+        c = api.put_claim("f", "fault%d" % code, gpu)
+        api.faults[("f", c["name"])] = code
+        cases.append((c, "HTTP %d" % code))
+    bad = api.put_claim("f", "malformed", gpu)
+    api.faults[("f", "malformed")] = "malformed"
+    cases.append((bad, "not a JSON object"))
+    before = ledger_entries()
+    for claim, expected in cases:
+        entry = kubelet.prepare([claim]).claims[claim["uid"]]
+        check(expected in entry.error and "\n" not in entry.error, "%s: [%s] in [%s]" % (claim["name"], expected, entry.error))
+        check(not os.path.exists(spec_path(claim["uid"])), claim["name"] + ": no spec written")
+    check(ledger_entries() == before, "no fault booked anything")
+    hung = api.put_claim("f", "hung", gpu)
+    api.faults[("f", "hung")] = "hang"
+    start = time.time()
+    entry = kubelet.prepare([hung]).claims[hung["uid"]]
+    took = time.time() - start
+    check(entry.error != "" and took < 20, "a hung API server fails the claim in %.1f s: %s" % (took, entry.error))
+    many = [{"namespace": "f", "name": "n%d" % i, "uid": "%08d-0000-4000-8000-000000000000" % i} for i in range(1000)]
+    resp = kubelet.prepare(many)
+    check(len(resp.claims) == 1000 and all("HTTP 404" in e.error for e in resp.claims.values()),
+          "a request with 1,000 claims: every one answered")
+
+
+def crash_between_phases(api):
+    plugin = Plugin(api, env={"GPUFRAC_FAULT": "dra-after-book"})
+    check(plugin.wait_registered(), "the plugin starts with the fault armed")
+    kubelet = harness.Kubelet(plugin.registration)
+    kubelet.register()
+    claim = api.put_claim("crash", "c1", [harness.share("gpu-0", "1Gi")])
+    try:
+        kubelet.prepare([claim])
+        check(False, "the plugin should have died in prepare")
+    except Exception:
+        pass
+    check(plugin.proc.wait(timeout=10) == -signal.SIGKILL, "killed between the phases")
+    check(any(e["container_id"] == claim["uid"] for e in ledger_entries()), "the booking was made before the kill")
+    plugin = Plugin(api)
+    check(plugin.wait_registered(), "restarted")
+    check(not any(e["container_id"] == claim["uid"] for e in ledger_entries()), "the restart rolled the claim back")
+    check(not os.path.exists(spec_path(claim["uid"])), "no orphaned spec")
+    return plugin
+
+
+def claims_deleted_while_down(api, plugin, kubelet_claims):
+    # The remaining prepared claims are deleted from the API server: the sync releases them.
+    for c in kubelet_claims:
+        api.claims.pop((c["namespace"], c["name"]), None)
+    check(wait_for(lambda: not any(e["source"] == "dra" for e in ledger_entries()), 10),
+          "claims deleted from the API server are released by the sync")
+
+
+def concurrent(api, plugin):
+    kubelet = harness.Kubelet(plugin.registration)
+    kubelet.register()
+    claims = [api.put_claim("load", "c%d" % i, [harness.share("gpu-0", "512Mi")]) for i in range(50)]
+    errors = []
+
+    def one(c):
+        e = kubelet.prepare([c]).claims[c["uid"]]
+        if e.error:
+            errors.append(e.error)
+    threads = [threading.Thread(target=one, args=(c,)) for c in claims]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check(errors == [], "50 concurrent prepares: %s" % errors[:3])
+    mine = [e for e in ledger_entries() if e["source"] == "dra"]
+    check(len(mine) == 50 and sum(e["bytes"] for e in mine) == 50 * 512 * 1024 * 1024, "the ledger is exact")
+    rc, out = run(GPUFRAC, "cdi", "validate", *[spec_path(c["uid"]) for c in claims])
+    check(rc == 0, "all 50 specs validate: " + out[-300:])
+    resp = kubelet.unprepare(claims)
+    check(all(e.error == "" for e in resp.claims.values()) and not ledger_entries(), "all 50 unprepared")
+
+
+def damaged_checkpoint(api):
+    with open(CHECKPOINT, "r+") as f:
+        text = f.read()
+        f.seek(0)
+        f.truncate()
+        f.write(text[: len(text) // 2])
+    plugin = Plugin(api)
+    rc = plugin.proc.wait(timeout=10)
+    err = open(os.path.join(TMP, "dra.stderr")).read()
+    check(rc != 0 and CHECKPOINT + ": damaged checkpoint" in err, "a truncated checkpoint is refused (rc %d)" % rc)
+
+
+def main():
+    api = harness.ApiServer()
+    plugin = Plugin(api)
+    try:
+        kubelet = registration_and_slices(api, plugin)
+        claims = four_quarters(api, kubelet)
+        container_enforces(claims)
+        unprepare(api, kubelet, claims)
+        faults(api, kubelet)
+        check(plugin.stop() == 0, "SIGTERM stops the plugin")
+        check(not os.path.exists(plugin.registration), "and removes its sockets")
+        plugin = crash_between_phases(api)
+        claims_deleted_while_down(api, plugin, claims[2:])
+        concurrent(api, plugin)
+        plugin.stop()
+        damaged_checkpoint(api)
+    finally:
+        if plugin.proc.poll() is None:
+            plugin.stop(signal.SIGKILL)
+        for uid in [c["uid"] for c in api.claims.values() if False]:
+            pass
+    print("%d check(s) failed" % len(failures) if failures else "PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
