@@ -33,6 +33,7 @@ expected_files() {
     /lib/systemd/system/gpufrac-metrics.service \
     /lib/udev/rules.d/71-gpufrac-cdi.rules \
     /usr/bin/gpufrac \
+    /usr/bin/gpufrac-dra \
     /usr/bin/gpufrac-hook \
     /usr/bin/gpufrac-runtime \
     /usr/lib/tmpfiles.d/gpufrac.conf \
@@ -46,11 +47,16 @@ expected_files() {
     /usr/share/doc/gpufrac/machines.md \
     /usr/share/gpufrac/grafana/gpufrac.json \
     /usr/share/gpufrac/kubernetes/daemonset.yaml \
+    /usr/share/gpufrac/kubernetes/dra/daemonset.yaml \
+    /usr/share/gpufrac/kubernetes/dra/deviceclass.yaml \
+    /usr/share/gpufrac/kubernetes/dra/example-claim.yaml \
+    /usr/share/gpufrac/kubernetes/dra/rbac.yaml \
     /usr/share/gpufrac/kubernetes/example-pod.yaml \
     /usr/share/gpufrac/kubernetes/runtimeclass.yaml \
     /usr/share/lintian/overrides/gpufrac \
     /usr/share/man/man1/gpufrac.1.gz \
     /usr/share/man/man5/gpufrac-config.5.gz \
+    /usr/share/man/man8/gpufrac-dra.8.gz \
     /usr/share/man/man8/gpufrac-hook.8.gz \
     /usr/share/man/man8/gpufrac-runtime.8.gz
   for m in "$SRC"/nvml/machines/*.yaml; do echo "/usr/share/gpufrac/machines/$(basename "$m")"; done
@@ -99,7 +105,7 @@ check_contents() {
   local tmp
   tmp=$(mktemp -d)
   dpkg-deb -x "$deb" "$tmp"
-  for f in usr/bin/gpufrac usr/bin/gpufrac-hook usr/bin/gpufrac-runtime "${SHIM_DIR#/}/libgpufrac-limits.so"; do
+  for f in usr/bin/gpufrac usr/bin/gpufrac-dra usr/bin/gpufrac-hook usr/bin/gpufrac-runtime "${SHIM_DIR#/}/libgpufrac-limits.so"; do
     if readelf -S "$tmp/$f" | grep -q '\.debug_info'; then fail "$f has debug info (not stripped)"; fi
   done
   for f in usr/bin/gpufrac-hook usr/bin/gpufrac-runtime; do
@@ -140,7 +146,7 @@ check_install() {
   # `man -w` finds each page where man looks; it is formatted with `man -l`, which (unlike `man
   # PAGE` as root) leaves no formatted copy in /var/cache/man behind.
   local path
-  for page in "1 gpufrac" "5 gpufrac-config" "8 gpufrac-hook" "8 gpufrac-runtime"; do
+  for page in "1 gpufrac" "5 gpufrac-config" "8 gpufrac-dra" "8 gpufrac-hook" "8 gpufrac-runtime"; do
     # shellcheck disable=SC2086
     path=$(man -w $page 2>&1) || { fail "man $page: $path"; continue; }
     out=$(MANWIDTH=80 man -l "$path" 2>&1 >/dev/null) || fail "man $page: $out"

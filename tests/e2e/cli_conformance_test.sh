@@ -109,7 +109,12 @@ assert_eq "$(jq -r '.[0].valid' "$E2E_TMP/out.json" 2>/dev/null || true)" "" "th
 assert_eq "$(jq -c '[.engine, .dry_run]' "$E2E_TMP/out.json")" '["containerd",true]' "runtime configure --json"
 
 # 3. --config before or after the subcommand: the same answer.
-assert_eq "$("$GPUFRAC" status --config "$CFG")" "$("$GPUFRAC" --config "$CFG" status)" "--config after status"
+# (ages left out: the two runs may straddle a second)
+no_ages() { jq -c 'del(.. | .age_s?)'; }
+assert_eq "$("$GPUFRAC" status --json --config "$CFG" | no_ages)" "$("$GPUFRAC" --config "$CFG" status --json | no_ages)" \
+  "--config after status"
+assert_eq "$("$GPUFRAC" status --config "$CFG" | wc -l)" "$("$GPUFRAC" --config "$CFG" status | wc -l)" \
+  "--config after status (table)"
 run "$GPUFRAC" status --config "$E2E_TMP/none.yaml"
 assert_eq "$RC" 1 "a missing config"
 assert_eq "$OUT" "gpufrac: config: cannot open $E2E_TMP/none.yaml: No such file or directory" "errors are prefixed and name the file"

@@ -137,17 +137,49 @@ def four_quarters(api, kubelet):
     return claims
 
 
+def podman_run(uid, *args):
+    return ["podman", "--hooks-dir", os.path.join(TMP, "hooks.d"), "--cgroup-manager", "cgroupfs", "--runtime",
+            "runc", "run", "--pid=host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
+            "--device", "k8s.gpufrac.io/gpu=" + uid] + list(args)
+
+
 def container_enforces(claims):
     uid = claims[0]["uid"]
-    argv = ["podman", "--hooks-dir", os.path.join(TMP, "hooks.d"), "--cgroup-manager", "cgroupfs", "--runtime",
-            "runc", "run", "--rm", "--pid=host", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024",
-            "--device", "k8s.gpufrac.io/gpu=" + uid, "--rootfs", os.path.join(TMP, "rootfs"), "/bin/sh", "-c",
-            "cat /run/gpufrac/limits; " + os.environ["CUDA_CHECK"]]
+    argv = podman_run(uid, "--rm", "--rootfs", os.path.join(TMP, "rootfs"), "/bin/sh", "-c",
+                      "cat /run/gpufrac/limits; " + os.environ["CUDA_CHECK"])
     rc, out = run(*argv)
     check(rc == 0, "podman run --device k8s.gpufrac.io/gpu=<claim>: " + out)
     check("%d" % (40536 // 4 * 1024 * 1024) in out, "the limit file holds the claim's share")
     check("the next cuMemAlloc of 512 MiB returned CUDA_ERROR_OUT_OF_MEMORY" in out, "CUDA stops at the limit: " + out)
     check(len(ledger_entries()) == 4, "the container's end releases nothing: the claim holds its share")
+
+
+def containers_share_a_claim(claims):
+    """Two containers of one pod using the same claim count against its one limit."""
+    uid = claims[1]["uid"]
+    name = "gpufrac-e2e-dra-%d-holder" % os.getpid()
+    rc, out = run(*podman_run(uid, "-d", "--name", name, "--rootfs", os.path.join(TMP, "rootfs"), "/bin/sh", "-c",
+                              "sleep 3600 | alloc_until_limit 1024"))
+    check(rc == 0, "the first container starts: " + out)
+    check(wait_for(lambda: "allocated" in run("podman", "logs", name)[1], 20), "it allocates")
+    rc, out = run(*podman_run(uid, "--rm", "--rootfs", os.path.join(TMP, "rootfs"), "/bin/sh", "-c",
+                              "alloc_until_limit 1024 </dev/null"))
+    check("allocated 0 x 1024 MiB" in out, "the second container finds the claim's limit used: " + out)
+    run("podman", "rm", "-f", name)
+
+
+def health_not_served(kubelet):
+    """The 1.36 kubelet opens the health stream on every DRA plugin; gpufrac-dra answers UNIMPLEMENTED."""
+    ch = harness.grpc.insecure_channel("unix://" + kubelet.endpoint)
+    watch = ch.unary_stream("/v1alpha1.DRAResourceHealth/NodeWatchResources",
+                            request_serializer=lambda m: m, response_deserializer=lambda b: b)
+    try:
+        list(watch(b"", timeout=5))
+        code = None
+    except harness.grpc.RpcError as e:
+        code = e.code()
+    ch.close()
+    check(code == harness.grpc.StatusCode.UNIMPLEMENTED, "the health stream is UNIMPLEMENTED: %s" % code)
 
 
 def unprepare(api, kubelet, claims):
@@ -265,6 +297,8 @@ def main():
         kubelet = registration_and_slices(api, plugin)
         claims = four_quarters(api, kubelet)
         container_enforces(claims)
+        containers_share_a_claim(claims)
+        health_not_served(kubelet)
         unprepare(api, kubelet, claims)
         faults(api, kubelet)
         check(plugin.stop() == 0, "SIGTERM stops the plugin")
