@@ -3,8 +3,9 @@
 #include <filesystem>
 #include <set>
 
-#include <yaml-cpp/yaml.h>
-
+#include "cdi/spec_file.hpp"
+#include "core/fs.hpp"
+#include "core/text.hpp"
 #include "k8s/claim.hpp"
 #include "k8s/dra_devices.hpp"
 #include "k8s/resource_slices.hpp"
@@ -126,23 +127,24 @@ TEST(DraSlices, MigInstancesConsumeTheirMemorySlices) {
   for (const auto& d : slices.back()["spec"]["devices"]) EXPECT_NE(d["name"], "gpu-0");
 }
 
-// YAML (a manifest) as JSON: scalars that read as integers or booleans become them.
-json to_json(const YAML::Node& n) {
-  if (n.IsMap()) {
-    json o = json::object();
-    for (const auto& kv : n) o[kv.first.as<std::string>()] = to_json(kv.second);
-    return o;
+// The documents of a manifest as JSON, through the CDI reader's YAML 1.1 conversion.
+std::vector<json> manifest_documents(const std::string& file) {
+  auto text = fs::read_file(std::string(GPUFRAC_SOURCE_DIR) + "/etc/kubernetes/dra/" + file);
+  EXPECT_TRUE(text) << file;
+  std::vector<std::string> docs(1);
+  for (const auto& line : text::split(*text, '\n')) {
+    if (line == "---")
+      docs.emplace_back();
+    else
+      docs.back() += line + "\n";
   }
-  if (n.IsSequence()) {
-    json a = json::array();
-    for (const auto& v : n) a.push_back(to_json(v));
-    return a;
+  std::vector<json> out;
+  for (const auto& doc : docs) {
+    auto j = cdi::parse_spec_text(doc, file);
+    EXPECT_TRUE(j) << j.error().message;
+    if (j && !j->is_null()) out.push_back(json::parse(j->dump()));
   }
-  if (n.IsNull()) return nullptr;
-  const std::string s = n.as<std::string>();
-  if (n.Tag() != "!" && (s == "true" || s == "false")) return s == "true";
-  if (n.Tag() != "!" && !s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return std::stoll(s);
-  return s;
+  return out;
 }
 
 TEST(DraManifests, ResourceObjectsPassTheSchema) {
@@ -151,8 +153,7 @@ TEST(DraManifests, ResourceObjectsPassTheSchema) {
       {"ResourceClaimTemplate", "io.k8s.api.resource.v1.ResourceClaimTemplate"}};
   std::size_t checked = 0;
   for (const char* file : {"deviceclass.yaml", "example-claim.yaml"}) {
-    for (const auto& doc : YAML::LoadAllFromFile(std::string(GPUFRAC_SOURCE_DIR) + "/etc/kubernetes/dra/" + file)) {
-      const json j = to_json(doc);
+    for (const json& j : manifest_documents(file)) {
       auto kind = kinds.find(j.value("kind", ""));
       if (kind == kinds.end()) continue;
       EXPECT_EQ(testing::openapi_violations(j, kind->second, testing::resource_v1_schemas()),

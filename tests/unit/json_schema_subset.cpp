@@ -8,9 +8,7 @@
 
 namespace gpufrac::test {
 
-namespace {
-
-nlohmann::json load(const std::string& path) {
+nlohmann::json load_json_file(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -33,6 +31,8 @@ bool has_type(const nlohmann::json& v, const std::string& type) {
   return false;
 }
 
+namespace {
+
 long double as_number(const nlohmann::json& v) {
   if (v.is_number_unsigned()) return static_cast<long double>(v.get<std::uint64_t>());
   if (v.is_number_integer()) return static_cast<long double>(v.get<std::int64_t>());
@@ -42,8 +42,8 @@ long double as_number(const nlohmann::json& v) {
 }  // namespace
 
 SchemaSet::SchemaSet(const std::string& dir) {
-  files_["schema.json"] = load(dir + "/schema.json");
-  files_["defs.json"] = load(dir + "/defs.json");
+  files_["schema.json"] = load_json_file(dir + "/schema.json");
+  files_["defs.json"] = load_json_file(dir + "/defs.json");
 }
 
 std::vector<std::string> SchemaSet::validate(const nlohmann::json& doc) const {

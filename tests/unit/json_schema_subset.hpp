@@ -11,6 +11,11 @@
 
 namespace gpufrac::test {
 
+// A JSON file; aborts the test binary when it does not parse.
+nlohmann::json load_json_file(const std::string& path);
+// JSON Schema / OpenAPI "type": object, array, string, integer, number, boolean or null.
+bool has_type(const nlohmann::json& v, const std::string& type);
+
 class SchemaSet {
  public:
   // Loads <dir>/schema.json and <dir>/defs.json; aborts the test binary if they do not parse.

@@ -1,6 +1,6 @@
 #include "openapi_check.hpp"
 
-#include <fstream>
+#include "json_schema_subset.hpp"
 
 namespace gpufrac::testing {
 
@@ -8,16 +8,6 @@ namespace {
 
 using json = nlohmann::json;
 constexpr const char* kRefPrefix = "#/components/schemas/";
-
-bool type_ok(const json& v, const std::string& type) {
-  if (type == "object") return v.is_object();
-  if (type == "array") return v.is_array();
-  if (type == "string") return v.is_string();
-  if (type == "integer") return v.is_number_integer();
-  if (type == "number") return v.is_number();
-  if (type == "boolean") return v.is_boolean();
-  return false;
-}
 
 struct Checker {
   const json& schemas;
@@ -36,7 +26,7 @@ struct Checker {
       }
       if (matches != 1) out.push_back(at + ": matches " + std::to_string(matches) + " of oneOf");
     }
-    if (schema.contains("type") && !type_ok(v, schema["type"].get<std::string>())) {
+    if (schema.contains("type") && !test::has_type(v, schema["type"].get<std::string>())) {
       out.push_back(at + ": not of type " + schema["type"].get<std::string>());
       return;
     }
@@ -80,11 +70,9 @@ std::vector<std::string> openapi_violations(const json& doc, const std::string& 
 }
 
 const json& resource_v1_schemas() {
-  static const json schemas = [] {
-    std::ifstream in(std::string(GPUFRAC_SOURCE_DIR) +
-                     "/tests/fixtures/kubernetes-openapi/resource.k8s.io-v1-schemas.json");
-    return json::parse(in)["components"]["schemas"];
-  }();
+  static const json schemas = test::load_json_file(
+      std::string(GPUFRAC_SOURCE_DIR) +
+      "/tests/fixtures/kubernetes-openapi/resource.k8s.io-v1-schemas.json")["components"]["schemas"];
   return schemas;
 }
 
