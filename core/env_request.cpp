@@ -52,16 +52,6 @@ Result<RequestKeys> env_keys(const std::vector<std::string>& env) {
   return out;
 }
 
-// The first request annotation, for the both-ways message (an untrusted key: at most 64 bytes).
-std::string first_annotation(const Annotations& a, bool aliases) {
-  for (auto it = a.lower_bound(annotation::kPrefix); it != a.end() && it->first.starts_with(annotation::kPrefix); ++it)
-    if (it->first != annotation::kInjected) return it->first.size() <= 64 ? it->first : it->first.substr(0, 64) + "...";
-  if (aliases)
-    for (const char* k : {annotation::kAliasFraction, annotation::kAliasMemory, annotation::kAliasClearml})
-      if (a.contains(k)) return k;
-  return {};
-}
-
 }  // namespace
 
 std::string env_name_for(std::string_view key) {
@@ -77,9 +67,12 @@ Result<RequestKeys> request_keys(const Annotations& annotations, const std::vect
   auto from_env = env_keys(env);
   if (!from_env) return from_env;
   if (from_env->keys.empty()) return RequestKeys{annotations, {}};
-  if (has_gpufrac_request(annotations, aliases))
-    return user_error(text::cat(first_annotation(annotations, aliases), " and ", from_env->names.begin()->second,
+  if (const std::string* key = first_request_key(annotations, aliases)) {
+    // An untrusted key: at most 64 bytes of it in the message.
+    const std::string shown = key->size() <= 64 ? *key : key->substr(0, 64) + "...";
+    return user_error(text::cat(shown, " and ", from_env->names.begin()->second,
                                 ": a request both by annotation and by environment; use one of them"));
+  }
   for (const auto& [k, v] : annotations) from_env->keys.emplace(k, v);
   return from_env;
 }

@@ -170,13 +170,17 @@ Result<Policy> parse_policy(std::string_view key, std::string_view value) {
   return refuse(key, text::quote(value) + " is not a policy; use " + kPolicyForm);
 }
 
-bool has_gpufrac_request(const Annotations& a, bool aliases) {
+const std::string* first_request_key(const Annotations& a, bool aliases) {
   for (auto it = a.lower_bound(kPrefix); it != a.end() && it->first.starts_with(kPrefix); ++it)
-    if (it->first != kInjected) return true;
+    if (it->first != kInjected) return &it->first;
   if (aliases)
     for (auto k : kAliasKeys)
-      if (a.contains(std::string(k))) return true;
-  return false;
+      if (auto it = a.find(std::string(k)); it != a.end()) return &it->first;
+  return nullptr;
+}
+
+bool has_gpufrac_request(const Annotations& a, bool aliases) {
+  return first_request_key(a, aliases) != nullptr;
 }
 
 Result<std::optional<Request>> parse_request(const Annotations& a, bool aliases, const KeyNames& names) {

@@ -70,6 +70,8 @@ Result<std::optional<Request>> parse_request(const Annotations& annotations, boo
 // Cheap test for the hook's fast path: true when parse_request could return a request or an
 // error (some gpufrac.io/ key other than the marker, or an enabled alias is present).
 bool has_gpufrac_request(const Annotations& annotations, bool aliases);
+// The first such key (own keys first, then enabled aliases); null when there is none.
+const std::string* first_request_key(const Annotations& annotations, bool aliases);
 
 // Value grammars shared with other front-ends; the message names the key and the accepted form.
 Result<GpuPin> parse_gpu_pin(std::string_view key, std::string_view value);
