@@ -68,8 +68,8 @@ Result<PublishReport> publish_slices(const ApiClient& api, const Config& cfg, Sl
            existing[static_cast<long>(i)]["spec"]["pool"].value("generation", 0) == o.generation;
   PublishReport report;
   if (same) return report;
-  o.generation = generation + 1;  // something changes: every slice of the pool gets the new generation
-  wanted = render_resource_slices(*inventory, o);
+  // Something changes: every slice of the pool gets the new generation.
+  for (auto& w : wanted) w["spec"]["pool"]["generation"] = generation + 1;
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     auto it = existing.find(static_cast<long>(i));
     if (it == existing.end()) {
