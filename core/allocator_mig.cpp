@@ -63,6 +63,7 @@ std::string size_text(const Request& r) {
 
 // A CDI MIG device pins one instance: every other instance is out of reach.
 bool outside_pin(const Request& r, const MigInstance& m) {
+  if (r.gpu && r.gpu->mig_start && m.placement.start != *r.gpu->mig_start) return true;
   return r.gpu && !r.gpu->mig_uuid.empty() && m.uuid != r.gpu->mig_uuid;
 }
 
@@ -85,7 +86,8 @@ Result<Grant> mig_by_profile(const Request& r, const Candidates& gpus, const Loa
       busy.push_back(where(*g, *m) + " " + problem);
     }
   }
-  const std::string scope = r.gpu ? text::cat("GPU ", gpus.front()->index, " is not") : std::string("no GPU is");
+  const std::string scope =
+      r.gpu && !gpus.empty() ? text::cat("GPU ", gpus.front()->index, " is not") : std::string("no GPU is");
   if (present.empty()) return user_error(text::cat(scope, " in MIG mode; mig-profile=", r.mig_profile, " needs one"));
   if (busy.empty() && r.gpu && !r.gpu->mig_uuid.empty())
     return user_error(text::cat("MIG instance ", r.gpu->mig_uuid, " of profile ", r.mig_profile, " is not on GPU ",

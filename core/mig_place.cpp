@@ -39,14 +39,14 @@ bool overlaps_any(const MigPlacement& pl, const std::vector<MigPlacement>& occup
 
 // The best placement with exactly the occupants in `mask` destroyed, if any.
 std::optional<PlacementChoice> place_with(const MigGpuView& view, const MigProfile& p, std::uint32_t mask,
-                                          std::uint32_t before) {
+                                          std::uint32_t before, std::optional<std::uint32_t> only) {
   Remaining rest = remaining_after(view, p, mask);
   if (rest.same_profile >= p.max_count || rest.compute + p.compute_slices > full_compute_slices(*view.gpu))
     return std::nullopt;
   std::optional<PlacementChoice> best;
   for (std::uint32_t start : p.placement_starts) {
     const MigPlacement pl{start, p.memory_slices};
-    if (overlaps_any(pl, rest.placements)) continue;
+    if ((only && start != *only) || overlaps_any(pl, rest.placements)) continue;
     std::vector<MigPlacement> after = rest.placements;
     after.push_back(pl);
     PlacementChoice c;
@@ -77,7 +77,8 @@ bool better(const PlacementChoice& a, const PlacementChoice& b) {
   return a.destroyed < b.destroyed;
 }
 
-std::optional<PlacementChoice> best_placement(const MigGpuView& view, const MigProfile& p) {
+std::optional<PlacementChoice> best_placement(const MigGpuView& view, const MigProfile& p,
+                                              std::optional<std::uint32_t> start) {
   if (view.occupants.size() > 16) return std::nullopt;  // not a real GPU: NVML allows at most 7
   std::uint32_t destroyable = 0;
   for (std::size_t i = 0; i < view.occupants.size(); ++i)
@@ -90,7 +91,7 @@ std::optional<PlacementChoice> best_placement(const MigGpuView& view, const MigP
   for (int size = 0; size <= std::popcount(destroyable) && !best; ++size) {
     for (std::uint32_t mask = destroyable;; mask = (mask - 1) & destroyable) {
       if (std::popcount(mask) == size)
-        if (auto c = place_with(view, p, mask, before); c && (!best || better(*c, *best))) best = std::move(c);
+        if (auto c = place_with(view, p, mask, before, start); c && (!best || better(*c, *best))) best = std::move(c);
       if (mask == 0) break;
     }
   }

@@ -21,7 +21,9 @@ struct PlacementChoice {
 
 // The best placement of `profile` on `view`, destroying the fewest destroyable GPU instances;
 // nullopt when no set of them makes room.
-std::optional<PlacementChoice> best_placement(const MigGpuView& view, const MigProfile& profile);
+// `start`: only the placement beginning at that memory slice (a DRA profile device's).
+std::optional<PlacementChoice> best_placement(const MigGpuView& view, const MigProfile& profile,
+                                              std::optional<std::uint32_t> start = std::nullopt);
 
 // a is better than b: fewer destroyed, smaller loss (on one GPU: the higher score), then the
 // fuller GPU (lower score), then the start rule. Across GPUs ties go to the lowest index.

@@ -27,7 +27,9 @@ bool attributed(const MigProfile& p) {
 }
 
 std::string size_text(const Request& r) {
-  return text::split(r.describe(), ' ')[0];
+  std::string out = text::split(r.describe(), ' ')[0];
+  if (r.gpu && r.gpu->mig_start) out += text::cat(" at memory slice ", *r.gpu->mig_start);
+  return out;
 }
 
 // State of one GPU instance from the bookings and records of its MIG devices.
@@ -105,9 +107,13 @@ std::string where(const MigGpuView& v, const MigOccupant& o) {
   return text::cat("GPU ", v.gpu->index, " gi ", o.gi);
 }
 
-std::optional<MigPlan> reuse_plan(const MigGpuView& v, const MigProfile& p) {
+std::optional<std::uint32_t> pinned_start(const Request& r) {
+  return r.gpu ? r.gpu->mig_start : std::nullopt;
+}
+
+std::optional<MigPlan> reuse_plan(const MigGpuView& v, const MigProfile& p, std::optional<std::uint32_t> start) {
   for (const MigOccupant& o : v.occupants) {
-    if (o.profile_id != p.id || !o.reusable) continue;
+    if (o.profile_id != p.id || !o.reusable || (start && o.placement.start != *start)) continue;
     MigPlan plan{v.gpu->index, v.gpu->uuid, o.uuids.front()};
     plan.reason = text::cat("dynamic MIG: idle ", p.name, " on ", where(v, o), " reused");
     return plan;
@@ -162,12 +168,12 @@ Result<MigPlan> plan_mig(const Request& r, const std::vector<MigGpuView>& views)
   for (std::size_t k = 0; k < ranks; ++k) {
     for (std::size_t g = 0; g < views.size(); ++g)
       if (k < candidates[g].size())
-        if (auto plan = reuse_plan(views[g], *candidates[g][k])) return std::move(*plan);
+        if (auto plan = reuse_plan(views[g], *candidates[g][k], pinned_start(r))) return std::move(*plan);
     std::optional<PlacementChoice> best;
     std::size_t best_gpu = 0;
     for (std::size_t g = 0; g < views.size(); ++g) {
       if (k >= candidates[g].size()) continue;
-      auto c = mig_detail::best_placement(views[g], *candidates[g][k]);
+      auto c = mig_detail::best_placement(views[g], *candidates[g][k], pinned_start(r));
       if (c && (!best || mig_detail::better(*c, *best))) {
         best = std::move(c);
         best_gpu = g;

@@ -147,6 +147,7 @@ std::string Request::describe() const {
     out = "memory=" + (m ? *m : text::cat(memory_bytes, "B"));
   }
   if (gpu) out += " gpu=" + gpu->describe();
+  if (gpu && gpu->mig_start) out += text::cat(" placement=", *gpu->mig_start);
   if (policy) out += text::cat(" policy=", to_string(*policy));
   return out;
 }

@@ -40,8 +40,11 @@ enum class SizeKind { fraction, memory, mig_profile };
 // requests carry it, and the allocator then takes that instance or none.
 struct GpuPin {
   std::optional<std::uint32_t> index;
-  std::string uuid;              // set when index is not
-  std::string mig_uuid;          // CDI MIG devices only (never parsed from annotations)
+  std::string uuid;      // set when index is not
+  std::string mig_uuid;  // CDI MIG devices only (never parsed from annotations)
+  // DRA MIG profile devices only (never parsed): the instance's first memory slice, so a
+  // mig-profile request takes or makes an instance at exactly this placement.
+  std::optional<std::uint32_t> mig_start;
   std::string describe() const;  // "1", "GPU-..." or "MIG-..."
   bool operator==(const GpuPin&) const = default;
 };

@@ -1,5 +1,6 @@
 #include "k8s/claim.hpp"
 
+#include "core/mig_profile_name.hpp"
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"
 
@@ -28,9 +29,12 @@ const json* path(const json& j, std::initializer_list<const char*> keys) {
 Request booking_for(const DraDevice& d, std::uint64_t bytes) {
   Request r;
   r.gpu = GpuPin{d.gpu->index, "", d.mig ? d.mig->uuid : ""};
-  if (d.mig) {
+  if (d.whole()) {
     r.kind = SizeKind::mig_profile;
-    r.mig_profile = d.mig->profile_name;
+    const std::string& name = d.mig ? d.mig->profile_name : d.profile->name;
+    auto canonical = canonical_mig_profile(name);
+    r.mig_profile = canonical ? *canonical : name;
+    if (d.profile) r.gpu->mig_start = d.placement_start;
   } else if (bytes == 0 || bytes == d.gpu->memory_bytes) {
     r.kind = SizeKind::fraction;
     r.fraction = kWholeGpuPpm;
@@ -42,7 +46,7 @@ Request booking_for(const DraDevice& d, std::uint64_t bytes) {
 }
 
 Result<ClaimShare> share_of(const json& result, const ClaimRef& ref, const std::string& node, const Inventory& inv,
-                            std::size_t i) {
+                            const MigConfig& mig, std::size_t i) {
   const std::string where = text::cat("claim ", ref.describe(), ": status.allocation.devices.results[", i, "]");
   const std::string pool = string_at(result, "pool");
   if (pool != node)
@@ -50,16 +54,16 @@ Result<ClaimShare> share_of(const json& result, const ClaimRef& ref, const std::
         text::cat(where, ".pool: ", text::quote(pool), " is not this node's pool; use ", text::quote(node)));
   ClaimShare s;
   s.device = string_at(result, "device");
-  auto device = find_dra_device(inv, s.device);
+  auto device = find_dra_device(inv, s.device, mig);
   if (!device) return user_error(text::cat(where, ".device: ", text::quote(s.device), " is not a device of ", node));
   s.request = string_at(result, "request").substr(0, string_at(result, "request").find('/'));
   s.share_id = string_at(result, "shareID");
-  if (!s.share_id.empty() &&
-      (device->mig || s.share_id.size() > 64 || s.share_id.find_first_not_of("0123456789abcdef-") != std::string::npos))
+  if (!s.share_id.empty() && (device->whole() || s.share_id.size() > 64 ||
+                              s.share_id.find_first_not_of("0123456789abcdef-") != std::string::npos))
     return user_error(text::cat(where, ".shareID: ", text::quote(s.share_id),
-                                device->mig ? " on a device allocated whole" : " is not a UUID"));
+                                device->whole() ? " on a device allocated whole" : " is not a UUID"));
   s.bytes = device->memory_bytes();
-  if (const json* mem = path(result, {"consumedCapacity", "memory"}); mem && !device->mig) {
+  if (const json* mem = path(result, {"consumedCapacity", "memory"}); mem && !device->whole()) {
     if (!mem->is_string()) return user_error(text::cat(where, ".consumedCapacity.memory: not a quantity string"));
     auto bytes = parse_k8s_quantity(mem->get<std::string>());
     if (!bytes) return user_error(text::cat(where, ".consumedCapacity.memory: ", bytes.error().message));
@@ -69,13 +73,14 @@ Result<ClaimShare> share_of(const json& result, const ClaimRef& ref, const std::
     s.bytes = *bytes;
   }
   s.booking = booking_for(*device, s.bytes);
+  s.dynamic_mig = device->profile != nullptr;
   return s;
 }
 
 }  // namespace
 
 Result<std::vector<ClaimShare>> claim_shares(const json& claim, const ClaimRef& ref, const std::string& node,
-                                             const Inventory& inventory) {
+                                             const Inventory& inventory, const MigConfig& mig) {
   const std::string uid = claim.is_object() ? string_at(claim.value("metadata", json::object()), "uid") : "";
   if (uid != ref.uid)
     return user_error(text::cat("claim ", ref.ns, "/", ref.name, ": metadata.uid ", text::quote(uid),
@@ -91,7 +96,7 @@ Result<std::vector<ClaimShare>> claim_shares(const json& claim, const ClaimRef& 
   std::vector<ClaimShare> out;
   for (std::size_t i = 0; results && i < results->size(); ++i) {
     if (string_at((*results)[i], "driver") != kDriverName) continue;
-    auto s = share_of((*results)[i], ref, node, inventory, i);
+    auto s = share_of((*results)[i], ref, node, inventory, mig, i);
     if (!s) return std::unexpected(s.error());
     out.push_back(std::move(*s));
   }

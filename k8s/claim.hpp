@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.hpp"
 #include "core/error.hpp"
 #include "core/inventory.hpp"
 #include "core/request.hpp"
@@ -30,7 +31,8 @@ struct ClaimShare {
   std::string device;    // results[].device, a name from dra_devices()
   std::string share_id;  // results[].shareID ("" for a device allocated whole)
   std::uint64_t bytes = 0;
-  Request booking;  // what the ledger books: pinned to the device
+  Request booking;           // what the ledger books: pinned to the device (and placement)
+  bool dynamic_mig = false;  // a dynamic-MIG profile device: the provisioner may create it
   // The ledger's device key for this share: "<device>" or "<device>/<shareID>".
   std::string device_key() const { return share_id.empty() ? device : device + "/" + share_id; }
 };
@@ -39,6 +41,6 @@ struct ClaimShare {
 // kubelet's, one without status.allocation, a result naming another pool or an unknown device, a
 // consumed memory beyond the device, more than 32 results. Results of other drivers are skipped.
 Result<std::vector<ClaimShare>> claim_shares(const nlohmann::json& claim, const ClaimRef& ref, const std::string& node,
-                                             const Inventory& inventory);
+                                             const Inventory& inventory, const MigConfig& mig = {});
 
 }  // namespace gpufrac::dra

@@ -28,19 +28,41 @@ std::string mig_name(const Gpu& g, const MigInstance& m) {
   return text::cat("gpu-", g.index, "-mig-", m.gi_id, "-", m.ci_id);
 }
 
+// "gpu-0-mig-1g10gbme-19-3": DNS-label characters only; the profile id keeps +me and -me apart.
+std::string profile_device_name(const Gpu& g, const MigProfile& p, std::uint32_t start) {
+  std::string plain;
+  for (char c : p.name)
+    if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
+      plain += c;
+    else if (c >= 'A' && c <= 'Z')
+      plain += static_cast<char>(c - 'A' + 'a');
+  return text::cat("gpu-", g.index, "-mig-", plain, "-", p.id, "-", start);
+}
+
 }  // namespace
 
-std::vector<DraDevice> dra_devices(const Inventory& inventory) {
+std::uint64_t DraDevice::memory_bytes() const {
+  if (profile) return profile->memory_mib << 20;
+  return mig ? mig->memory_bytes : gpu->memory_bytes;
+}
+
+std::vector<DraDevice> dra_devices(const Inventory& inventory, const MigConfig& mig) {
   std::vector<DraDevice> out;
   for (const auto& g : inventory.gpus) {
-    if (!g.mig_enabled) out.push_back({text::cat("gpu-", g.index), &g, nullptr});
+    if (!g.mig_enabled) out.push_back({text::cat("gpu-", g.index), &g});
+    if (g.mig_enabled && mig.mode_for(g.index, g.uuid) == MigMode::dynamic) {
+      for (const auto& p : g.mig_profiles)
+        for (std::uint32_t start : p.placement_starts)
+          out.push_back({profile_device_name(g, p, start), &g, nullptr, &p, start});
+      continue;
+    }
     for (const auto& m : g.mig_instances) out.push_back({mig_name(g, m), &g, &m});
   }
   return out;
 }
 
-std::optional<DraDevice> find_dra_device(const Inventory& inventory, std::string_view name) {
-  for (auto& d : dra_devices(inventory))
+std::optional<DraDevice> find_dra_device(const Inventory& inventory, std::string_view name, const MigConfig& mig) {
+  for (auto& d : dra_devices(inventory, mig))
     if (d.name == name) return d;
   return std::nullopt;
 }

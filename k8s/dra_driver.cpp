@@ -2,12 +2,14 @@
 
 #include <set>
 
+#include "cdi/spec_write.hpp"
 #include "core/fault.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "k8s/claim_spec.hpp"
 #include "nvml/inventory_cache.hpp"
+#include "nvml/mig_provision.hpp"
 
 namespace gpufrac::dra {
 
@@ -28,6 +30,20 @@ Result<> check_ref(const ClaimRef& c) {
   if (c.uid.empty() || c.uid.size() > 64 || c.uid.find_first_not_of("0123456789abcdef-") != std::string::npos)
     return user_error(text::cat("claim ", c.ns, "/", c.name, ": uid ", text::quote(c.uid), " is not a UUID"));
   return {};
+}
+
+// A dynamic-MIG profile device goes through the provisioner, which reserves first (the instance
+// may exist, idle) and otherwise creates it at the device's placement; everything else is booked.
+Result<Booking> book(const Config& cfg, Ledger& ledger, const ReserveArgs& args, const Inventory& inv,
+                     bool dynamic_mig) {
+  if (!dynamic_mig) return ledger.reserve(args, inv, cfg.allocation);
+  auto provisioned = provision_mig(cfg, args, cdi::spec_refresher(cfg));
+  if (!provisioned) return std::unexpected(provisioned.error());
+  for (const auto& note : provisioned->notes) log::info("claim " + args.container_id + ": " + note);
+  if (provisioned->created)
+    log::info(text::cat("claim ", args.container_id, ": made MIG ", provisioned->created->profile_name, "@",
+                        provisioned->created->placement.start, " on GPU ", provisioned->booking.grant.gpu_index));
+  return std::move(provisioned->booking);
 }
 
 ReserveArgs reserve_args(const ClaimRef& c, const ClaimShare& s) {
@@ -98,7 +114,7 @@ Result<std::vector<PreparedDevice>> DraDriver::prepare_locked(const ClaimRef& c)
   if (!doc) return std::unexpected(doc.error());
   auto inventory = inventory_for_allocation(cfg_);
   if (!inventory) return std::unexpected(inventory.error());
-  auto shares = claim_shares(*doc, c, options_.node, *inventory);
+  auto shares = claim_shares(*doc, c, options_.node, *inventory, cfg_.mig);
   if (!shares) return std::unexpected(shares.error());
   checkpoint_.claims[c.uid] = PreparedClaim{c.ns, c.name, PrepareState::started, {}};
   if (auto r = save_checkpoint(options_.checkpoint_path, checkpoint_); !r) return std::unexpected(r.error());
@@ -106,17 +122,21 @@ Result<std::vector<PreparedDevice>> DraDriver::prepare_locked(const ClaimRef& c)
     Ledger ledger(LedgerOptions::from(cfg_));
     // The scheduler decided how many shares the GPU takes (its memory capacity): max-shares-per-gpu
     // is for node-local requests, which it cannot see.
-    AllocationConfig allocation = cfg_.allocation;
-    allocation.max_shares_per_gpu = 0;
+    Config cfg = cfg_;
+    cfg.allocation.max_shares_per_gpu = 0;
     std::vector<PreparedDevice> devices;
+    bool made_mig = false;
     for (const auto& s : *shares) {
-      auto b = ledger.reserve(reserve_args(c, s), *inventory, allocation);
+      auto b = book(cfg, ledger, reserve_args(c, s), *inventory, s.dynamic_mig);
       if (!b) return std::unexpected(b.error().wrap(text::cat("claim ", c.describe(), ": ", s.device)));
+      made_mig = made_mig || s.dynamic_mig;
       devices.push_back({s.request, options_.node, s.device, s.share_id, {claim_cdi_id(c.uid)}});
     }
     fault::point("dra-after-book");  // crash tests: killed between the two checkpoint phases
     auto bookings = ledger.bookings_of_claim(c.uid);
     if (!bookings) return std::unexpected(bookings.error());
+    if (made_mig) inventory = inventory_for_allocation(cfg_);  // a new instance: its nodes
+    if (!inventory) return std::unexpected(inventory.error());
     if (!bookings->empty())
       if (auto r = write_claim_spec(options_.cdi_dir, c.uid, *bookings, *inventory, cfg_); !r)
         return std::unexpected(r.error());

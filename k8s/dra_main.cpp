@@ -71,7 +71,7 @@ int run(const Options& o) {
   if (!server) return fail(server.error());
   std::fprintf(stderr, "gpufrac-dra: serving %s and %s for node %s\n", paths.registration.c_str(), paths.dra.c_str(),
                o.node.c_str());
-  SliceOptions slices{o.node, "", *step, 1};
+  SliceOptions slices{o.node, "", *step, 1, cfg->mig};
   do {
     auto published = publish_slices(api, *cfg, slices);
     if (!published)

@@ -58,23 +58,28 @@ json gpu_device(const DraDevice& d, const Inventory& inv, std::uint64_t step) {
            json::array({{{"counterSet", counter_set(g)}, {"counters", {{"memory", quantity(g.memory_bytes)}}}}})}};
 }
 
+// A MIG device: an existing instance, or (dynamic MIG) a profile at a placement that prepare makes.
 json mig_device(const DraDevice& d) {
   const Gpu& g = *d.gpu;
-  const MigInstance& m = *d.mig;
-  json counters = {{"memory", quantity(m.memory_bytes)}};
-  for (std::uint32_t s = m.placement.start; s < m.placement.start + m.placement.size; ++s)
+  const MigPlacement placement = d.mig ? d.mig->placement : MigPlacement{d.placement_start, d.profile->memory_slices};
+  json counters = {{"memory", quantity(d.memory_bytes())}};
+  for (std::uint32_t s = placement.start; s < placement.start + placement.size; ++s)
     counters[text::cat("memory-slice-", s)] = {{"value", "1"}};
+  json attrs = {{"type", {{"string", "mig"}}},
+                {"profile", {{"string", d.mig ? d.mig->profile_name : d.profile->name}}},
+                {"parentUUID", {{"string", g.uuid}}},
+                {"index", {{"int", g.index}}},
+                {"placementStart", {{"int", placement.start}}}};
+  if (d.mig) {
+    attrs["uuid"] = {{"string", d.mig->uuid}};
+    attrs["gi"] = {{"int", d.mig->gi_id}};
+    attrs["ci"] = {{"int", d.mig->ci_id}};
+  } else {
+    attrs["profileID"] = {{"int", d.profile->id}};
+  }
   return {{"name", d.name},
-          {"attributes",
-           {{"type", {{"string", "mig"}}},
-            {"uuid", {{"string", m.uuid}}},
-            {"profile", {{"string", m.profile_name}}},
-            {"parentUUID", {{"string", g.uuid}}},
-            {"index", {{"int", g.index}}},
-            {"gi", {{"int", m.gi_id}}},
-            {"ci", {{"int", m.ci_id}}},
-            {"placementStart", {{"int", m.placement.start}}}}},
-          {"capacity", {{"memory", quantity(m.memory_bytes)}}},
+          {"attributes", std::move(attrs)},
+          {"capacity", {{"memory", quantity(d.memory_bytes())}}},
           {"consumesCounters", json::array({{{"counterSet", counter_set(g)}, {"counters", std::move(counters)}}})}};
 }
 
@@ -106,8 +111,8 @@ std::vector<json> render_resource_slices(const Inventory& inventory, const Slice
         counter_sets({gpus.begin() + static_cast<std::ptrdiff_t>(i),
                       gpus.begin() + static_cast<std::ptrdiff_t>(std::min(gpus.size(), i + kMaxCounterSetsPerSlice))}));
   json current = json::array();
-  for (const auto& d : dra_devices(inventory)) {
-    current.push_back(d.mig ? mig_device(d) : gpu_device(d, inventory, o.share_step));
+  for (const auto& d : dra_devices(inventory, o.mig)) {
+    current.push_back(d.whole() ? mig_device(d) : gpu_device(d, inventory, o.share_step));
     if (current.size() == kMaxDevicesPerSlice) devices.push_back(std::exchange(current, json::array()));
   }
   if (!current.empty()) devices.push_back(std::move(current));

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.hpp"
 #include "core/inventory.hpp"
 
 namespace gpufrac::dra {
@@ -24,6 +25,7 @@ struct SliceOptions {
   std::string node_uid;                   // the Node's uid for the ownerReference ("": none)
   std::uint64_t share_step = 1ull << 30;  // memory a share is rounded up to (requestPolicy step)
   std::int64_t generation = 1;            // pool.generation
+  MigConfig mig;                          // dynamic-MIG GPUs publish profile devices
 };
 
 // The slices in publishing order; each has metadata.generateName "<5 hex digits>-gpufrac.io-<node>-".

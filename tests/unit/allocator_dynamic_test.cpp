@@ -50,6 +50,23 @@ TEST(AllocatorDynamic, StaticInstancesFirstThenThePlanner) {
       << g.error().message;
 }
 
+// gpufrac.io/gpu naming a dynamic GPU leaves no static GPU to look at: the planner alone answers
+// (this once read the first element of an empty list).
+TEST(AllocatorDynamic, APinToADynamicGpuGoesToThePlanner) {
+  const Inventory inv = dgx();
+  MigConfig mig;
+  mig.gpus["7"] = MigMode::dynamic;
+  std::vector<MigIdleRecord> idle;
+  Request r = test::profile_request("1g.10gb");
+  r.gpu = GpuPin{7, "", ""};
+  auto g = allocate(r, inv, {}, AllocationConfig{}, DynamicMig{&mig, &idle});
+  ASSERT_FALSE(g);
+  EXPECT_TRUE(
+      g.error().message.starts_with("no idle MIG instance serves mig-profile=1g.10gb on GPU 7; dynamic MIG "
+                                    "provisioning (gpufrac mig provision) would make 1g.10gb@"))
+      << g.error().message;
+}
+
 TEST(AllocatorDynamic, WithoutTheConfigEveryGpuIsStatic) {
   const Inventory inv = dgx();
   auto g = allocate(test::profile_request("7g.80gb"), inv, {}, AllocationConfig{});

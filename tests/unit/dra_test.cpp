@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "cdi/spec_file.hpp"
@@ -37,11 +38,22 @@ bool dns_label(const std::string& s) {
          s.back() != '-';
 }
 
+MigConfig dynamic_mig() {
+  MigConfig mig;
+  mig.mode = MigMode::dynamic;
+  return mig;
+}
+
+// Static MIG (existing instances) and dynamic MIG (every profile at every placement).
 TEST(DraSlices, EveryShippedMachinePassesTheSchemaAndTheLimits) {
-  for (const auto& file : machine_files()) {
-    SCOPED_TRACE(file);
+  for (const auto& [file, mig] : [] {
+         std::vector<std::pair<std::string, MigConfig>> all;
+         for (const auto& f : machine_files()) all.push_back({f, MigConfig{}}), all.push_back({f, dynamic_mig()});
+         return all;
+       }()) {
+    SCOPED_TRACE(file + (mig.mode == MigMode::dynamic ? " (dynamic MIG)" : ""));
     const Inventory inv = machine(file);
-    auto slices = render_resource_slices(inv, {"node-1", "9b2f0c3e-0000-4000-8000-000000000001", 1ull << 30, 3});
+    auto slices = render_resource_slices(inv, {"node-1", "9b2f0c3e-0000-4000-8000-000000000001", 1ull << 30, 3, mig});
     ASSERT_FALSE(slices.empty());
     std::set<std::string> device_names, counter_sets;
     std::size_t devices = 0;
@@ -71,7 +83,7 @@ TEST(DraSlices, EveryShippedMachinePassesTheSchemaAndTheLimits) {
         for (const auto& [name, a] : d["attributes"].items()) EXPECT_EQ(a.size(), 1u) << name;
       }
     }
-    EXPECT_EQ(devices, dra_devices(inv).size());
+    EXPECT_EQ(devices, dra_devices(inv, mig).size());
   }
 }
 
@@ -179,6 +191,35 @@ TEST(DraQuantity, FormatAndParse) {
             "\"ten\" is not an amount of memory; use a Kubernetes quantity of bytes, e.g. 10Gi, 4864Mi or 1073741824");
 }
 
+// A dynamic-MIG GPU publishes each profile at each placement, consuming exactly its memory
+// slices, so the scheduler never hands out two overlapping instances; static GPUs keep theirs.
+TEST(DraSlices, DynamicMigPublishesEveryProfileAtEveryPlacement) {
+  const Inventory inv = machine("h100-80gb-mig-empty.yaml");
+  EXPECT_TRUE(dra_devices(inv).empty()) << "static MIG, no instance: nothing to offer";
+  auto slices = render_resource_slices(inv, {"node-1", "", 1ull << 30, 1, dynamic_mig()});
+  ASSERT_EQ(slices.size(), 2u);
+  const json& devices = slices[1]["spec"]["devices"];
+  ASSERT_EQ(devices.size(), 25u);  // 1g.10gb x7, 1g.10gb+me x7, 1g.20gb x4, 2g.20gb x3, 3g.40gb x2, 4g.40gb, 7g.80gb
+  std::map<std::string, json> by_name;
+  for (const auto& d : devices) by_name[d["name"]] = d;
+  ASSERT_TRUE(by_name.contains("gpu-0-mig-1g10gb-19-6"));
+  ASSERT_TRUE(by_name.contains("gpu-0-mig-1g10gbme-20-0"));
+  const json& big = by_name["gpu-0-mig-3g40gb-9-4"];
+  EXPECT_EQ(big["attributes"], json::parse(R"({"type":{"string":"mig"},"profile":{"string":"3g.40gb"},
+      "parentUUID":{"string":")" + inv.gpus[0].uuid +
+                                           R"("},"index":{"int":0},"placementStart":{"int":4},
+      "profileID":{"int":9}})"));
+  EXPECT_EQ(big["capacity"]["memory"]["value"], "40448Mi");
+  EXPECT_EQ(big["consumesCounters"][0]["counters"],
+            json::parse(R"({"memory":{"value":"40448Mi"},"memory-slice-4":{"value":"1"},"memory-slice-5":{"value":"1"},
+                "memory-slice-6":{"value":"1"},"memory-slice-7":{"value":"1"}})"));
+  EXPECT_FALSE(big.contains("allowMultipleAllocations"));
+  MigConfig only_gpu1 = dynamic_mig();
+  only_gpu1.mode = MigMode::static_;
+  only_gpu1.gpus["1"] = MigMode::dynamic;
+  EXPECT_TRUE(dra_devices(inv, only_gpu1).empty()) << "the override names another GPU";
+}
+
 json claim(const std::string& uid, const json& results) {
   return {{"metadata", {{"name", "trainer-gpu"}, {"namespace", "team-a"}, {"uid", uid}}},
           {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}};
@@ -226,6 +267,24 @@ TEST(DraClaim, MigDeviceIsBookedByItsUuid) {
   ASSERT_TRUE(shares) << shares.error().message;
   EXPECT_EQ((*shares)[0].booking.gpu->mig_uuid, mig->mig->uuid);
   EXPECT_EQ((*shares)[0].booking.kind, SizeKind::mig_profile);
+}
+
+TEST(DraClaim, ProfileDeviceIsBookedAtItsPlacement) {
+  const Inventory inv = machine("h100-80gb-mig-empty.yaml");
+  auto shares = claim_shares(claim(kUid, json::array({result("gpu-0-mig-1g10gbme-20-3", "", "")})), kRef, "node-1", inv,
+                             dynamic_mig());
+  ASSERT_TRUE(shares) << shares.error().message;
+  EXPECT_TRUE((*shares)[0].dynamic_mig);
+  EXPECT_EQ((*shares)[0].booking.describe(), "mig-profile=1g.10gb+me gpu=0 placement=3");
+  EXPECT_EQ((*shares)[0].bytes, 9984ull << 20);
+  EXPECT_EQ(
+      error_of(claim_shares(claim(kUid, json::array({result("gpu-0-mig-1g10gb-19-3", "", "")})), kRef, "node-1", inv)),
+      std::string("claim team-a/trainer-gpu (uid ") + kUid +
+          "): status.allocation.devices.results[0].device: \"gpu-0-mig-1g10gb-19-3\" is not a device of node-1");
+  EXPECT_EQ(error_of(claim_shares(claim(kUid, json::array({result("gpu-0-mig-1g10gb-19-3", "", "abc")})), kRef,
+                                  "node-1", inv, dynamic_mig()))
+                .substr(std::string("claim team-a/trainer-gpu (uid ").size() + 39),
+            "status.allocation.devices.results[0].shareID: \"abc\" on a device allocated whole");
 }
 
 TEST(DraClaim, RefusalsNameTheClaimAndTheField) {

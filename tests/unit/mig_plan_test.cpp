@@ -193,5 +193,35 @@ TEST(MigPlan, PicksTheGpuByPlanThenIndex) {
   EXPECT_EQ(plan_mig(profile_request("3g.40gb"), {a.view(), b.view()})->gpu_index, 1u);
 }
 
+// A DRA profile device names its placement: the plan reuses or makes an instance only there, and
+// refuses (naming the slice and what holds it) when that placement is taken.
+TEST(MigPlan, APinnedPlacementIsTheOnlyOneTaken) {
+  SimGpu s(sim_gpu("h100-80gb-mig-empty.yaml"));
+  Request r = profile_request("1g.10gb");
+  r.gpu = GpuPin{0, "", "", 5};
+  auto plan = plan_mig(r, {s.view()});
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->create.placement, (MigPlacement{5, 1}));  // unpinned, the planner takes slice 0
+  const std::string at0 = s.add("1g.10gb", 0), at5 = s.add("1g.10gb", 5);
+  for (const auto& u : {at0, at5}) {
+    s.book(u, "c");
+    s.release(u, 0);
+  }
+  plan = plan_mig(r, {s.view()});
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->reuse_uuid, at5);  // the idle instance at slice 5, not the one at 0
+  s.book(at5, "busy");
+  plan = plan_mig(r, {s.view()});
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.error().message,
+            "no MIG instance for mig-profile=1g.10gb at memory slice 5 fits on a dynamic MIG GPU, even after "
+            "destroying idle ones: GPU 0: 1g.10gb@0 (idle), 1g.10gb@5 (busy)");
+  r.gpu->mig_start = 4;  // 2g.20gb@4 would overlap the busy 1g@5; 1g@4 is free
+  plan = plan_mig(r, {s.view()});
+  ASSERT_TRUE(plan) << plan.error().message;
+  EXPECT_EQ(plan->create.placement, (MigPlacement{4, 1}));
+  EXPECT_EQ(r.describe(), "mig-profile=1g.10gb gpu=0 placement=4");
+}
+
 }  // namespace
 }  // namespace gpufrac
