@@ -41,21 +41,21 @@ long lock_holder(int fd, const std::string& proc_root) {
 }  // namespace
 
 Result<LedgerLock> LedgerLock::acquire(const std::string& lock_path, std::uint64_t timeout_ms,
-                                       const std::string& proc_root) {
+                                       const std::string& proc_root, std::string_view what, std::string_view hint) {
   if (auto r = fs::make_dirs(fs::dirname(lock_path), 0755); !r) return std::unexpected(r.error());
   fs::UniqueFd fd(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
   if (!fd) return sys_error("cannot open ledger lock " + lock_path);
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
-    return user_error(lock_path + " is not a regular file; refusing to use it as the ledger lock");
+    return user_error(text::cat(lock_path, " is not a regular file; refusing to use it as ", what));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (auto pause = std::chrono::microseconds(200); ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0;) {
     if (errno != EWOULDBLOCK && errno != EINTR) return sys_error("cannot lock " + lock_path);
     if (std::chrono::steady_clock::now() >= deadline) {
       const long holder = lock_holder(fd.get(), proc_root);
-      return internal_error(text::cat("the ledger lock ", lock_path, " is held",
+      return internal_error(text::cat(what, " ", lock_path, " is held",
                                       holder ? text::cat(" by pid ", holder) : std::string(), " for more than ",
-                                      timeout_ms / 1000.0, " s (lock-timeout); is a gpufrac process stuck?"));
+                                      timeout_ms / 1000.0, " s", hint));
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(20000));

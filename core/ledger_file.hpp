@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/error.hpp"
@@ -18,8 +19,10 @@ class LedgerLock {
  public:
   // Creates the lock file (and its directory) when missing, then waits for the lock at most
   // timeout_ms; longer is an error naming the holder's pid when <proc_root>/locks shows it.
+  // `what` and `hint` word that error for other locks of the same kind (gpufrac-dra's).
   static Result<LedgerLock> acquire(const std::string& lock_path, std::uint64_t timeout_ms = 10000,
-                                    const std::string& proc_root = "/proc");
+                                    const std::string& proc_root = "/proc", std::string_view what = "the ledger lock",
+                                    std::string_view hint = " (lock-timeout); is a gpufrac process stuck?");
 
  private:
   explicit LedgerLock(fs::UniqueFd fd) : fd_(std::move(fd)) {}

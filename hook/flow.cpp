@@ -106,9 +106,14 @@ Result<> ld_cache_step(const Invocation& inv) {
 }
 
 Result<> run_steps(Invocation& inv) {
+  // A DRA claim's spec: gpufrac-dra booked before any container; the policy is what is left to check.
+  if (!inv.args.claim.empty())
+    if (auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r)
+      return std::unexpected(r.error().wrap("claim " + inv.args.claim));
   // A CDI spec's `--ld-cache` hook never books: the annotation request has its own hook.
   const bool books = !inv.args.cdi_device.empty() || inv.args.attach ||
-                     (inv.args.ld_cache.empty() && has_container_request(inv.spec.annotations, inv.spec.env, true));
+                     (inv.args.ld_cache.empty() && inv.args.claim.empty() &&
+                      has_container_request(inv.spec.annotations, inv.spec.env, true));
   if (books)
     if (auto r = book_and_apply(inv); !r) return r;
   return inv.args.ld_cache.empty() ? Result<>{} : ld_cache_step(inv);
@@ -144,7 +149,7 @@ Result<> create(const HookArgs& args, const OciState& state, std::uint64_t start
   auto spec = load_bundle_spec(state.bundle);
   if (!spec) return std::unexpected(spec.error());
   // The fast path: this hook runs for every container on the node. No config, no NVML, no ledger.
-  const bool named = !args.cdi_device.empty() || args.attach || !args.ld_cache.empty();
+  const bool named = !args.cdi_device.empty() || args.attach || !args.ld_cache.empty() || !args.claim.empty();
   if (!named && !has_container_request(spec->annotations, spec->env, true)) return warn_unrequested(args, state, *spec);
   // gpufrac-runtime already booked and edited this spec; its own `--attach` hook records the pid.
   if (!named && spec->annotations.contains(annotation::kInjected)) return {};
@@ -197,6 +202,8 @@ std::string hook_help() {
          "  --ld-cache DIRS    rebuild the container's loader cache for the driver's libraries in DIRS\n"
          "                     (':'-separated; the CDI spec and gpufrac-runtime pass it)\n"
          "  --instance ID      the container instance gpufrac-runtime booked for (else its pid and start time)\n"
+         "  --claim UID        a container of a Kubernetes claim gpufrac-dra prepared: check the host-PID\n"
+         "                     policy only (the claim's CDI spec passes it)\n"
          "  --help             print this help; --version prints the version\n";
 }
 
@@ -226,10 +233,14 @@ Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
       a.ld_cache = argv[++i];
     else if (opt == "--instance" && has_value)
       a.instance = argv[++i];
+    else if (opt == "--claim" && has_value)
+      a.claim = argv[++i];
     else
       return user_error(text::quote(opt) + " is not an option; " + usage);
   }
   if (auto r = validate_optional_instance(a.instance); !r) return std::unexpected(r.error().wrap("--instance"));
+  if (a.claim.size() > 64 || a.claim.find_first_not_of("0123456789abcdef-") != std::string::npos)
+    return user_error("--claim: " + text::quote(a.claim) + " is not a claim uid; use the claim's metadata.uid");
   return a;
 }
 

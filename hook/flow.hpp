@@ -17,16 +17,18 @@ struct HookArgs {
   bool attach = false;      // --attach: the runtime wrapper booked it; only record the pid
   std::string ld_cache;     // --ld-cache DIRS: rebuild the loader cache for the driver's libraries
   std::string instance;     // --instance ID: the wrapper's instance of this container (else from its pid)
+  std::string claim;        // --claim UID: a container of a DRA claim (booked by gpufrac-dra): the
+                            // host-PID policy only
 };
 
 inline constexpr const char* kHookUsage =
     "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach] "
-    "[--ld-cache DIRS] [--instance ID]";
+    "[--ld-cache DIRS] [--instance ID] [--claim UID]";
 // `gpufrac-hook --help`: the usage and what each part means.
 std::string hook_help();
 
 // gpufrac-hook <prestart|createRuntime|poststop> [--config FILE] [--cdi-device NAME] [--attach]
-// [--ld-cache DIRS] [--instance ID]
+// [--ld-cache DIRS] [--instance ID] [--claim UID]
 Result<HookArgs> parse_hook_args(int argc, const char* const* argv);
 
 // Runs one invocation on the OCI state read from stdin; returns the exit code. Errors are printed as

@@ -33,8 +33,11 @@ Result<> write_claim_spec(const std::string& cdi_dir, const std::string& uid, co
   const bool with_driver = cfg.driver.inject != DriverInject::never && !inv.driver.empty();
   auto edits = plan_container_edits(grants, inv, cfg, claim_files_key(uid), with_driver);
   if (!edits) return std::unexpected(edits.error());
-  if (with_driver)
-    edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", {"--ld-cache", ld_cache_arg(inv.driver)}));
+  // One createRuntime hook: the host-PID policy for the claim's containers (the shim's accounting
+  // needs host pids) and, when gpufrac brings the driver, the loader cache.
+  std::vector<std::string> hook_args{"--claim", uid};
+  if (with_driver) hook_args.insert(hook_args.end(), {"--ld-cache", ld_cache_arg(inv.driver)});
+  edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", hook_args));
   cdi::Spec spec{kCdiKind, {}, {{uid, std::move(*edits)}}};
   const std::string text = cdi::render(cdi::spec_json(spec), cdi::Format::yaml,
                                        "CDI spec of a Kubernetes claim prepared by gpufrac-dra; removed at unprepare.");

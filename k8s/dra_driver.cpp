@@ -1,9 +1,12 @@
 #include "k8s/dra_driver.hpp"
 
+#include <sys/stat.h>
+
 #include <set>
 
 #include "cdi/spec_write.hpp"
 #include "core/fault.hpp"
+#include "core/fs.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
@@ -14,6 +17,10 @@
 namespace gpufrac::dra {
 
 namespace {
+
+// Another instance's prepare is bounded by its API timeout (10 s) and the ledger's: well inside
+// the kubelet's 45 s.
+constexpr std::uint64_t kSerializeTimeoutMs = 20000;
 
 std::string claim_path(const ClaimRef& c) {
   return text::cat("/apis/resource.k8s.io/v1/namespaces/", c.ns, "/resourceclaims/", c.name);
@@ -62,11 +69,36 @@ ReserveArgs reserve_args(const ClaimRef& c, const ClaimShare& s) {
 DraDriver::DraDriver(Config cfg, DriverOptions options, const ApiClient& api)
     : cfg_(std::move(cfg)), options_(std::move(options)), api_(api) {}
 
+DraDriver::FileStamp DraDriver::checkpoint_stamp() const {
+  struct stat st {};
+  if (::stat(options_.checkpoint_path.c_str(), &st) != 0) return {};
+  return {st.st_ino, st.st_size, static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+Result<LedgerLock> DraDriver::serialize() {
+  auto held = LedgerLock::acquire(fs::dirname(options_.checkpoint_path) + "/serialize.lock", kSerializeTimeoutMs,
+                                  cfg_.proc_root, "gpufrac-dra's lock", "; is another gpufrac-dra instance stuck?");
+  if (!held) return held;
+  if (const FileStamp now = checkpoint_stamp(); !(now == stamp_)) {  // another instance wrote it
+    auto cp = load_checkpoint(options_.checkpoint_path);
+    if (!cp) return std::unexpected(cp.error());
+    checkpoint_ = std::move(*cp);
+    stamp_ = now;
+  }
+  return held;
+}
+
+Result<> DraDriver::save() {
+  if (auto r = save_checkpoint(options_.checkpoint_path, checkpoint_); !r) return r;
+  stamp_ = checkpoint_stamp();
+  return {};
+}
+
 Result<> DraDriver::start() {
   std::lock_guard lock(mutex_);
-  auto cp = load_checkpoint(options_.checkpoint_path);
-  if (!cp) return std::unexpected(cp.error());
-  checkpoint_ = std::move(*cp);
+  stamp_ = {0, -2, 0};  // matches no file: the first serialize() reads it
+  auto held = serialize();
+  if (!held) return std::unexpected(held.error());
   std::vector<std::string> half;
   for (const auto& [uid, c] : checkpoint_.claims)
     if (c.state == PrepareState::started) half.push_back(uid);
@@ -98,7 +130,8 @@ Result<nlohmann::json> DraDriver::fetch(const ClaimRef& c) const {
 PrepareResult DraDriver::prepare(const ClaimRef& claim) {
   if (auto r = check_ref(claim); !r) return {{}, r.error().message};
   std::lock_guard lock(mutex_);
-  auto devices = prepare_locked(claim);
+  auto held = serialize();
+  auto devices = held ? prepare_locked(claim) : std::unexpected(held.error());
   if (!devices) {
     log::warn("prepare: " + devices.error().message);
     return {{}, devices.error().message};
@@ -117,7 +150,7 @@ Result<std::vector<PreparedDevice>> DraDriver::prepare_locked(const ClaimRef& c)
   auto shares = claim_shares(*doc, c, options_.node, *inventory, cfg_.mig);
   if (!shares) return std::unexpected(shares.error());
   checkpoint_.claims[c.uid] = PreparedClaim{c.ns, c.name, PrepareState::started, {}};
-  if (auto r = save_checkpoint(options_.checkpoint_path, checkpoint_); !r) return std::unexpected(r.error());
+  if (auto r = save(); !r) return std::unexpected(r.error());
   auto done = [&]() -> Result<std::vector<PreparedDevice>> {
     Ledger ledger(LedgerOptions::from(cfg_));
     // The scheduler decided how many shares the GPU takes (its memory capacity): max-shares-per-gpu
@@ -147,7 +180,7 @@ Result<std::vector<PreparedDevice>> DraDriver::prepare_locked(const ClaimRef& c)
     return done;
   }
   checkpoint_.claims[c.uid] = PreparedClaim{c.ns, c.name, PrepareState::completed, *done};
-  if (auto r = save_checkpoint(options_.checkpoint_path, checkpoint_); !r) return std::unexpected(r.error());
+  if (auto r = save(); !r) return std::unexpected(r.error());
   log::info(text::cat("prepared claim ", c.describe(), ": ", done->size(), " device(s)"));
   return done;
 }
@@ -155,7 +188,8 @@ Result<std::vector<PreparedDevice>> DraDriver::prepare_locked(const ClaimRef& c)
 std::string DraDriver::unprepare(const ClaimRef& claim) {
   if (auto r = check_ref(claim); !r) return r.error().message;
   std::lock_guard lock(mutex_);
-  auto r = unprepare_locked(claim.uid);
+  auto held = serialize();
+  auto r = held ? unprepare_locked(claim.uid) : std::unexpected(held.error());
   if (!r) {
     log::warn("unprepare: " + r.error().message);
     return r.error().message;
@@ -168,7 +202,7 @@ Result<> DraDriver::unprepare_locked(const std::string& uid) {
   auto released = Ledger(LedgerOptions::from(cfg_)).release_claim(uid);
   if (!released) return std::unexpected(released.error());
   if (checkpoint_.claims.erase(uid) > 0 || !released->empty()) {
-    if (auto r = save_checkpoint(options_.checkpoint_path, checkpoint_); !r) return r;
+    if (auto r = save(); !r) return r;
     log::info(text::cat("unprepared claim ", uid, ": released ", released->size(), " booking(s)"));
   }
   return {};
@@ -189,6 +223,8 @@ void DraDriver::sync() {
                              r->body.value("metadata", nlohmann::json::object()).value("uid", "") != c.uid);
     if (!gone) continue;
     std::lock_guard lock(mutex_);
+    auto held = serialize();
+    if (!held || !checkpoint_.claims.contains(c.uid)) continue;  // another instance unprepared it
     log::info("claim " + c.describe() + " is gone from the API server: unpreparing it");
     if (auto u = unprepare_locked(c.uid); !u) log::warn("sync: " + u.error().message);
   }

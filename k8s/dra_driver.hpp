@@ -4,15 +4,22 @@
 // forget it). Idempotent both ways; one claim's failure never touches another's; calls are
 // serialized (the kubelet may send them concurrently). A restart first rolls back claims left
 // half-prepared and releases claim bookings the checkpoint does not know; a periodic sync releases
-// claims deleted (or replaced) while nobody unprepared them.
+// claims deleted (or replaced) while nobody unprepared them. Every state change holds
+// flock(<plugin dir>/serialize.lock) and first re-reads the checkpoint if another process wrote it:
+// during a rolling update two instances serve the kubelet, and either may unprepare what the other
+// prepared.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/ledger_file.hpp"
 #include "k8s/api_client.hpp"
 #include "k8s/checkpoint.hpp"
 #include "k8s/claim.hpp"
@@ -46,12 +53,24 @@ class DraDriver {
   Result<std::vector<PreparedDevice>> prepare_locked(const ClaimRef& claim);
   Result<> unprepare_locked(const std::string& uid);
   Result<nlohmann::json> fetch(const ClaimRef& claim) const;
+  // The cross-process lock, with the checkpoint brought up to date under it.
+  Result<LedgerLock> serialize();
+  Result<> save();
+
+  struct FileStamp {
+    ino_t ino = 0;
+    off_t size = -1;
+    std::int64_t mtime_ns = 0;
+    bool operator==(const FileStamp&) const = default;
+  };
+  FileStamp checkpoint_stamp() const;
 
   Config cfg_;
   DriverOptions options_;
   const ApiClient& api_;
   std::mutex mutex_;
   Checkpoint checkpoint_;
+  FileStamp stamp_;  // of the checkpoint file as this process last read or wrote it
 };
 
 }  // namespace gpufrac::dra

@@ -32,6 +32,7 @@ struct Options {
   std::string kubeconfig;
   std::string config;
   std::string share_step = "1Gi";
+  std::string pod_uid;  // set: rolling-update sockets
   double resync_s = 10;
 };
 
@@ -59,7 +60,11 @@ int run(const Options& o) {
   auto api_cfg = o.kubeconfig.empty() ? in_cluster_config() : kubeconfig_config(o.kubeconfig);
   if (!api_cfg) return fail(api_cfg.error());
   ApiClient api(*api_cfg);
-  const SocketPaths paths = socket_paths(o.kubelet_dir);
+  if (o.pod_uid.size() > 64 || o.pod_uid.find_first_not_of("0123456789abcdef-") != std::string::npos)
+    return fail(user_error("--pod-uid (or POD_UID): " + text::quote(o.pod_uid) +
+                           " is not a pod uid; use the pod's metadata.uid (a lowercase UUID)")
+                    .error());
+  const SocketPaths paths = socket_paths(o.kubelet_dir, o.pod_uid);
   DraDriver driver(*cfg, {o.node, o.cdi_dir, fs::dirname(paths.dra) + "/checkpoint.json"}, api);
   if (auto r = driver.start(); !r) return fail(r.error());
   sigset_t set;
@@ -91,6 +96,7 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   Options o;
   if (const char* n = std::getenv("NODE_NAME")) o.node = n;
+  if (const char* u = std::getenv("POD_UID")) o.pod_uid = u;
   CLI::App app{"gpufrac-dra: gpufrac's Kubernetes DRA kubelet plugin (driver gpufrac.io)", "gpufrac-dra"};
   app.set_version_flag("--version", std::string("gpufrac-dra ") + build::kVersion);
   app.add_option("--node-name", o.node, "This node's name (default: $NODE_NAME)");
@@ -100,6 +106,9 @@ int main(int argc, char** argv) {
   app.add_option("--config", o.config, "gpufrac's config (default: $GPUFRAC_CONFIG, else /etc/gpufrac/config.yaml)");
   app.add_option("--share-step", o.share_step, "Memory a share is rounded up to (the slices' request policy)")
       ->capture_default_str();
+  app.add_option("--pod-uid", o.pod_uid,
+                 "This pod's uid: per-pod sockets so two instances can serve during a rolling update "
+                 "(default: $POD_UID; empty: the single-instance socket names)");
   app.add_option("--resync", o.resync_s, "Seconds between slice reconciles and claim syncs")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();

@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+
 #include <grpcpp/grpcpp.h>
 
 #include "core/fs.hpp"
@@ -128,9 +130,21 @@ Result<> clear_socket(const std::string& path) {
 
 }  // namespace
 
-SocketPaths socket_paths(const std::string& kubelet_dir) {
-  return {text::cat(kubelet_dir, "/plugins_registry/", kDriverName, "-reg.sock"),
-          text::cat(kubelet_dir, "/plugins/", kDriverName, "/dra.sock")};
+SocketPaths socket_paths(const std::string& kubelet_dir, const std::string& pod_uid) {
+  if (pod_uid.empty())
+    return {text::cat(kubelet_dir, "/plugins_registry/", kDriverName, "-reg.sock"),
+            text::cat(kubelet_dir, "/plugins/", kDriverName, "/dra.sock")};
+  auto paths = [&](const std::string& id) {
+    return SocketPaths{text::cat(kubelet_dir, "/plugins_registry/", kDriverName, "-", id, "-reg.sock"),
+                       text::cat(kubelet_dir, "/plugins/", kDriverName, "/dra-", id, ".sock")};
+  };
+  SocketPaths full = paths(pod_uid);
+  if (full.registration.size() < kMaxSocketPath && full.dra.size() < kMaxSocketPath) return full;
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64: a short stand-in for a long pod uid
+  for (unsigned char c : pod_uid) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return paths(hex);
 }
 
 struct PluginServer::Impl {
@@ -148,7 +162,7 @@ PluginServer::~PluginServer() {
 
 Result<std::unique_ptr<PluginServer>> PluginServer::start(DraDriver& driver, const SocketPaths& paths) {
   for (const auto& p : {paths.registration, paths.dra}) {
-    if (p.size() >= 108) return user_error(p + ": longer than a Unix socket path may be (107 bytes)");
+    if (p.size() >= kMaxSocketPath) return user_error(p + ": longer than a Unix socket path may be (107 bytes)");
     if (auto r = fs::make_dirs(fs::dirname(p), 0750); !r) return std::unexpected(r.error());
     if (auto r = clear_socket(p); !r) return std::unexpected(r.error());
   }

@@ -18,11 +18,16 @@ class Server;
 
 namespace gpufrac::dra {
 
+inline constexpr std::size_t kMaxSocketPath = 108;  // sun_path, with its terminating NUL
+
 struct SocketPaths {
   std::string registration;  // <kubelet dir>/plugins_registry/gpufrac.io-reg.sock
   std::string dra;           // <kubelet dir>/plugins/gpufrac.io/dra.sock
 };
-SocketPaths socket_paths(const std::string& kubelet_dir);
+// With a pod uid (rolling update: the old and the new pod serve at once, each on its own sockets):
+// plugins_registry/gpufrac.io-<pod uid>-reg.sock and plugins/gpufrac.io/dra-<pod uid>.sock, the uid
+// replaced by 16 hex digits of its hash where a path would not fit a Unix socket address.
+SocketPaths socket_paths(const std::string& kubelet_dir, const std::string& pod_uid = "");
 
 class PluginServer {
  public:

@@ -147,13 +147,16 @@ assert_eq "$RC:$OUT" "0:gpufrac: no CDI device found in $E2E_TMP/none" "cdi list
 # 5. gpufrac-hook and gpufrac-runtime.
 run "$BIN_DIR/gpufrac-hook" --help
 assert_eq "$RC" 0 "gpufrac-hook --help"
-assert_eq "$(head -1 <<<"$OUT")" "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach] [--ld-cache DIRS] [--instance ID]" \
+assert_eq "$(head -1 <<<"$OUT")" "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach] [--ld-cache DIRS] [--instance ID] [--claim UID]" \
   "gpufrac-hook usage"
 run "$BIN_DIR/gpufrac-hook" --version
 assert_eq "$RC:$OUT" "0:gpufrac-hook $("$GPUFRAC" --version | cut -d' ' -f2)" "gpufrac-hook --version"
 run "$BIN_DIR/gpufrac-hook" createRuntim
-assert_eq "$RC:$OUT" '2:gpufrac-hook: "createRuntim" is not a stage; usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach] [--ld-cache DIRS] [--instance ID]' \
+assert_eq "$RC:$OUT" '2:gpufrac-hook: "createRuntim" is not a stage; usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach] [--ld-cache DIRS] [--instance ID] [--claim UID]' \
   "gpufrac-hook errors are prefixed gpufrac-hook:"
+run "$BIN_DIR/gpufrac-hook" createRuntime --claim ../etc
+assert_eq "$RC:$OUT" '2:gpufrac-hook: --claim: "../etc" is not a claim uid; use the claim'"'"'s metadata.uid' \
+  "gpufrac-hook --claim takes a uid only"
 if command -v runc >/dev/null; then
   run env GPUFRAC_CONFIG="$CFG" "$BIN_DIR/gpufrac-runtime" --version
   assert_eq "$RC" 0 "gpufrac-runtime --version"

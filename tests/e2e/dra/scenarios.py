@@ -41,14 +41,19 @@ def spec_path(uid):
 
 
 class Plugin:
-    def __init__(self, api, env=None):
+    def __init__(self, api, env=None, pod_uid=None):
         api.kubeconfig(os.path.join(TMP, "kubeconfig"))
         self.log = open(os.path.join(TMP, "dra.stderr"), "a")
+        env = dict(os.environ, **(env or {}))
+        env.pop("POD_UID", None)
+        if pod_uid:
+            env["POD_UID"] = pod_uid
         self.proc = subprocess.Popen(
             [DRA, "--node-name", "node-1", "--kubelet-dir", KUBELET_DIR, "--cdi-dir", CDI_DIR,
              "--kubeconfig", os.path.join(TMP, "kubeconfig"), "--config", CONFIG, "--resync", "0.5"],
-            stdout=self.log, stderr=self.log, env=dict(os.environ, **(env or {})))
-        self.registration = os.path.join(KUBELET_DIR, "plugins_registry", "gpufrac.io-reg.sock")
+            stdout=self.log, stderr=self.log, env=env)
+        name = "gpufrac.io-%s-reg.sock" % pod_uid if pod_uid else "gpufrac.io-reg.sock"
+        self.registration = os.path.join(KUBELET_DIR, "plugins_registry", name)
 
     def wait_registered(self):
         """Until GetInfo answers on the socket (a killed plugin's stale socket file does not)."""
@@ -152,6 +157,17 @@ def container_enforces(claims):
     check("%d" % (40536 // 4 * 1024 * 1024) in out, "the limit file holds the claim's share")
     check("the next cuMemAlloc of 512 MiB returned CUDA_ERROR_OUT_OF_MEMORY" in out, "CUDA stops at the limit: " + out)
     check(len(ledger_entries()) == 4, "the container's end releases nothing: the claim holds its share")
+
+
+def private_pid_refused(claims):
+    """The claim's spec carries gpufrac-hook --claim: a container in its own PID namespace (a pod
+    without hostPID: true) is refused with the hook's one line; the claim keeps its booking."""
+    argv = [a for a in podman_run(claims[0]["uid"], "--rm", "--rootfs", os.path.join(TMP, "rootfs"), "/bin/true")
+            if a != "--pid=host"]
+    rc, out = run(*argv)
+    check(rc != 0 and "claim %s: the container has its own PID namespace" % claims[0]["uid"] in out
+          and "hostPID: true" in out, "a claim's container without the host PID namespace is refused: " + out)
+    check(len(ledger_entries()) == 4, "the refusal leaves the claim's booking")
 
 
 def containers_share_a_claim(claims):
@@ -278,6 +294,53 @@ def concurrent(api, plugin):
     check(all(e.error == "" for e in resp.claims.values()) and not ledger_entries(), "all 50 unprepared")
 
 
+def rolling_update(api):
+    """Two instances at once, as a DaemonSet's rolling update runs them: each on its own sockets,
+    prepare and unprepare serialized across them by serialize.lock, either unpreparing what the
+    other prepared, the shared checkpoint losing nothing under concurrent prepares on both."""
+    old_uid, new_uid = "0b1a5e2c-1111-4111-8111-000000000001", "0b1a5e2c-2222-4222-8222-000000000002"
+    old, new = Plugin(api, pod_uid=old_uid), Plugin(api, pod_uid=new_uid)
+    try:
+        check(old.wait_registered() and new.wait_registered(), "both instances register on their own sockets")
+        k_old, k_new = harness.Kubelet(old.registration), harness.Kubelet(new.registration)
+        k_old.register()
+        k_new.register()
+        check(k_new.endpoint == os.path.join(KUBELET_DIR, "plugins", "gpufrac.io", "dra-%s.sock" % new_uid),
+              "the new pod's DRA socket: " + k_new.endpoint)
+        claims = [api.put_claim("rolling", "r%d" % i, [harness.share("gpu-0", "512Mi")]) for i in range(20)]
+        errors = []
+
+        def one(kubelet, c):
+            e = kubelet.prepare([c]).claims[c["uid"]]
+            if e.error:
+                errors.append(e.error)
+        threads = [threading.Thread(target=one, args=(k_old if i % 2 else k_new, c)) for i, c in enumerate(claims)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        check(errors == [], "20 prepares spread over both instances: %s" % errors[:3])
+        with open(CHECKPOINT) as f:
+            recorded = set(json.load(f)["claims"])
+        check(recorded == {c["uid"] for c in claims}, "the shared checkpoint holds all 20 (%d)" % len(recorded))
+        check(len([e for e in ledger_entries() if e["source"] == "dra"]) == 20, "20 bookings")
+        # Each instance unprepares the claims the other prepared.
+        errors = [e.error for k, half in ((k_old, claims[0::2]), (k_new, claims[1::2]))
+                  for e in k.unprepare(half).claims.values() if e.error]
+        check(errors == [], "unprepare across instances: %s" % errors[:3])
+        check(not ledger_entries() and not any(os.path.exists(spec_path(c["uid"])) for c in claims),
+              "every booking and spec released")
+        with open(CHECKPOINT) as f:
+            check(json.load(f)["claims"] == {}, "the checkpoint is empty again")
+        check(old.stop() == 0 and not os.path.exists(old.registration), "the old pod stops and removes its sockets")
+        check(os.path.exists(new.registration) and new.proc.poll() is None, "the new pod keeps serving")
+        check(harness.Kubelet(new.registration).register()[1] is None, "and still registers")
+    finally:
+        for p in (old, new):
+            if p.proc.poll() is None:
+                p.stop()
+
+
 def damaged_checkpoint(api):
     with open(CHECKPOINT, "r+") as f:
         text = f.read()
@@ -297,6 +360,7 @@ def main():
         kubelet = registration_and_slices(api, plugin)
         claims = four_quarters(api, kubelet)
         container_enforces(claims)
+        private_pid_refused(claims)
         containers_share_a_claim(claims)
         health_not_served(kubelet)
         unprepare(api, kubelet, claims)
@@ -307,6 +371,7 @@ def main():
         claims_deleted_while_down(api, plugin, claims[2:])
         concurrent(api, plugin)
         plugin.stop()
+        rolling_update(api)
         damaged_checkpoint(api)
     finally:
         if plugin.proc.poll() is None:
