@@ -52,9 +52,11 @@ PreparedDevice device_from(const json& d) {
 
 }  // namespace
 
+// The same document json{version, checksum, claims}.dump() gives (keys in order), with the claims
+// serialized once: the checksum covers exactly that text.
 std::string checkpoint_text(const Checkpoint& cp) {
-  const json claims = claims_json(cp);
-  return json{{"version", kVersion}, {"checksum", checksum(claims.dump())}, {"claims", claims}}.dump() + "\n";
+  const std::string claims = claims_json(cp).dump();
+  return text::cat("{\"checksum\":\"", checksum(claims), "\",\"claims\":", claims, ",\"version\":", kVersion, "}\n");
 }
 
 Result<Checkpoint> parse_checkpoint(const std::string& text, const std::string& path) {

@@ -39,67 +39,93 @@ json comparable(json spec) {
   return spec;
 }
 
+// The node's slices on the API server, by their index prefix; unparsable or doubled ones are extra.
+struct Found {
+  std::map<long, json> by_index;
+  std::vector<json> extra;
+  std::int64_t generation = 0;  // the highest found
+};
+
+Found sort_found(const json& list, const std::string& node) {
+  Found f;
+  for (const auto& item : list.value("items", json::array())) {
+    const long index = index_of(item["metadata"].value("name", ""), node);
+    f.generation = std::max<std::int64_t>(f.generation, item["spec"]["pool"].value("generation", 0));
+    if (index < 0 || f.by_index.contains(index))
+      f.extra.push_back(item);
+    else
+      f.by_index[index] = item;
+  }
+  return f;
+}
+
+bool up_to_date(const Found& f, const std::vector<json>& wanted, std::int64_t generation) {
+  if (!f.extra.empty() || f.by_index.size() != wanted.size()) return false;
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    auto it = f.by_index.find(static_cast<long>(i));
+    if (it == f.by_index.end() || comparable(it->second["spec"]) != comparable(wanted[i]["spec"]) ||
+        it->second["spec"]["pool"].value("generation", 0) != generation)
+      return false;
+  }
+  return true;
+}
+
+// POST a missing slice, or PUT the wanted spec (and owner) over the one found at its index.
+Result<> write_slice(const ApiClient& api, const json& wanted, const json* existing, PublishReport& report) {
+  if (existing == nullptr) {
+    if (auto r = checked(api.call("POST", kSlices, wanted), "POST", kSlices); !r) return std::unexpected(r.error());
+    ++report.created;
+    return {};
+  }
+  json updated = *existing;
+  updated["spec"] = wanted["spec"];
+  if (wanted["metadata"].contains("ownerReferences"))
+    updated["metadata"]["ownerReferences"] = wanted["metadata"]["ownerReferences"];
+  const std::string path = text::cat(kSlices, "/", existing->at("metadata").value("name", ""));
+  if (auto r = checked(api.call("PUT", path, updated), "PUT", path); !r) return std::unexpected(r.error());
+  ++report.updated;
+  return {};
+}
+
+// DELETE with uid and resourceVersion preconditions; one already gone counts as done.
+Result<> delete_slice(const ApiClient& api, const json& item, PublishReport& report) {
+  const json& m = item["metadata"];
+  const std::string path = text::cat(kSlices, "/", m.value("name", ""));
+  json options = {
+      {"kind", "DeleteOptions"},
+      {"apiVersion", "v1"},
+      {"preconditions", {{"uid", m.value("uid", "")}, {"resourceVersion", m.value("resourceVersion", "")}}}};
+  auto r = api.call("DELETE", path, options);
+  if (r && r->status == 404) return {};
+  if (auto c = checked(r, "DELETE", path); !c) return std::unexpected(c.error());
+  ++report.deleted;
+  return {};
+}
+
 }  // namespace
 
 Result<PublishReport> publish_slices(const ApiClient& api, const Config& cfg, SliceOptions o) {
   auto inventory = inventory_for_allocation(cfg);
   if (!inventory) return std::unexpected(inventory.error());
   const std::string list = list_path(o.node);
-  auto found = checked(api.call("GET", list), "GET", list);
-  if (!found) return std::unexpected(found.error());
-  std::map<long, json> existing;
-  std::vector<json> extra;
-  std::int64_t generation = 0;
-  for (const auto& item : found->value("items", json::array())) {
-    const std::string name = item["metadata"].value("name", "");
-    const long index = index_of(name, o.node);
-    generation = std::max<std::int64_t>(generation, item["spec"]["pool"].value("generation", 0));
-    if (index < 0 || existing.contains(index))
-      extra.push_back(item);
-    else
-      existing[index] = item;
-  }
-  o.generation = std::max<std::int64_t>(generation, 1);
+  auto listed = checked(api.call("GET", list), "GET", list);
+  if (!listed) return std::unexpected(listed.error());
+  Found found = sort_found(*listed, o.node);
+  o.generation = std::max<std::int64_t>(found.generation, 1);
   auto wanted = render_resource_slices(*inventory, o);
-  bool same = extra.empty() && existing.size() == wanted.size();
-  for (std::size_t i = 0; same && i < wanted.size(); ++i)
-    same = existing.contains(static_cast<long>(i)) &&
-           comparable(existing[static_cast<long>(i)]["spec"]) == comparable(wanted[i]["spec"]) &&
-           existing[static_cast<long>(i)]["spec"]["pool"].value("generation", 0) == o.generation;
   PublishReport report;
-  if (same) return report;
+  if (up_to_date(found, wanted, o.generation)) return report;
   // Something changes: every slice of the pool gets the new generation.
-  for (auto& w : wanted) w["spec"]["pool"]["generation"] = generation + 1;
   for (std::size_t i = 0; i < wanted.size(); ++i) {
-    auto it = existing.find(static_cast<long>(i));
-    if (it == existing.end()) {
-      if (auto r = checked(api.call("POST", kSlices, wanted[i]), "POST", kSlices); !r)
-        return std::unexpected(r.error());
-      ++report.created;
-      continue;
-    }
-    json updated = it->second;
-    updated["spec"] = wanted[i]["spec"];
-    if (wanted[i]["metadata"].contains("ownerReferences"))
-      updated["metadata"]["ownerReferences"] = wanted[i]["metadata"]["ownerReferences"];
-    const std::string path = text::cat(kSlices, "/", it->second["metadata"].value("name", ""));
-    if (auto r = checked(api.call("PUT", path, updated), "PUT", path); !r) return std::unexpected(r.error());
-    ++report.updated;
-    existing.erase(it);
+    wanted[i]["spec"]["pool"]["generation"] = found.generation + 1;
+    auto it = found.by_index.find(static_cast<long>(i));
+    if (auto r = write_slice(api, wanted[i], it == found.by_index.end() ? nullptr : &it->second, report); !r)
+      return std::unexpected(r.error());
+    if (it != found.by_index.end()) found.by_index.erase(it);
   }
-  for (const auto& [index, item] : existing) extra.push_back(item);
-  for (const auto& item : extra) {
-    const json& m = item["metadata"];
-    const std::string path = text::cat(kSlices, "/", m.value("name", ""));
-    json options = {
-        {"kind", "DeleteOptions"},
-        {"apiVersion", "v1"},
-        {"preconditions", {{"uid", m.value("uid", "")}, {"resourceVersion", m.value("resourceVersion", "")}}}};
-    auto r = api.call("DELETE", path, options);
-    if (r && r->status == 404) continue;  // gone already
-    if (auto c = checked(r, "DELETE", path); !c) return std::unexpected(c.error());
-    ++report.deleted;
-  }
+  for (const auto& [index, item] : found.by_index) found.extra.push_back(item);
+  for (const auto& item : found.extra)
+    if (auto r = delete_slice(api, item, report); !r) return std::unexpected(r.error());
   return report;
 }
 
