@@ -96,11 +96,19 @@ Result<> validate_device_key(std::string_view key) {
 }
 
 Result<> validate_claim_name(std::string_view claim) {
+  // A namespace is a DNS label (<= 63), a name a DNS subdomain (<= 253).
   const auto slash = claim.find('/');
-  const bool ok = slash != std::string_view::npos && slash > 0 && slash + 1 < claim.size() && claim.size() <= 317 &&
+  const bool ok = slash != std::string_view::npos && slash > 0 && slash <= 63 && slash + 1 < claim.size() &&
+                  claim.size() - slash - 1 <= 253 &&
                   claim.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-/") == std::string_view::npos &&
                   claim.find('/', slash + 1) == std::string_view::npos;
   if (!ok) return user_error(text::cat("claim ", text::quote(claim), " is not <namespace>/<name>"));
+  return {};
+}
+
+Result<> validate_kube_uid(std::string_view uid, std::string_view what) {
+  if (uid.empty() || uid.size() > 64 || uid.find_first_not_of("0123456789abcdef-") != std::string_view::npos)
+    return user_error(text::cat(what, " ", text::quote(uid), " is not a uid; use the object's metadata.uid"));
   return {};
 }
 

@@ -88,7 +88,10 @@ Result<> validate_container_key(std::string_view key);
 
 // Printable ASCII without spaces, quotes or backslashes, at most 128 bytes ("" allowed).
 Result<> validate_device_key(std::string_view key);
-// "<namespace>/<name>" of a ResourceClaim: DNS labels and subdomains ([a-z0-9.-]), at most 317 bytes.
+// "<namespace>/<name>" of a ResourceClaim: a DNS label (<= 63) and subdomain (<= 253), [a-z0-9.-].
 Result<> validate_claim_name(std::string_view claim);
+// A Kubernetes object uid (a claim's or a pod's): lowercase hex digits and '-', at most 64; empty
+// is refused. `what` names it in the message ("claim uid", "pod uid").
+Result<> validate_kube_uid(std::string_view uid, std::string_view what);
 
 }  // namespace gpufrac

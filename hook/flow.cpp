@@ -239,8 +239,8 @@ Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
       return user_error(text::quote(opt) + " is not an option; " + usage);
   }
   if (auto r = validate_optional_instance(a.instance); !r) return std::unexpected(r.error().wrap("--instance"));
-  if (a.claim.size() > 64 || a.claim.find_first_not_of("0123456789abcdef-") != std::string::npos)
-    return user_error("--claim: " + text::quote(a.claim) + " is not a claim uid; use the claim's metadata.uid");
+  if (!a.claim.empty())
+    if (auto r = validate_kube_uid(a.claim, "claim"); !r) return std::unexpected(r.error().wrap("--claim"));
   return a;
 }
 

@@ -26,16 +26,11 @@ std::string claim_path(const ClaimRef& c) {
   return text::cat("/apis/resource.k8s.io/v1/namespaces/", c.ns, "/resourceclaims/", c.name);
 }
 
-// Namespace and name are DNS labels/subdomains: anything else never reaches a URL or the ledger.
+// Namespace, name and uid as the ledger takes them: anything else never reaches a URL or a file.
 Result<> check_ref(const ClaimRef& c) {
-  auto dns = [](const std::string& s, std::size_t max) {
-    return !s.empty() && s.size() <= max &&
-           s.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789.-") == std::string::npos;
-  };
-  if (!dns(c.ns, 63) || !dns(c.name, 253))
-    return user_error(text::cat("claim ", text::quote(c.ns), "/", text::quote(c.name), ": not a namespace/name"));
-  if (c.uid.empty() || c.uid.size() > 64 || c.uid.find_first_not_of("0123456789abcdef-") != std::string::npos)
-    return user_error(text::cat("claim ", c.ns, "/", c.name, ": uid ", text::quote(c.uid), " is not a UUID"));
+  if (auto r = validate_claim_name(c.ns + "/" + c.name); !r) return r;
+  if (auto r = validate_kube_uid(c.uid, "uid"); !r)
+    return std::unexpected(r.error().wrap("claim " + c.ns + "/" + c.name));
   return {};
 }
 

@@ -13,6 +13,7 @@
 #include "core/build_info.hpp"
 #include "core/config.hpp"
 #include "core/fs.hpp"
+#include "core/ledger_entry.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"
@@ -60,10 +61,8 @@ int run(const Options& o) {
   auto api_cfg = o.kubeconfig.empty() ? in_cluster_config() : kubeconfig_config(o.kubeconfig);
   if (!api_cfg) return fail(api_cfg.error());
   ApiClient api(*api_cfg);
-  if (o.pod_uid.size() > 64 || o.pod_uid.find_first_not_of("0123456789abcdef-") != std::string::npos)
-    return fail(user_error("--pod-uid (or POD_UID): " + text::quote(o.pod_uid) +
-                           " is not a pod uid; use the pod's metadata.uid (a lowercase UUID)")
-                    .error());
+  if (!o.pod_uid.empty())
+    if (auto r = validate_kube_uid(o.pod_uid, "pod uid"); !r) return fail(r.error().wrap("--pod-uid (or POD_UID)"));
   const SocketPaths paths = socket_paths(o.kubelet_dir, o.pod_uid);
   DraDriver driver(*cfg, {o.node, o.cdi_dir, fs::dirname(paths.dra) + "/checkpoint.json"}, api);
   if (auto r = driver.start(); !r) return fail(r.error());

@@ -155,7 +155,7 @@ run "$BIN_DIR/gpufrac-hook" createRuntim
 assert_eq "$RC:$OUT" '2:gpufrac-hook: "createRuntim" is not a stage; usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach] [--ld-cache DIRS] [--instance ID] [--claim UID]' \
   "gpufrac-hook errors are prefixed gpufrac-hook:"
 run "$BIN_DIR/gpufrac-hook" createRuntime --claim ../etc
-assert_eq "$RC:$OUT" '2:gpufrac-hook: --claim: "../etc" is not a claim uid; use the claim'"'"'s metadata.uid' \
+assert_eq "$RC:$OUT" '2:gpufrac-hook: --claim: claim "../etc" is not a uid; use the object'"'"'s metadata.uid' \
   "gpufrac-hook --claim takes a uid only"
 if command -v runc >/dev/null; then
   run env GPUFRAC_CONFIG="$CFG" "$BIN_DIR/gpufrac-runtime" --version

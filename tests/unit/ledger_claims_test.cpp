@@ -82,6 +82,20 @@ TEST_F(LedgerTest, ClaimBookingsAreCheckedLikeTheOthers) {
   EXPECT_FALSE(ledger().reserve(claim_args(kUid, "s2", "30Gi"), inv_, cfg_));
 }
 
+// One rule for claim names and Kubernetes uids, wherever they arrive (kubelet, hook, DaemonSet).
+TEST(ClaimNames, NamespaceAndNameBoundsAndUids) {
+  EXPECT_TRUE(validate_claim_name(std::string(63, 'a') + "/" + std::string(253, 'b')));
+  EXPECT_FALSE(validate_claim_name(std::string(64, 'a') + "/b"));  // a namespace is a DNS label
+  EXPECT_FALSE(validate_claim_name("a/" + std::string(254, 'b')));
+  EXPECT_FALSE(validate_claim_name("a/b/c"));
+  EXPECT_TRUE(validate_kube_uid("2f9c3a52-7d1e-4b6a-9c1f-5a0e8d7b6c41", "uid"));
+  EXPECT_EQ(validate_kube_uid("../x", "pod uid").error().message,
+            "pod uid \"../x\" is not a uid; use the object's metadata.uid");
+  EXPECT_FALSE(validate_kube_uid("", "uid"));
+  EXPECT_FALSE(validate_kube_uid(std::string(65, 'a'), "uid"));
+  EXPECT_FALSE(validate_kube_uid("2F9C", "uid"));
+}
+
 TEST(LedgerJsonV3, ClaimEntriesRoundTripAndAreChecked) {
   LedgerEntry e;
   e.container_id = kUid;
