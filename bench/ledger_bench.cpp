@@ -1,11 +1,13 @@
-// The ledger under load: 1,000 live bookings on a simulated 64-GPU machine (64x A100-SXM4-80GB,
-// generated here as a machine file and loaded by the simulated backend).
-//  - ReserveRelease: one Ledger::reserve (flock, read + parse 1,000 entries, liveness of each from
-//    /proc, allocate, write temp + fsync + rename + directory fsync) and one Ledger::release (the
-//    same cycle without the allocation), as a container start and stop cost them. The state
-//    directory is on tmpfs (/dev/shm), as /run/gpufrac is on a real node.
+// The ledger under load: 1,000 (and 100) live bookings on a simulated 64-GPU machine (64x
+// A100-SXM4-80GB, generated here as a machine file and loaded by the simulated backend).
+//  - ReserveRelease: one Ledger::reserve (flock, read + parse 1,000 entries, allocate, write temp +
+//    fsync + rename + directory fsync; processes are checked only on a refusal) and one
+//    Ledger::release (the same cycle without the allocation), as a container start and stop cost
+//    them. The state directory is on tmpfs (/dev/shm), as /run/gpufrac is on a real node.
+//    ReserveRelease100: the same with 100 bookings.
 //  - Allocate: the baseline, the pure allocate() on the same 1,000 bookings in memory;
-//  - JsonLoadSave: parse_ledger + ledger_to_json of the same ledger, no I/O.
+//  - JsonLoadSave: parse_ledger (the fast reader of the writer's layout) + ledger_to_json, no I/O;
+//  - StrictJsonLoadSave: the same through the strict JSON reader (every read before the fast one).
 // After the runs, lines give ReserveRelease's median (or single) real time as a ratio of each.
 #include <stdlib.h>
 #include <unistd.h>
@@ -30,7 +32,6 @@ namespace gpufrac {
 namespace {
 
 constexpr int kGpus = 64;
-constexpr int kBookings = 1000;
 
 std::string machine_yaml() {
   std::string y =
@@ -53,34 +54,38 @@ struct Setup {
   std::string json;
 };
 
-const Setup& setup() {
-  static const Setup s = [] {
-    Setup out;
-    auto machine = load_simulated_machine_string(machine_yaml(), "bench-64gpu.yaml");
-    if (!machine) {
-      std::fprintf(stderr, "%s\n", machine.error().message.c_str());
-      std::abort();
-    }
-    out.inventory = machine->inventory;
-    out.config.max_shares_per_gpu = 0;
-    std::string base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
-    std::string tmpl = base + "/gpufrac-ledger-bench-XXXXXX";
-    std::string dir = ::mkdtemp(tmpl.data());
-    out.options = LedgerOptions{dir + "/ledger.json", dir + "/ledger.lock", "/proc", 120, {}};
-    Ledger ledger(out.options);
-    for (int i = 0; i < kBookings; ++i) {
-      ReserveArgs a{text::cat("ctr-", i), "", fraction("0.05"), BookingSource::hook, ::getpid(), std::nullopt};
-      if (!ledger.reserve(a, out.inventory, out.config)) std::abort();
-    }
-    out.state = *ledger.read();
-    out.json = ledger_to_json(out.state);
-    return out;
-  }();
-  return s;
+Setup make_setup(int bookings) {
+  Setup out;
+  auto machine = load_simulated_machine_string(machine_yaml(), "bench-64gpu.yaml");
+  if (!machine) {
+    std::fprintf(stderr, "%s\n", machine.error().message.c_str());
+    std::abort();
+  }
+  out.inventory = machine->inventory;
+  out.config.max_shares_per_gpu = 0;
+  std::string base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : "/tmp";
+  std::string tmpl = base + "/gpufrac-ledger-bench-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl.data());
+  out.options = LedgerOptions{dir + "/ledger.json", dir + "/ledger.lock", "/proc", 120, {}};
+  Ledger ledger(out.options);
+  for (int i = 0; i < bookings; ++i) {
+    ReserveArgs a{text::cat("ctr-", i), "", fraction("0.05"), BookingSource::hook, ::getpid(), std::nullopt};
+    if (!ledger.reserve(a, out.inventory, out.config)) std::abort();
+  }
+  out.state = *ledger.read();
+  out.json = ledger_to_json(out.state);
+  return out;
 }
 
-void BM_ReserveRelease(benchmark::State& state) {
-  const Setup& s = setup();
+const Setup& setup(int bookings = 1000) {
+  static std::map<int, Setup> made;
+  auto it = made.find(bookings);
+  if (it == made.end()) it = made.emplace(bookings, make_setup(bookings)).first;
+  return it->second;
+}
+
+void reserve_release(benchmark::State& state, int bookings) {
+  const Setup& s = setup(bookings);
   Ledger ledger(s.options);
   ReserveArgs a{"bench", "", fraction("0.05"), BookingSource::hook, ::getpid(), std::nullopt};
   for (auto _ : state) {
@@ -91,6 +96,14 @@ void BM_ReserveRelease(benchmark::State& state) {
     }
   }
   state.counters["bookings"] = static_cast<double>(ledger.read()->entries.size());
+}
+
+void BM_ReserveRelease(benchmark::State& state) {
+  reserve_release(state, 1000);
+}
+
+void BM_ReserveRelease100(benchmark::State& state) {
+  reserve_release(state, 100);
 }
 
 void BM_Allocate(benchmark::State& state) {
@@ -112,16 +125,31 @@ void BM_JsonLoadSave(benchmark::State& state) {
   state.counters["bytes"] = static_cast<double>(s.json.size());
 }
 
+void BM_StrictJsonLoadSave(benchmark::State& state) {
+  const Setup& s = setup();
+  for (auto _ : state) {
+    auto loaded = parse_ledger_json(s.json, "ledger.json");
+    auto text = ledger_to_json(*loaded);
+    benchmark::DoNotOptimize(text);
+  }
+}
+
 BENCHMARK(BM_ReserveRelease)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ReserveRelease100)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Allocate)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_JsonLoadSave)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_StrictJsonLoadSave)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace gpufrac
 
 int main(int argc, char** argv) {
-  int rc = gpufrac::bench::run_with_ratios(
-      argc, argv, {{"BM_ReserveRelease", "BM_Allocate"}, {"BM_ReserveRelease", "BM_JsonLoadSave"}}, 1);
-  std::filesystem::remove_all(std::filesystem::path(gpufrac::setup().options.path).parent_path());
+  int rc = gpufrac::bench::run_with_ratios(argc, argv,
+                                           {{"BM_ReserveRelease", "BM_Allocate"},
+                                            {"BM_ReserveRelease", "BM_JsonLoadSave"},
+                                            {"BM_JsonLoadSave", "BM_StrictJsonLoadSave"}},
+                                           1);
+  for (int n : {100, 1000})
+    std::filesystem::remove_all(std::filesystem::path(gpufrac::setup(n).options.path).parent_path());
   return rc;
 }

@@ -108,11 +108,11 @@ std::string Ledger::expiry(const LedgerEntry& e, std::int64_t t) const {
   return "";
 }
 
-std::vector<Reclaimed> Ledger::reclaim(LedgerState& state) const {
+std::vector<Reclaimed> Ledger::reclaim(LedgerState& state, bool processes) const {
   std::vector<Reclaimed> out;
   const std::int64_t t = now();
   std::erase_if(state.entries, [&](const LedgerEntry& e) {
-    std::string why = expiry(e, t);
+    std::string why = processes || e.pending() ? expiry(e, t) : "";
     if (!why.empty()) out.push_back(Reclaimed{e, why});
     return !why.empty();
   });
@@ -149,9 +149,18 @@ Result<Booking> Ledger::reserve(const ReserveArgs& a, const Inventory& inv, cons
   if (!start) return std::unexpected(start.error());
   auto tx = begin(options_);
   if (!tx) return std::unexpected(tx.error().wrap("while booking " + a.container_id));
-  auto reclaimed = reclaim(tx->state);
+  // Dead processes matter only to a refusal: decide first, check liveness only if refused.
+  auto reclaimed = reclaim(tx->state, false);
   bool changed = !reclaimed.empty();
   auto booking = book(tx->state, a, *start, inv, cfg, options_.mig, now(), changed);
+  if (!booking && booking.error().kind == ErrorKind::user) {
+    auto dead = reclaim(tx->state);
+    if (!dead.empty()) {
+      changed = true;
+      reclaimed.insert(reclaimed.end(), dead.begin(), dead.end());
+      booking = book(tx->state, a, *start, inv, cfg, options_.mig, now(), changed);
+    }
+  }
   if (changed)
     if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
   if (booking) booking->reclaimed = std::move(reclaimed);

@@ -2,7 +2,8 @@
 // ledger and a booking's life"). Each operation that changes it runs under flock(ledger.lock) as
 // read-modify-write and replaces the file atomically; a process killed at any instant leaves the
 // old or the new ledger. Bookings of dead processes (pid + start time) and pending bookings older
-// than the pending timeout are reclaimed by every reservation and by gc().
+// than the pending timeout are reclaimed by gc() and every update(); a reservation drops expired
+// pending ones and checks processes only when it would otherwise refuse.
 #pragma once
 
 #include <cstdint>
@@ -104,7 +105,9 @@ class Ledger {
 
  private:
   std::int64_t now() const;
-  std::vector<Reclaimed> reclaim(LedgerState& state) const;
+  // Drops expired pending bookings and, with `processes`, those whose process is gone (a read of
+  // /proc/<pid>/stat per booking: the expensive part of a reservation on a full node).
+  std::vector<Reclaimed> reclaim(LedgerState& state, bool processes = true) const;
   // Why the entry's booking is over ("" while it holds): its process is gone or it stayed pending.
   std::string expiry(const LedgerEntry& e, std::int64_t now) const;
   // Removes the bookings of the id that `doomed` selects, under the lock; returns them.

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/ledger_canonical.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac {
@@ -102,21 +103,32 @@ Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
   e.created = static_cast<std::int64_t>(r.u64("created", INT64_MAX));
   if (obj.contains("instance")) e.instance = r.str("instance", 64);  // absent in ledgers written before it
   if (obj.contains("claim")) e.claim = r.str("claim", 317);          // claim-owned bookings only
-  r.check(validate_container_id(e.container_id).has_value(), "container_id", "is not a valid container id");
-  r.check(validate_device_key(e.device_key).has_value(), "device_key", "is not a valid device key");
-  r.check(e.gpu_uuid.starts_with("GPU-"), "gpu_uuid", "must start with GPU-");
-  r.check(e.device_uuid.starts_with(e.mig ? "MIG-" : "GPU-"), "device_uuid",
-          "must be GPU-<uuid>, or MIG-<uuid> with mig");
-  r.check(source.has_value(), "source", "must be hook, wrapper, cdi or dra");
-  r.check((source == BookingSource::dra) == !e.claim.empty(), "claim", "is set exactly on dra bookings");
-  r.check(e.claim.empty() || validate_claim_name(e.claim).has_value(), "claim", "is not <namespace>/<name>");
-  r.check(source != BookingSource::dra || e.pid == 0, "pid", "must be 0 on a dra booking");
-  r.check(validate_optional_instance(e.instance).has_value(), "instance", "is not a valid instance");
-  r.check(e.pid != 0 || e.pid_start == 0, "pid_start", "must be 0 while pid is 0");
+  e.source = source.value_or(BookingSource::hook);
+  if (auto p = entry_value_problem(e, source.has_value())) r.fail(p->first, p->second);
   if (r.error()) return internal_error(*r.error());
-  e.source = *source;
   return e;
 }
+
+}  // namespace
+
+std::optional<std::pair<std::string_view, std::string_view>> entry_value_problem(const LedgerEntry& e,
+                                                                                 bool source_known) {
+  using P = std::pair<std::string_view, std::string_view>;
+  if (!validate_container_id(e.container_id)) return P{"container_id", "is not a valid container id"};
+  if (!validate_device_key(e.device_key)) return P{"device_key", "is not a valid device key"};
+  if (!e.gpu_uuid.starts_with("GPU-")) return P{"gpu_uuid", "must start with GPU-"};
+  if (!e.device_uuid.starts_with(e.mig ? "MIG-" : "GPU-"))
+    return P{"device_uuid", "must be GPU-<uuid>, or MIG-<uuid> with mig"};
+  if (!source_known) return P{"source", "must be hook, wrapper, cdi or dra"};
+  if (e.claim_owned() == e.claim.empty()) return P{"claim", "is set exactly on dra bookings"};
+  if (!e.claim.empty() && !validate_claim_name(e.claim)) return P{"claim", "is not <namespace>/<name>"};
+  if (e.claim_owned() && e.pid != 0) return P{"pid", "must be 0 on a dra booking"};
+  if (!validate_optional_instance(e.instance)) return P{"instance", "is not a valid instance"};
+  if (e.pid == 0 && e.pid_start != 0) return P{"pid_start", "must be 0 while pid is 0"};
+  return std::nullopt;
+}
+
+namespace {
 
 Result<MigIdleRecord> read_idle_record(const json& obj, const std::string& path) {
   if (!obj.is_object()) return internal_error(path + ": must be an object");
@@ -248,7 +260,9 @@ void string_field(std::string& out, std::string_view key, std::string_view value
   append_string(out, value);
 }
 
-void append_entry(std::string& out, const LedgerEntry& e) {
+}  // namespace
+
+void append_ledger_entry(std::string& out, const LedgerEntry& e) {
   out += "{";
   string_field(out, "container_id", e.container_id, true);
   string_field(out, "device_key", e.device_key);
@@ -282,30 +296,39 @@ void append_idle_record(std::string& out, const MigIdleRecord& r) {
   out += "}";
 }
 
-}  // namespace
+int ledger_version_for(const LedgerState& state) {
+  if (std::any_of(state.entries.begin(), state.entries.end(), [](const LedgerEntry& e) { return e.claim_owned(); }))
+    return kLedgerVersionClaims;
+  return state.mig_idle.empty() ? kLedgerVersion : kLedgerVersionMigIdle;
+}
 
 // One entry (and one idle record) per line: fast to write and easy to read or diff by hand.
 std::string ledger_to_json(const LedgerState& state) {
-  const bool claims =
-      std::any_of(state.entries.begin(), state.entries.end(), [](const LedgerEntry& e) { return e.claim_owned(); });
-  const bool v2 = claims || !state.mig_idle.empty();
-  const int version = claims ? kLedgerVersionClaims : v2 ? kLedgerVersionMigIdle : kLedgerVersion;
-  std::string out = text::cat("{\"version\":", version, ",\"entries\":[");
+  const int version = ledger_version_for(state);
+  std::string out;
   out.reserve(64 + state.entries.size() * 400 + state.mig_idle.size() * 120);
+  out += text::cat("{\"version\":", version, ",\"entries\":[");
   for (std::size_t i = 0; i < state.entries.size(); ++i) {
     out += i == 0 ? "\n" : ",\n";
-    append_entry(out, state.entries[i]);
+    append_ledger_entry(out, state.entries[i]);
   }
-  if (!v2) return out + "\n]}\n";
-  out += "\n],\"mig_idle\":[";
-  for (std::size_t i = 0; i < state.mig_idle.size(); ++i) {
-    out += i == 0 ? "\n" : ",\n";
-    append_idle_record(out, state.mig_idle[i]);
+  if (version != kLedgerVersion) {
+    out += "\n],\"mig_idle\":[";
+    for (std::size_t i = 0; i < state.mig_idle.size(); ++i) {
+      out += i == 0 ? "\n" : ",\n";
+      append_idle_record(out, state.mig_idle[i]);
+    }
   }
-  return out + "\n]}\n";
+  out += "\n]}\n";
+  return out;
 }
 
 Result<LedgerState> parse_ledger(std::string_view text, const std::string& name) {
+  if (auto state = scan_canonical_ledger(text)) return std::move(*state);
+  return parse_ledger_json(text, name);
+}
+
+Result<LedgerState> parse_ledger_json(std::string_view text, const std::string& name) {
   try {
     json doc = json::parse(text, nullptr, false);
     if (doc.is_discarded()) return internal_error(name + ": not valid JSON; move it away and run gpufrac gc");

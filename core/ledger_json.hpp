@@ -8,8 +8,10 @@
 // gpufrac, so anything else is a damaged file and is reported, never half-read.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -24,10 +26,25 @@ inline constexpr int kLedgerVersionClaims = 3;   // as 2, and bookings of Kubern
 inline constexpr std::size_t kMaxLedgerEntries = 65536;
 
 std::string ledger_to_json(const LedgerState& state);
+// The version ledger_to_json writes for this content (3 with a claim, 2 with an idle record, else 1),
+// and one entry or idle record exactly as it writes them (appended to out).
+int ledger_version_for(const LedgerState& state);
+void append_ledger_entry(std::string& out, const LedgerEntry& e);
+void append_idle_record(std::string& out, const MigIdleRecord& r);
 // One entry as the ledger stores it (also used by `gpufrac status --json` and `gc --json`).
 nlohmann::json entry_to_json(const LedgerEntry& e);
 nlohmann::json idle_record_to_json(const MigIdleRecord& r);
 // name is the file, for messages. An error is internal (exit 2): the file is damaged or newer.
+// A file in exactly the layout ledger_to_json writes is read by a scanner without a JSON document
+// (core/ledger_canonical.hpp, ~10x faster); anything else by the strict JSON reader. Both apply
+// the same checks, and the fuzzer holds them to the same answer.
 Result<LedgerState> parse_ledger(std::string_view text, const std::string& name);
+// The strict JSON reader alone (what parse_ledger falls back to).
+Result<LedgerState> parse_ledger_json(std::string_view text, const std::string& name);
+
+// The checks on an entry's values both readers apply, in order: the first problem as (field,
+// problem), or nullopt. `source_known`: the source string named a BookingSource.
+std::optional<std::pair<std::string_view, std::string_view>> entry_value_problem(const LedgerEntry& e,
+                                                                                 bool source_known);
 
 }  // namespace gpufrac

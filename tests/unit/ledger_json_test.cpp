@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/ledger_canonical.hpp"
 #include "core/ledger_json.hpp"
 
 namespace gpufrac {
@@ -130,6 +131,59 @@ TEST(LedgerJson, EscapesWhatItCannotStore) {
 TEST(LedgerJson, RefusesADoubleBooking) {
   std::string text = ledger_to_json(LedgerState{{sample(), sample()}});
   EXPECT_EQ(load_error(text), "ledger.json: entries[1]: a second booking of container c1 device key \"\"");
+}
+
+// The fast reader takes exactly what the writer writes and gives what the strict reader gives;
+// anything else is left to the strict reader (the fuzzer holds the two to the same answer).
+TEST(LedgerCanonical, ReadsTheWritersLayoutAndNothingElse) {
+  LedgerEntry claim = sample();
+  claim.container_id = "2f9c3a52-7d1e-4b6a-9c1f-5a0e8d7b6c41";
+  claim.source = BookingSource::dra;
+  claim.claim = "team-a/q0";
+  claim.pid = 0;
+  claim.pid_start = 0;
+  claim.instance = "dra";
+  LedgerEntry escaped = sample();
+  escaped.container_id = "c3";
+  escaped.request = "a\"b\\c";
+  for (const LedgerState& state :
+       {LedgerState{}, LedgerState{{sample(), sample_mig(), escaped}},
+        LedgerState{{sample()}, {MigIdleRecord{"MIG-7e3ba276-cba9-efe9-9fe8-6c419f56af4e", sample().gpu_uuid, 5}}},
+        LedgerState{{sample(), claim}}}) {
+    const std::string text = ledger_to_json(state);
+    auto fast = scan_canonical_ledger(text);
+    ASSERT_TRUE(fast.has_value()) << text;
+    EXPECT_EQ(*fast, state);
+    EXPECT_EQ(*parse_ledger_json(text, "x"), state);
+  }
+  const std::string text = ledger_to_json(LedgerState{{sample(), sample_mig()}});
+  std::string spaced = text;
+  spaced.insert(text.find("\"bytes\""), " ");
+  EXPECT_FALSE(scan_canonical_ledger(spaced));
+  EXPECT_EQ(*parse_ledger(spaced, "x"), (LedgerState{{sample(), sample_mig()}}));  // the strict reader takes it
+  EXPECT_FALSE(scan_canonical_ledger(text.substr(0, text.size() - 1)));
+  EXPECT_FALSE(scan_canonical_ledger("{\"version\":3,\"entries\":[\n],\"mig_idle\":[\n]}\n"))
+      << "version 3 without a claim is not what the writer writes";
+}
+
+TEST(LedgerCanonical, BadValuesInTheWritersLayoutGetTheStrictReadersError) {
+  LedgerEntry bad = sample();
+  bad.container_id = "../etc";
+  std::string text = ledger_to_json(LedgerState{{bad}});
+  EXPECT_FALSE(scan_canonical_ledger(text));
+  EXPECT_EQ(load_error(text), "ledger.json: entries[0].container_id: is not a valid container id");
+  bad = sample();
+  bad.pid = 0;  // pending, with a start time
+  EXPECT_EQ(load_error(ledger_to_json(LedgerState{{bad}})),
+            "ledger.json: entries[0].pid_start: must be 0 while pid is 0");
+  bad = sample();
+  bad.pid = kMaxPid + 1;
+  EXPECT_EQ(load_error(ledger_to_json(LedgerState{{bad}})),
+            "ledger.json: entries[0].pid: must be an integer 0-4194304");
+  EXPECT_FALSE(scan_canonical_ledger(ledger_to_json(LedgerState{{sample(), sample()}})));
+  LedgerState two_records{{}, {MigIdleRecord{"MIG-a", "GPU-b", 1}, MigIdleRecord{"MIG-a", "GPU-b", 2}}};
+  EXPECT_FALSE(scan_canonical_ledger(ledger_to_json(two_records)));
+  EXPECT_EQ(load_error(ledger_to_json(two_records)), "ledger.json: mig_idle[1]: a second record of MIG-a");
 }
 
 }  // namespace

@@ -1,0 +1,18 @@
+// The ledger's fast reader: a file in exactly the layout ledger_to_json writes (one entry per line,
+// keys in the writer's order, no spaces) is scanned straight into a LedgerState, without building a
+// JSON document, then checked like the strict reader checks (entry_value_problem, bounds, duplicate
+// bookings and records) and accepted only if writing that state back gives the same bytes. Any
+// difference, a hand-edited file, an old layout or a damaged one, returns nullopt and the strict
+// JSON reader decides and words the error. The fuzzer checks that both readers agree.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "core/ledger_entry.hpp"
+
+namespace gpufrac {
+
+std::optional<LedgerState> scan_canonical_ledger(std::string_view text);
+
+}  // namespace gpufrac
