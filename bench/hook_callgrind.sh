@@ -4,7 +4,8 @@
 #   fast path: createRuntime of a bundle without a gpufrac request (every container on the node);
 #   full path: createRuntime with a 0.25 share on a simulated GPU (book, files, mounts into a real
 #   mount namespace, device cgroup, loader cache), then poststop (release).
-# Usage (root): bench/hook_callgrind.sh [build-dir]
+# Usage (root): bench/hook_callgrind.sh [build-dir]   (GPUFRAC_CALLGRIND_KEEP=PREFIX keeps the
+# callgrind files as PREFIX.fast, PREFIX.post for callgrind_annotate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=$(realpath "${1:-build}")
@@ -35,6 +36,7 @@ ir() {
     return
   fi
   awk '/^summary:/ { print $2 }' "$out"
+  if [ -n "${GPUFRAC_CALLGRIND_KEEP:-}" ]; then cp "$out" "$GPUFRAC_CALLGRIND_KEEP.$label"; fi
 }
 plain=$(jq -cn --arg b "$E2E_TMP/plain" '{id:"cg-plain",bundle:$b,pid:1,status:"creating"}')
 share=$(jq -cn --arg b "$E2E_TMP/share" --argjson p "$SLEEPER" '{id:"cg-share",bundle:$b,pid:$p}')

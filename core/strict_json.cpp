@@ -15,7 +15,7 @@ using json = nlohmann::json;
 // The SAX pass: counts, depth, and the keys seen in each open object (to find duplicates).
 class StrictSax : public nlohmann::json_sax<json> {
  public:
-  explicit StrictSax(const JsonLimits& limits) : limits_(limits) {}
+  StrictSax(const JsonLimits& limits, const JsonStringVisitor* strings) : limits_(limits), strings_(strings) {}
   std::string problem;  // empty: the document is fine
 
   bool null() override { return value(); }
@@ -23,7 +23,15 @@ class StrictSax : public nlohmann::json_sax<json> {
   bool number_integer(number_integer_t) override { return value(); }
   bool number_unsigned(number_unsigned_t) override { return value(); }
   bool number_float(number_float_t, const string_t&) override { return value(); }
-  bool string(string_t&) override { return value(); }
+  bool string(string_t& s) override {
+    if (!value()) return false;
+    if (strings_ != nullptr) {
+      path_.clear();
+      for (const Frame& f : frames_) path_.push_back({f.object, f.key, f.index == 0 ? 0 : f.index - 1});
+      (*strings_)(path_, s);
+    }
+    return true;
+  }
   bool binary(binary_t&) override { return fail("binary values are not JSON"); }
   bool start_object(std::size_t) override { return open(true); }
   bool end_object() override { return close(); }
@@ -79,13 +87,16 @@ class StrictSax : public nlohmann::json_sax<json> {
     return false;
   }
   const JsonLimits& limits_;
+  const JsonStringVisitor* strings_;
+  std::vector<JsonPathStep> path_;
   std::vector<Frame> frames_;
   std::size_t values_ = 0;
 };
 
 }  // namespace
 
-Result<> check_strict_json(std::string_view text, std::string_view what, const JsonLimits& limits) {
+Result<> check_strict_json(std::string_view text, std::string_view what, const JsonLimits& limits,
+                           const JsonStringVisitor* strings) {
   if (text.size() > limits.max_bytes)
     return user_error(text::cat(what, ": ", text.size(), " bytes, more than the ", limits.max_bytes, " accepted"));
   // nlohmann's lexer ends the input at a NUL byte, a Go decoder refuses it: what follows one would
@@ -93,7 +104,7 @@ Result<> check_strict_json(std::string_view text, std::string_view what, const J
   if (auto nul = text.find('\0'); nul != std::string_view::npos)
     return user_error(text::cat(what, ": a NUL byte at byte ", nul,
                                 "; gpufrac reads only JSON that every runtime reads the same way"));
-  StrictSax sax(limits);
+  StrictSax sax(limits, strings);
   const bool ok = json::sax_parse(text, &sax, json::input_format_t::json, true);
   if (!ok || !sax.problem.empty())
     return user_error(text::cat(what, ": ", sax.problem.empty() ? std::string("invalid JSON") : sax.problem,

@@ -8,7 +8,10 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,8 +25,19 @@ struct JsonLimits {
   std::size_t max_values = 1u << 20;  // scalars, arrays and objects together
 };
 
+// One step of the path to a value: an object member (its key) or an array element (its index).
+struct JsonPathStep {
+  bool object = false;
+  std::string_view key;
+  std::size_t index = 0;
+};
+// Sees every string value during the check, with the path to it (outermost first): a reader that
+// needs a few strings gets them from the one pass, without a DOM.
+using JsonStringVisitor = std::function<void(const std::vector<JsonPathStep>& path, const std::string& value)>;
+
 // `what` names the document in errors ("config.json", "OCI state on stdin").
-Result<> check_strict_json(std::string_view text, std::string_view what, const JsonLimits& limits = {});
+Result<> check_strict_json(std::string_view text, std::string_view what, const JsonLimits& limits = {},
+                           const JsonStringVisitor* strings = nullptr);
 // check_strict_json, then the DOM.
 Result<nlohmann::json> parse_strict_json(std::string_view text, std::string_view what, const JsonLimits& limits = {});
 

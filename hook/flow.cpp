@@ -146,13 +146,18 @@ Result<> warn_unrequested(const HookArgs& args, const OciState& state, const Bun
 }
 
 Result<> create(const HookArgs& args, const OciState& state, std::uint64_t started_ns) {
-  auto spec = load_bundle_spec(state.bundle);
-  if (!spec) return std::unexpected(spec.error());
-  // The fast path: this hook runs for every container on the node. No config, no NVML, no ledger.
+  auto config = load_bundle_config(state.bundle);
+  if (!config) return std::unexpected(config.error());
+  // The fast path: this hook runs for every container on the node. No DOM, no config, no NVML, no
+  // ledger: one strict pass over config.json gives the annotations and the environment.
+  const BundleSpec& fields = config->request_fields;
   const bool named = !args.cdi_device.empty() || args.attach || !args.ld_cache.empty() || !args.claim.empty();
-  if (!named && !has_container_request(spec->annotations, spec->env, true)) return warn_unrequested(args, state, *spec);
+  if (!named && !has_container_request(fields.annotations, fields.env, true))
+    return warn_unrequested(args, state, fields);
   // gpufrac-runtime already booked and edited this spec; its own `--attach` hook records the pid.
-  if (!named && spec->annotations.contains(annotation::kInjected)) return {};
+  if (!named && fields.annotations.contains(annotation::kInjected)) return {};
+  auto spec = config->full();
+  if (!spec) return std::unexpected(spec.error());
   auto cfg = select_config(args.config_path);
   if (!cfg) return std::unexpected(cfg.error());
   log::init(cfg->log, "gpufrac-hook");

@@ -145,14 +145,36 @@ Result<BundleSpec> bundle_spec_from(const json& j, const std::string& bundle) {
   return spec;
 }
 
-Result<BundleSpec> load_bundle_spec(const std::string& bundle) {
+Result<BundleConfig> load_bundle_config(const std::string& bundle) {
+  BundleConfig c;
+  c.bundle = bundle;
   auto text = fs::read_file(bundle + "/config.json", kMaxConfigBytes);
   if (!text) {
     Error e = text.error();
     e.kind = ErrorKind::user;
     return std::unexpected(std::move(e));
   }
-  return parse_bundle_spec(*text, bundle);
+  c.text = std::move(*text);
+  // The same strings bundle_spec_from takes: annotations.<key> and process.env[<i>].
+  const JsonStringVisitor strings = [&](const std::vector<JsonPathStep>& p, const std::string& value) {
+    if (p.size() == 2 && p[0].object && p[0].key == "annotations" && p[1].object)
+      c.request_fields.annotations[std::string(p[1].key)] = value;
+    else if (p.size() == 3 && p[0].object && p[0].key == "process" && p[1].object && p[1].key == "env" && !p[2].object)
+      c.request_fields.env.push_back(value);
+  };
+  if (auto r = check_strict_json(c.text, bundle + "/config.json", {.max_bytes = kMaxConfigBytes}, &strings); !r)
+    return std::unexpected(r.error());
+  return c;
+}
+
+Result<BundleSpec> BundleConfig::full() const {
+  return bundle_spec_from(nlohmann::json::parse(text), bundle);  // checked strictly at load
+}
+
+Result<BundleSpec> load_bundle_spec(const std::string& bundle) {
+  auto config = load_bundle_config(bundle);
+  if (!config) return std::unexpected(config.error());
+  return config->full();
 }
 
 }  // namespace gpufrac::hook

@@ -53,6 +53,18 @@ Result<BundleSpec> parse_bundle_spec(std::string_view config_json, const std::st
 Result<BundleSpec> bundle_spec_from(const nlohmann::json& config, const std::string& bundle);
 Result<BundleSpec> load_bundle_spec(const std::string& bundle);
 
+// config.json read once and checked strictly, with what a request is made of (annotations and
+// process.env, the only fields of request_fields) taken during that one pass; full() builds the
+// DOM and the rest only for the containers that ask for a share. The hook's fast path (every
+// container on the node) never builds a DOM.
+struct BundleConfig {
+  std::string bundle;
+  std::string text;
+  BundleSpec request_fields;
+  Result<BundleSpec> full() const;
+};
+Result<BundleConfig> load_bundle_config(const std::string& bundle);
+
 // The host-PID policy (config require-host-pid): a spec that creates its own PID namespace, or joins
 // one that is not the host's, is refused with one line naming --pid=host and hostPID: true.
 Result<> check_host_pid(const BundleSpec& spec, bool require_host_pid, const std::string& proc_root);

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "core/fs.hpp"
@@ -57,6 +59,29 @@ TEST(BundleSpec, ReadsAnnotationsRootAndPidNamespace) {
   EXPECT_EQ(host->pid_namespace_path, "/proc/1/ns/pid");
   EXPECT_FALSE(parse_bundle_spec("{", "/b").has_value());
   EXPECT_FALSE(parse_bundle_spec("{}", "/b").has_value());
+}
+
+// The fast path's one pass takes exactly the annotations and the environment the full read takes,
+// and nothing from look-alike places.
+TEST(BundleConfig, RequestFieldsAreWhatTheFullReadTakes) {
+  char tmpl[] = "/tmp/gpufrac-bundle-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string config = R"({"root":{"path":"rootfs"},
+      "annotations":{"gpufrac.io/fraction":"0.25","n":1,"o":{"p":"q"}},
+      "process":{"env":["PATH=/bin","GPUFRAC_MEMORY=1Gi",3],"args":["sh"],"user":{"env":["X=1"]}},
+      "linux":{"annotations":{"gpufrac.io/gpu":"1"}},"env":["Y=2"]})";
+  ASSERT_TRUE(fs::write_file_atomic(dir + "/config.json", config, 0600));
+  auto c = load_bundle_config(dir);
+  ASSERT_TRUE(c) << c.error().message;
+  auto full = c->full();
+  ASSERT_TRUE(full) << full.error().message;
+  EXPECT_EQ(c->request_fields.annotations, full->annotations);
+  EXPECT_EQ(c->request_fields.env, full->env);
+  EXPECT_EQ(c->request_fields.annotations, (std::map<std::string, std::string>{{"gpufrac.io/fraction", "0.25"}}));
+  EXPECT_EQ(c->request_fields.env, (std::vector<std::string>{"PATH=/bin", "GPUFRAC_MEMORY=1Gi"}));
+  ASSERT_TRUE(fs::write_file_atomic(dir + "/config.json", R"({"annotations":{"a":"1","a":"2"}})", 0600));
+  EXPECT_FALSE(load_bundle_config(dir)) << "duplicate keys are still refused";
+  std::filesystem::remove_all(dir);
 }
 
 TEST(DeviceRules, LastMatchWins) {
