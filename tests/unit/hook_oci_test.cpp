@@ -11,6 +11,16 @@
 namespace gpufrac::hook {
 namespace {
 
+// A temporary directory removed when the test ends, however it ends.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/gpufrac-cg-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
 TEST(OciState, RuncShape) {
   auto s = parse_oci_state(
       R"({"ociVersion":"1.0.2-dev","id":"abc","status":"creating","pid":4242,"bundle":"/b","annotations":{}})");
@@ -64,8 +74,8 @@ TEST(BundleSpec, ReadsAnnotationsRootAndPidNamespace) {
 // The fast path's one pass takes exactly the annotations and the environment the full read takes,
 // and nothing from look-alike places.
 TEST(BundleConfig, RequestFieldsAreWhatTheFullReadTakes) {
-  char tmpl[] = "/tmp/gpufrac-bundle-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
+  const TempDir tmp;
+  const std::string& dir = tmp.path;
   const std::string config = R"({"root":{"path":"rootfs"},
       "annotations":{"gpufrac.io/fraction":"0.25","n":1,"o":{"p":"q"}},
       "process":{"env":["PATH=/bin","GPUFRAC_MEMORY=1Gi",3],"args":["sh"],"user":{"env":["X=1"]}},
@@ -81,7 +91,6 @@ TEST(BundleConfig, RequestFieldsAreWhatTheFullReadTakes) {
   EXPECT_EQ(c->request_fields.env, (std::vector<std::string>{"PATH=/bin", "GPUFRAC_MEMORY=1Gi"}));
   ASSERT_TRUE(fs::write_file_atomic(dir + "/config.json", R"({"annotations":{"a":"1","a":"2"}})", 0600));
   EXPECT_FALSE(load_bundle_config(dir)) << "duplicate keys are still refused";
-  std::filesystem::remove_all(dir);
 }
 
 TEST(DeviceRules, LastMatchWins) {
@@ -99,8 +108,8 @@ TEST(DeviceRules, LastMatchWins) {
 }
 
 TEST(DeviceRules, FindsV1DevicesControllerAndWritesRules) {
-  char tmpl[] = "/tmp/gpufrac-cg-XXXXXX";
-  std::string base = ::mkdtemp(tmpl);
+  const TempDir dir;
+  const std::string& base = dir.path;
   ASSERT_TRUE(fs::make_dirs(base + "/proc/42"));
   ASSERT_TRUE(fs::write_file_atomic(base + "/proc/42/cgroup", "9:name=systemd:/c1\n5:devices:/machine/c1\n0::/c1\n"));
   auto path = devices_cgroup_v1(base + "/proc", 42);
@@ -115,8 +124,8 @@ TEST(DeviceRules, FindsV1DevicesControllerAndWritesRules) {
 }
 
 TEST(DeviceRules, CgroupV2OnlyIsRefusedNamingTheAlternatives) {
-  char tmpl[] = "/tmp/gpufrac-cg-XXXXXX";
-  std::string base = ::mkdtemp(tmpl);
+  const TempDir dir;
+  const std::string& base = dir.path;
   ASSERT_TRUE(fs::make_dirs(base + "/proc/7"));
   ASSERT_TRUE(fs::write_file_atomic(base + "/proc/7/cgroup", "0::/user.slice/c\n"));
   auto r = allow_devices(base + "/proc", base + "/cg", 7, nlohmann::json::array(), {{"/dev/nvidia0", "", 'c', 195, 0}});
