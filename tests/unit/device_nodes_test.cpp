@@ -2,6 +2,7 @@
 
 #include "nvml/device_nodes.hpp"
 #include "nvml/sim_root.hpp"
+#include "scratch_dir.hpp"
 
 namespace gpufrac {
 namespace {
@@ -60,8 +61,7 @@ TEST(DeviceNodes, MissingCapsLeaveInstanceWithoutNodes) {
 }
 
 TEST(DeviceNodes, SimulatedRootRoundTrips) {
-  char tmpl[] = "/tmp/gpufrac-root-XXXXXX";
-  std::string root = ::mkdtemp(tmpl);
+  const std::string root = test::scratch_dir("gpufrac-root");
   auto machine = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/a100-80gb-mig.yaml");
   ASSERT_TRUE(machine);
   ASSERT_TRUE(write_simulated_host_root(*machine, root, false));

@@ -2,13 +2,13 @@
 #include <sys/stat.h>
 
 #include "core/fs.hpp"
+#include "scratch_dir.hpp"
 
 namespace gpufrac::fs {
 namespace {
 
 std::string temp_dir() {
-  char tmpl[] = "/tmp/gpufrac-fs-XXXXXX";
-  return ::mkdtemp(tmpl);
+  return test::scratch_dir("gpufrac-fs");
 }
 
 TEST(Fs, AtomicWriteReplacesWithMode) {

@@ -7,19 +7,10 @@
 #include "core/fs.hpp"
 #include "hook/cgroup_devices.hpp"
 #include "hook/oci.hpp"
+#include "scratch_dir.hpp"
 
 namespace gpufrac::hook {
 namespace {
-
-// A temporary directory removed when the test ends, however it ends.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char tmpl[] = "/tmp/gpufrac-cg-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 TEST(OciState, RuncShape) {
   auto s = parse_oci_state(
@@ -74,8 +65,7 @@ TEST(BundleSpec, ReadsAnnotationsRootAndPidNamespace) {
 // The fast path's one pass takes exactly the annotations and the environment the full read takes,
 // and nothing from look-alike places.
 TEST(BundleConfig, RequestFieldsAreWhatTheFullReadTakes) {
-  const TempDir tmp;
-  const std::string& dir = tmp.path;
+  const std::string dir = test::scratch_dir("gpufrac-bundle");
   const std::string config = R"({"root":{"path":"rootfs"},
       "annotations":{"gpufrac.io/fraction":"0.25","n":1,"o":{"p":"q"}},
       "process":{"env":["PATH=/bin","GPUFRAC_MEMORY=1Gi",3],"args":["sh"],"user":{"env":["X=1"]}},
@@ -108,8 +98,7 @@ TEST(DeviceRules, LastMatchWins) {
 }
 
 TEST(DeviceRules, FindsV1DevicesControllerAndWritesRules) {
-  const TempDir dir;
-  const std::string& base = dir.path;
+  const std::string base = test::scratch_dir("gpufrac-cg");
   ASSERT_TRUE(fs::make_dirs(base + "/proc/42"));
   ASSERT_TRUE(fs::write_file_atomic(base + "/proc/42/cgroup", "9:name=systemd:/c1\n5:devices:/machine/c1\n0::/c1\n"));
   auto path = devices_cgroup_v1(base + "/proc", 42);
@@ -124,8 +113,7 @@ TEST(DeviceRules, FindsV1DevicesControllerAndWritesRules) {
 }
 
 TEST(DeviceRules, CgroupV2OnlyIsRefusedNamingTheAlternatives) {
-  const TempDir dir;
-  const std::string& base = dir.path;
+  const std::string base = test::scratch_dir("gpufrac-cg");
   ASSERT_TRUE(fs::make_dirs(base + "/proc/7"));
   ASSERT_TRUE(fs::write_file_atomic(base + "/proc/7/cgroup", "0::/user.slice/c\n"));
   auto r = allow_devices(base + "/proc", base + "/cg", 7, nlohmann::json::array(), {{"/dev/nvidia0", "", 'c', 195, 0}});

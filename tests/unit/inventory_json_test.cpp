@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "nvml/discover.hpp"
+#include "scratch_dir.hpp"
 
 namespace gpufrac {
 namespace {
@@ -11,8 +12,7 @@ Config sim_config(const std::string& machine) {
   Config c = default_config();
   c.nvml.backend = NvmlBackend::simulated;
   c.nvml.machine = std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/" + machine;
-  char tmpl[] = "/tmp/gpufrac-inv-XXXXXX";
-  c.state_dir = ::mkdtemp(tmpl);
+  c.state_dir = test::scratch_dir("gpufrac-inv");
   c.host_root = c.state_dir + "/root";
   return c;
 }
