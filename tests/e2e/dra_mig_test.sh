@@ -13,6 +13,7 @@ PYTHON=/usr/bin/python3
 [ -x "$BIN_DIR/gpufrac-dra" ] || skip "gpufrac-dra was not built"
 [ -f "$GPUFRAC_FAKES_DIR/libnvidia-ml.so.1" ] || skip "the fake libnvidia-ml.so.1 was not built"
 e2e_on_exit() {
+  e2e_kill_tmp_processes
   podman ps -aq --filter "name=^$P" | xargs -r podman rm -f >/dev/null 2>&1 || true
   grep -l "$E2E_TMP" /var/run/cdi/k8s.gpufrac.io-gpu_*.yaml 2>/dev/null | xargs -r rm -f
 }

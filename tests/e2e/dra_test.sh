@@ -13,6 +13,7 @@ PYTHON=/usr/bin/python3
 "$PYTHON" -c 'import grpc, google.protobuf' 2>/dev/null || skip "needs python3-grpcio and python3-protobuf"
 [ -x "$BIN_DIR/gpufrac-dra" ] || skip "gpufrac-dra was not built"
 e2e_on_exit() {
+  e2e_kill_tmp_processes
   if [ -f "$E2E_TMP/state/ledger.json" ]; then
     for uid in $(jq -r '.entries[] | select(.source == "dra") | .container_id' "$E2E_TMP/state/ledger.json"); do
       rm -f "/var/run/cdi/k8s.gpufrac.io-gpu_$uid.yaml"

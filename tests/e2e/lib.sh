@@ -36,6 +36,16 @@ e2e_config() {
   export GPUFRAC_CONFIG=$E2E_TMP/config.yaml
 }
 
+# Kills what still runs with this test's temporary directory on its command line: a daemon the
+# test started whose harness was killed (a ctest timeout) would otherwise outlive the test.
+e2e_kill_tmp_processes() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "${p#/proc/}" = "$$" ] && continue
+    if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$E2E_TMP/"; then kill -9 "${p#/proc/}" 2>/dev/null || true; fi
+  done
+}
+
 skip() { echo "SKIP: $*"; exit 77; }
 need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
 need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs $1"; }
