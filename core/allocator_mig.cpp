@@ -11,11 +11,6 @@ namespace gpufrac::alloc_detail {
 
 namespace {
 
-std::string canonical(const std::string& name) {
-  auto c = canonical_mig_profile(name);
-  return c ? *c : name;
-}
-
 std::string where(const Gpu& g, const MigInstance& m) {
   return text::cat("GPU ", g.index, " gi ", m.gi_id, " ci ", m.ci_id);
 }
@@ -80,7 +75,7 @@ Result<Grant> mig_by_profile(const Request& r, const Candidates& gpus, const Loa
     if (!g->mig_enabled) continue;
     present.push_back(profiles_of(*g));
     for (const MigInstance* m : by_gi_ci(*g)) {
-      if (canonical(m->profile_name) != r.mig_profile || outside_pin(r, *m)) continue;
+      if (canonical_mig_profile_or_same(m->profile_name) != r.mig_profile || outside_pin(r, *m)) continue;
       std::string problem = unusable(*m, load);
       if (problem.empty()) return mig_grant(*g, *m, "idle MIG instance " + m->profile_name + " on " + where(*g, *m));
       busy.push_back(where(*g, *m) + " " + problem);

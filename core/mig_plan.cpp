@@ -17,11 +17,6 @@ using mig_detail::PlacementChoice;
 
 namespace {
 
-std::string canonical(const std::string& name) {
-  auto c = canonical_mig_profile(name);
-  return c ? *c : name;
-}
-
 bool attributed(const MigProfile& p) {
   return p.name.find_first_of("+-") != std::string::npos;
 }
@@ -87,7 +82,7 @@ std::vector<const MigProfile*> mig_candidate_profiles(const Request& r, const Gp
   const std::uint64_t need = (static_cast<std::uint64_t>(r.fraction) * slices + kWholeGpuPpm - 1) / kWholeGpuPpm;
   for (const MigProfile& p : gpu.mig_profiles) {
     if (r.kind == SizeKind::mig_profile) {
-      if (canonical(p.name) == r.mig_profile) fits.push_back({Key{}, &p});
+      if (canonical_mig_profile_or_same(p.name) == r.mig_profile) fits.push_back({Key{}, &p});
     } else if (r.kind == SizeKind::fraction) {
       if (slices > 0 && p.memory_slices >= need)
         fits.push_back({Key{attributed(p), p.memory_slices, p.memory_mib, p.compute_slices, p.index}, &p});

@@ -63,4 +63,9 @@ Result<std::string> canonical_mig_profile(std::string_view text) {
   return out + text::cat(slices, "g.", *gb, "gb") + std::string(s);
 }
 
+std::string canonical_mig_profile_or_same(std::string_view name) {
+  auto c = canonical_mig_profile(name);
+  return c ? *c : std::string(name);
+}
+
 }  // namespace gpufrac

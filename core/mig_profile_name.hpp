@@ -17,5 +17,8 @@ inline constexpr const char* kMigProfileForm =
 // Canonical name of a valid profile: the "<C>c." prefix is dropped when C == G, so "3c.3g.20gb"
 // and "3g.20gb" name the same profile. The message names the form; callers prefix the field.
 Result<std::string> canonical_mig_profile(std::string_view text);
+// The canonical name of a profile as NVML reports it, or that name unchanged when it is outside the
+// grammar (compared with a request's canonical name, it then matches none).
+std::string canonical_mig_profile_or_same(std::string_view name);
 
 }  // namespace gpufrac

@@ -31,9 +31,7 @@ Request booking_for(const DraDevice& d, std::uint64_t bytes) {
   r.gpu = GpuPin{d.gpu->index, "", d.mig ? d.mig->uuid : ""};
   if (d.whole()) {
     r.kind = SizeKind::mig_profile;
-    const std::string& name = d.mig ? d.mig->profile_name : d.profile->name;
-    auto canonical = canonical_mig_profile(name);
-    r.mig_profile = canonical ? *canonical : name;
+    r.mig_profile = canonical_mig_profile_or_same(d.mig ? d.mig->profile_name : d.profile->name);
     if (d.profile) r.gpu->mig_start = d.placement_start;
   } else if (bytes == 0 || bytes == d.gpu->memory_bytes) {
     r.kind = SizeKind::fraction;
