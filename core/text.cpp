@@ -29,6 +29,14 @@ std::string format_bytes(std::uint64_t bytes) {
   return format_fixed(value, 1) + " " + units[unit];
 }
 
+std::string fnv1a64_hex(std::string_view data) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : data) h = (h ^ c) * 0x100000001b3ull;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
 std::string quote(std::string_view untrusted, std::size_t max) {
   std::string out = "\"";
   std::size_t shown = 0;

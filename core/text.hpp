@@ -51,6 +51,8 @@ std::string format_bytes(std::uint64_t bytes);
 std::string format_fixed(double value, int decimals);
 // A file mode in octal as ls and chmod show it: 0644, 4755.
 std::string format_mode(unsigned mode);
+// FNV-1a, 64 bits, as 16 lowercase hex digits: a checksum or a short stable name, not a secret.
+std::string fnv1a64_hex(std::string_view data);
 // Quotes untrusted text for a one-line message: printable ASCII kept, others as \xNN, cut at max.
 std::string quote(std::string_view untrusted, std::size_t max = 64);
 std::string join(const std::vector<std::string>& parts, std::string_view sep);

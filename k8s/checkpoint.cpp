@@ -17,14 +17,7 @@ constexpr std::size_t kMaxBytes = 64u << 20;
 
 // FNV-1a, 64 bits, over the canonical dump of "claims".
 std::string checksum(const std::string& s) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  return text::fnv1a64_hex(s);
 }
 
 json claims_json(const Checkpoint& cp) {

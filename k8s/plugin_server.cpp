@@ -3,8 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdio>
-
 #include <grpcpp/grpcpp.h>
 
 #include "core/fs.hpp"
@@ -140,11 +138,7 @@ SocketPaths socket_paths(const std::string& kubelet_dir, const std::string& pod_
   };
   SocketPaths full = paths(pod_uid);
   if (full.registration.size() < kMaxSocketPath && full.dra.size() < kMaxSocketPath) return full;
-  std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64: a short stand-in for a long pod uid
-  for (unsigned char c : pod_uid) h = (h ^ c) * 1099511628211ull;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return paths(hex);
+  return paths(text::fnv1a64_hex(pod_uid));  // a short stand-in for a long pod uid
 }
 
 struct PluginServer::Impl {
