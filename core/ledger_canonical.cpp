@@ -71,11 +71,13 @@ class Scanner {
 
   bool key_of(std::string_view key, bool first) { return lit(first ? "{\"" : ",\"") && lit(key) && lit("\":"); }
 
- private:
+  // Gives up on the text: the strict reader decides.
   std::string fail() {
     ok_ = false;
     return {};
   }
+
+ private:
   std::string_view s_;
   std::size_t i_ = 0;
   bool ok_ = true;
@@ -88,37 +90,37 @@ std::optional<MigRef> scan_mig(Scanner& sc) {
   MigRef m;
   m.gi = static_cast<std::uint32_t>(sc.u64("gi", kU32, true));
   m.ci = static_cast<std::uint32_t>(sc.u64("ci", kU32));
-  m.profile = sc.str("profile", 64);
+  m.profile = sc.str("profile", ledger_max::kProfile);
   sc.lit("}");
   return m;
 }
 
 LedgerEntry scan_entry(Scanner& sc, std::optional<BookingSource>& source) {
   LedgerEntry e;
-  e.container_id = sc.str("container_id", 128, true);
-  e.device_key = sc.str("device_key", 128);
-  e.device_uuid = sc.str("device_uuid", 96);
+  e.container_id = sc.str("container_id", ledger_max::kId, true);
+  e.device_key = sc.str("device_key", ledger_max::kId);
+  e.device_uuid = sc.str("device_uuid", ledger_max::kUuid);
   e.gpu_index = static_cast<std::uint32_t>(sc.u64("gpu_index", kU32));
-  e.gpu_uuid = sc.str("gpu_uuid", 96);
+  e.gpu_uuid = sc.str("gpu_uuid", ledger_max::kUuid);
   e.mig = scan_mig(sc);
   e.bytes = sc.u64("bytes", UINT64_MAX);
   e.exclusive = sc.boolean("exclusive");
-  e.request = sc.str("request", 512);
-  source = booking_source_from(sc.str("source", 16));
+  e.request = sc.str("request", ledger_max::kRequest);
+  source = booking_source_from(sc.str("source", ledger_max::kSource));
   e.source = source.value_or(BookingSource::hook);
   e.pid = static_cast<std::int64_t>(sc.u64("pid", kMaxPid));
   e.pid_start = sc.u64("pid_start", UINT64_MAX);
   e.created = static_cast<std::int64_t>(sc.u64("created", kI64));
-  if (sc.peek(",\"instance\":")) e.instance = sc.str("instance", 64);
-  if (sc.peek(",\"claim\":")) e.claim = sc.str("claim", 317);
+  if (sc.peek(",\"instance\":")) e.instance = sc.str("instance", ledger_max::kInstance);
+  if (sc.peek(",\"claim\":")) e.claim = sc.str("claim", ledger_max::kClaim);
   sc.lit("}");
   return e;
 }
 
 MigIdleRecord scan_idle(Scanner& sc) {
   MigIdleRecord r;
-  r.uuid = sc.str("uuid", 96, true);
-  r.gpu_uuid = sc.str("gpu", 96);
+  r.uuid = sc.str("uuid", ledger_max::kUuid, true);
+  r.gpu_uuid = sc.str("gpu", ledger_max::kUuid);
   r.since = static_cast<std::int64_t>(sc.u64("since", kI64));
   sc.lit("}");
   return r;
@@ -132,13 +134,13 @@ std::vector<Item> scan_list(Scanner& sc, ScanOne scan_one, Append append) {
   std::string written;
   sc.lit("[");
   while (sc.ok() && !sc.peek("\n]")) {
-    if (out.size() == kMaxLedgerEntries) return sc.lit("\x01"), out;  // too many: the strict reader says so
+    if (out.size() == kMaxLedgerEntries) return sc.fail(), out;  // too many: the strict reader says so
     sc.lit(out.empty() ? "\n" : ",\n");
     const std::size_t from = sc.pos();
     out.push_back(scan_one(sc));
     written.clear();
     append(written, out.back());
-    if (sc.ok() && sc.text().substr(from, sc.pos() - from) != written) sc.lit("\x01");
+    if (sc.ok() && sc.text().substr(from, sc.pos() - from) != written) sc.fail();
   }
   sc.lit("\n]");
   return out;

@@ -76,7 +76,7 @@ std::optional<MigRef> read_mig(const json& obj, Reader& parent, const std::strin
   if (!m.is_object() || m.size() != 3) return parent.fail("mig", "must be null or {gi, ci, profile}"), std::nullopt;
   Reader r(m, path + ".mig");
   MigRef ref{static_cast<std::uint32_t>(r.u64("gi", UINT32_MAX)), static_cast<std::uint32_t>(r.u64("ci", UINT32_MAX)),
-             r.str("profile", 64)};
+             r.str("profile", ledger_max::kProfile)};
   if (r.error()) return parent.fail("mig", *r.error()), std::nullopt;
   return ref;
 }
@@ -88,21 +88,22 @@ Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
       return internal_error(path + ": unknown key " + text::quote(key));
   Reader r(obj, path);
   LedgerEntry e;
-  e.container_id = r.str("container_id", 128);
-  e.device_key = r.str("device_key", 128);
-  e.device_uuid = r.str("device_uuid", 96);
+  e.container_id = r.str("container_id", ledger_max::kId);
+  e.device_key = r.str("device_key", ledger_max::kId);
+  e.device_uuid = r.str("device_uuid", ledger_max::kUuid);
   e.gpu_index = static_cast<std::uint32_t>(r.u64("gpu_index", UINT32_MAX));
-  e.gpu_uuid = r.str("gpu_uuid", 96);
+  e.gpu_uuid = r.str("gpu_uuid", ledger_max::kUuid);
   if (!r.error()) e.mig = read_mig(obj, r, path);
   e.bytes = r.u64("bytes", UINT64_MAX);
   e.exclusive = r.boolean("exclusive");
-  e.request = r.str("request", 512);
-  auto source = booking_source_from(r.str("source", 16));
+  e.request = r.str("request", ledger_max::kRequest);
+  auto source = booking_source_from(r.str("source", ledger_max::kSource));
   e.pid = static_cast<std::int64_t>(r.u64("pid", kMaxPid));
   e.pid_start = r.u64("pid_start", UINT64_MAX);
   e.created = static_cast<std::int64_t>(r.u64("created", INT64_MAX));
-  if (obj.contains("instance")) e.instance = r.str("instance", 64);  // absent in ledgers written before it
-  if (obj.contains("claim")) e.claim = r.str("claim", 317);          // claim-owned bookings only
+  if (obj.contains("instance"))
+    e.instance = r.str("instance", ledger_max::kInstance);                  // absent in ledgers written before it
+  if (obj.contains("claim")) e.claim = r.str("claim", ledger_max::kClaim);  // claim-owned bookings only
   e.source = source.value_or(BookingSource::hook);
   if (auto p = entry_value_problem(e, source.has_value())) r.fail(p->first, p->second);
   if (r.error()) return internal_error(*r.error());
@@ -135,7 +136,8 @@ Result<MigIdleRecord> read_idle_record(const json& obj, const std::string& path)
   if (obj.size() != 3 || !obj.contains("uuid") || !obj.contains("gpu") || !obj.contains("since"))
     return internal_error(path + ": must be {uuid, gpu, since}");
   Reader r(obj, path);
-  MigIdleRecord rec{r.str("uuid", 96), r.str("gpu", 96), static_cast<std::int64_t>(r.u64("since", INT64_MAX))};
+  MigIdleRecord rec{r.str("uuid", ledger_max::kUuid), r.str("gpu", ledger_max::kUuid),
+                    static_cast<std::int64_t>(r.u64("since", INT64_MAX))};
   r.check(rec.uuid.starts_with("MIG-"), "uuid", "must start with MIG-");
   r.check(rec.gpu_uuid.starts_with("GPU-"), "gpu", "must start with GPU-");
   if (r.error()) return internal_error(*r.error());

@@ -24,6 +24,12 @@ inline constexpr int kLedgerVersion = 1;         // bookings only
 inline constexpr int kLedgerVersionMigIdle = 2;  // bookings and idle dynamic MIG records
 inline constexpr int kLedgerVersionClaims = 3;   // as 2, and bookings of Kubernetes claims (source dra)
 inline constexpr std::size_t kMaxLedgerEntries = 65536;
+// The bounds on string fields (bytes of printable ASCII) both readers apply.
+namespace ledger_max {
+inline constexpr std::size_t kId = 128;  // container_id, device_key
+inline constexpr std::size_t kUuid = 96, kProfile = 64, kRequest = 512, kSource = 16, kInstance = 64;
+inline constexpr std::size_t kClaim = 317;  // <namespace (63)>/<name (253)>
+}  // namespace ledger_max
 
 std::string ledger_to_json(const LedgerState& state);
 // The version ledger_to_json writes for this content (3 with a claim, 2 with an idle record, else 1),
