@@ -171,10 +171,4 @@ Result<BundleSpec> BundleConfig::full() const {
   return bundle_spec_from(nlohmann::json::parse(text), bundle);  // checked strictly at load
 }
 
-Result<BundleSpec> load_bundle_spec(const std::string& bundle) {
-  auto config = load_bundle_config(bundle);
-  if (!config) return std::unexpected(config.error());
-  return config->full();
-}
-
 }  // namespace gpufrac::hook
