@@ -27,6 +27,28 @@ e2e_gpu_config() {
   make_sim_root "$machine"
 }
 
+# e2e_dynamic_mig_config <machine>: a node whose GPUs gpufrac reaches through its real NVML backend
+# over the fake libnvidia-ml.so.1 (state in $E2E_TMP/fake-nvml.json, so MIG changes persist across
+# processes), with mig.mode dynamic, CDI specs under $E2E_TMP/cdi, and the simulated host root.
+e2e_dynamic_mig_config() {
+  local machine=$1
+  mkdir -p "$E2E_TMP/state" "$E2E_TMP/root" "$E2E_TMP/cdi"
+  cat >"$E2E_TMP/config.yaml" <<EOF
+state-dir: $E2E_TMP/state
+host-root: $E2E_TMP/root
+nvml: {backend: nvml, library: $GPUFRAC_FAKES_DIR/libnvidia-ml.so.1}
+log: {target: file, file: $E2E_TMP/gpufrac.log, level: debug}
+shim: {path: $SHIM}
+hook: {path: $HOOK}
+cli: {path: $GPUFRAC}
+mig: {mode: dynamic}
+cdi: {output: $E2E_TMP/cdi/gpufrac.yaml, spec-dirs: [$E2E_TMP/cdi]}
+EOF
+  export GPUFRAC_CONFIG=$E2E_TMP/config.yaml
+  export GPUFRAC_FAKE_NVML_MACHINE=$MACHINES/$machine GPUFRAC_FAKE_NVML_STATE=$E2E_TMP/fake-nvml.json
+  make_sim_root "$machine"
+}
+
 # make_plain_bundle <dir> <shell command> [annotation k=v...]: a runc bundle sharing the host PID
 # namespace, without hooks.
 make_plain_bundle() {

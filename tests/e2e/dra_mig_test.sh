@@ -18,21 +18,8 @@ e2e_on_exit() {
   grep -l "$E2E_TMP" /var/run/cdi/k8s.gpufrac.io-gpu_*.yaml 2>/dev/null | xargs -r rm -f
 }
 MACHINE=h100-80gb-mig-empty.yaml
-mkdir -p "$E2E_TMP/state" "$E2E_TMP/root" "$E2E_TMP/hooks.d" "$E2E_TMP/cdi"
-cat >"$E2E_TMP/config.yaml" <<EOF
-state-dir: $E2E_TMP/state
-host-root: $E2E_TMP/root
-nvml: {backend: nvml, library: $GPUFRAC_FAKES_DIR/libnvidia-ml.so.1}
-log: {target: file, file: $E2E_TMP/gpufrac.log, level: debug}
-shim: {path: $SHIM}
-hook: {path: $HOOK}
-cli: {path: $GPUFRAC}
-mig: {mode: dynamic}
-cdi: {output: $E2E_TMP/cdi/gpufrac.yaml, spec-dirs: [$E2E_TMP/cdi]}
-EOF
-export GPUFRAC_CONFIG=$E2E_TMP/config.yaml
-make_sim_root "$MACHINE"
-export GPUFRAC_FAKE_NVML_MACHINE=$MACHINES/$MACHINE GPUFRAC_FAKE_NVML_STATE=$E2E_TMP/fake-nvml.json
+e2e_dynamic_mig_config "$MACHINE"
+mkdir -p "$E2E_TMP/hooks.d"
 run "$GPUFRAC" info --refresh
 assert_eq "$RC" 0 "inventory through the fake NVML: $OUT"
 make_cuda_rootfs "$E2E_TMP/rootfs"

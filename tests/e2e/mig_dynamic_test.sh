@@ -10,27 +10,13 @@ source "$(dirname "$0")/containers.sh"
 source "$(dirname "$0")/wrapper.sh"
 e2e_runc_test mig
 MACHINE=h100-80gb-mig-empty.yaml
-mkdir -p "$E2E_TMP/state" "$E2E_TMP/root" "$E2E_TMP/cdi"
-cat >"$E2E_TMP/config.yaml" <<EOF
-state-dir: $E2E_TMP/state
-host-root: $E2E_TMP/root
-nvml: {backend: nvml, library: $GPUFRAC_FAKES_DIR/libnvidia-ml.so.1}
-log: {target: file, file: $E2E_TMP/gpufrac.log, level: debug}
-shim: {path: $SHIM}
-hook: {path: $HOOK}
-cli: {path: $GPUFRAC}
-mig: {mode: dynamic}
-cdi: {output: $E2E_TMP/cdi/gpufrac.yaml, spec-dirs: [$E2E_TMP/cdi]}
-EOF
-export GPUFRAC_CONFIG=$E2E_TMP/config.yaml
-export GPUFRAC_FAKE_NVML_MACHINE=$MACHINES/$MACHINE GPUFRAC_FAKE_NVML_STATE=$E2E_TMP/fake-nvml.json
-make_sim_root "$MACHINE"
+e2e_dynamic_mig_config "$MACHINE"
 # As on a node where nothing ran nvidia-modprobe -f: no capability node exists yet, and the
 # provisioner the hook runs (with the hook's bounding set) makes the new instance's two.
 rm -f "$E2E_TMP/root/dev/nvidia-caps/"nvidia-cap*
 run "$GPUFRAC" info --refresh
 assert_eq "$RC" 0 "inventory through the fake NVML: $OUT"
-FAKE_STATE=$E2E_TMP/fake-nvml.json
+FAKE_STATE=$GPUFRAC_FAKE_NVML_STATE
 gis() { jq '.gpus[0].gpu_instances | length' "$FAKE_STATE"; }
 bare_gis() { jq '[.gpus[0].gpu_instances[] | select(.compute_instances | length == 0)] | length' "$FAKE_STATE"; }
 minor_of() { awk -v k="$1" '$1 == k {print $2}' "$E2E_TMP/root/proc/driver/nvidia-caps/mig-minors"; }
