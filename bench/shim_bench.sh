@@ -1,7 +1,7 @@
 #!/bin/bash
 # The shim's overhead over the fake libcuda.so.1: the same program (bench/shim_bench.c) without
 # and with LD_PRELOAD of the shim, one 32 GiB limit on the fake GPU. Prints ns per
-# cuMemAlloc_v2 + cuMemFree_v2 pair and per cuMemGetInfo_v2 with 0, 16 and 64 other live processes
+# cuMemAlloc_v2 + cuMemFree_v2 pair and per cuMemGetInfo_v2 with 0, 16, 64 and 256 other live processes
 # in the container, and the start of 1 and 64 concurrent processes (to their first allocation).
 # Usage: bench/shim_bench.sh [BUILD_DIR]   (after: ninja -C BUILD_DIR shim_bench gpufrac_limits)
 set -euo pipefail
@@ -23,7 +23,7 @@ val() { sed -n "s/.* $1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 min() { awk -v a="$1" -v b="$2" 'BEGIN{print (a == "" || b + 0 < a + 0) ? b : a}'; }
 echo "shim overhead on $(nproc) cores, $(uname -m), fake libcuda.so.1"
 printf '%-28s %12s %12s %12s\n' "" "without shim" "with shim" "added"
-for holders in 0 16 64; do
+for holders in 0 16 64 256; do
   declare -A best=()
   for _ in 1 2 3 4 5; do
     base=$("$BENCH" ops "$holders")

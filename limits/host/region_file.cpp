@@ -57,13 +57,15 @@ std::uint64_t load64(const std::uint64_t* p) {
 }
 
 // An all-zero (never used) region is valid; any other header must match this build's layout.
+// Version 1 (containers started before an upgrade) has the same layout; its shims leave
+// usage_changes alone, and counting in it (a reclaim here) is harmless to them.
 Result<bool> check_header(const gpufrac_region* r, const std::string& path) {
-  const std::uint32_t magic = load32(&r->magic);
+  const std::uint32_t magic = load32(&r->magic), version = load32(&r->version);
   if (magic == 0) return false;
-  if (magic != GPUFRAC_REGION_MAGIC || load32(&r->version) != GPUFRAC_REGION_VERSION ||
+  if (magic != GPUFRAC_REGION_MAGIC || (version != GPUFRAC_REGION_VERSION && version != 1) ||
       load32(&r->region_size) != kRegionSize || load32(&r->slot_count) != GPUFRAC_MAX_SLOTS) {
     return internal_error("usage region " + path + ": not a gpufrac region of version " +
-                          std::to_string(GPUFRAC_REGION_VERSION) + " (magic, version or size differ)");
+                          std::to_string(GPUFRAC_REGION_VERSION) + " or 1 (magic, version or size differ)");
   }
   return true;
 }

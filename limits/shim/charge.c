@@ -8,14 +8,22 @@ struct gf_table gf_ptrs, gf_handles, gf_arrays, gf_mipmaps, gf_pools;
 #define GF_SIZE_BITS 56 /* table values: (limit index + 1) << 56 | bytes */
 static int g_log_track;
 
+/* This thread's view of the other processes' usage (gf_region.h); the shim is preloaded, so its
+ * TLS is in the static block. */
+static __thread struct gf_usage_cache g_cache __attribute__((tls_model("initial-exec")));
+
+void gf_charge_after_fork(void) {
+  g_cache.valid = 0; /* the forking thread's view; the child has its own slot */
+}
+
 CUresult gf_reserve(int idx, uint64_t n, const char* api) {
   struct gpufrac_region* r = gf_g.region;
   struct gpufrac_slot* s = r != NULL ? gf_slot() : NULL;
   if (GF_UNLIKELY(s == NULL)) return CUDA_ERROR_OUT_OF_MEMORY; /* logged where the region or slot failed */
   uint64_t limit = gf_g.cfg.devices[idx].limit, in_use = 0;
-  if (GF_LIKELY(gf_region_reserve(r, s, (unsigned)idx, n, limit, &in_use) == 0)) return CUDA_SUCCESS;
+  if (GF_LIKELY(gf_region_reserve(r, s, (unsigned)idx, n, limit, &in_use, &g_cache) == 0)) return CUDA_SUCCESS;
   /* Over the limit: bytes of processes that died may still be counted. */
-  if (gf_reclaim_thorough() > 0 && gf_region_reserve(r, s, (unsigned)idx, n, limit, &in_use) == 0) {
+  if (gf_reclaim_thorough() > 0 && gf_region_reserve(r, s, (unsigned)idx, n, limit, &in_use, &g_cache) == 0) {
     return CUDA_SUCCESS;
   }
   gf_log_refusal(api, n, idx, in_use);
@@ -23,12 +31,13 @@ CUresult gf_reserve(int idx, uint64_t n, const char* api) {
 }
 
 void gf_release(int idx, uint64_t n) {
-  struct gpufrac_slot* s = __atomic_load_n(&gf_g.region, __ATOMIC_RELAXED) != NULL ? gf_slot() : NULL;
-  if (s != NULL) gf_region_release(s, (unsigned)idx, n);
+  struct gpufrac_region* r = __atomic_load_n(&gf_g.region, __ATOMIC_RELAXED);
+  struct gpufrac_slot* s = r != NULL ? gf_slot() : NULL;
+  if (s != NULL) gf_region_release(r, s, (unsigned)idx, n, &g_cache);
 }
 
 uint64_t gf_in_use(int idx) {
-  return gf_g.region != NULL ? gf_region_sum(gf_g.region, (unsigned)idx) : 0;
+  return gf_g.region != NULL ? gf_region_usage(gf_g.region, gf_slot_if_claimed(), (unsigned)idx, &g_cache) : 0;
 }
 
 void gf_track(struct gf_table* t, uint64_t key, int idx, uint64_t n) {

@@ -39,7 +39,7 @@ enum gf_reclaim_check {
 };
 
 /* Reclaims every slot whose owner is dead (OWNED or RECLAIMING): CAS owner -> reclaimer
- * (RECLAIMING), zero used[], CAS -> 0. reclaimer is the caller's identity
+ * (RECLAIMING), zero used[], count the change, CAS -> 0. reclaimer is the caller's identity
  * (gpufrac_owner(pid, start, 0)); slots owned by that pid are never touched. Returns the number
  * of slots reclaimed. */
 unsigned gf_region_reclaim(struct gpufrac_region* r, uint64_t reclaimer, enum gf_reclaim_check check,
@@ -48,13 +48,35 @@ unsigned gf_region_reclaim(struct gpufrac_region* r, uint64_t reclaimer, enum gf
 /* Sum of used[dev] over all slots in use (saturating). */
 uint64_t gf_region_sum(const struct gpufrac_region* r, unsigned dev);
 
-/* Reserves n bytes of device dev on slot: fetch_add on the slot, then sum; over limit, takes
- * them back. Returns 0, or -1 with the bytes held by the container at that moment in *in_use. */
-int gf_region_reserve(struct gpufrac_region* r, struct gpufrac_slot* slot, unsigned dev, uint64_t n, uint64_t limit,
-                      uint64_t* in_use);
+/* One thread's view of the other slots (limits_abi.h, usage_changes): for each device in valid,
+ * others[d] was the sum of every other slot's used[d] when the region's change count was changes.
+ * key is the caller's slot index + 2 (1: a caller without a slot; 0: empty). Zero-initialised is
+ * empty. Owned by one thread; never shared. */
+struct gf_usage_cache {
+  uint64_t changes;
+  uint32_t key;
+  uint32_t valid; /* bit d: others[d] holds */
+  uint64_t others[GPUFRAC_MAX_DEVICES];
+};
 
-/* Gives back n bytes reserved on slot. */
-void gf_region_release(struct gpufrac_slot* slot, unsigned dev, uint64_t n);
+/* Reserves n bytes of device dev on slot: fetch_add on the slot, count the change, then decide
+ * with the cache when no other slot changed since it was filled, else with the full sum (which
+ * refills it); over limit, takes them back. cache may be NULL (always the full sum). Returns 0, or
+ * -1 with the bytes held by the container at that moment in *in_use. */
+int gf_region_reserve(struct gpufrac_region* r, struct gpufrac_slot* slot, unsigned dev, uint64_t n, uint64_t limit,
+                      uint64_t* in_use, struct gf_usage_cache* cache);
+
+/* Gives back n bytes reserved on slot and counts the change (cache may be NULL). */
+void gf_region_release(struct gpufrac_region* r, struct gpufrac_slot* slot, unsigned dev, uint64_t n,
+                       struct gf_usage_cache* cache);
+
+/* Bytes of device dev in use by the container (saturating), as gf_region_sum, through the cache
+ * of a caller in slot (NULL: a caller without a slot). */
+uint64_t gf_region_usage(struct gpufrac_region* r, const struct gpufrac_slot* slot, unsigned dev,
+                         struct gf_usage_cache* cache);
+
+/* Counts one change to used[] (after making it); returns the count before it. */
+uint64_t gf_region_count_change(struct gpufrac_region* r);
 
 #ifdef __cplusplus
 }

@@ -31,6 +31,8 @@ extern struct gf_shim gf_g;
 int gf_mode(void);
 /* This process's slot, claimed on first use (reclaiming dead slots first); NULL if none. */
 struct gpufrac_slot* gf_slot(void);
+/* This process's slot if it has claimed one, else NULL (claims nothing). */
+struct gpufrac_slot* gf_slot_if_claimed(void);
 /* This process's identity: gpufrac_owner(pid, start time, 0). */
 uint64_t gf_self(void);
 /* Reclaims dead slots with the thorough /proc check (refusal path). Returns slots reclaimed. */
@@ -44,6 +46,8 @@ CUresult gf_reserve(int idx, uint64_t n, const char* api);
 void gf_release(int idx, uint64_t n);
 /* Bytes in use on limited device idx by the container (for reporting). */
 uint64_t gf_in_use(int idx);
+/* In a fork child: forgets the forking thread's cached view of the other slots. */
+void gf_charge_after_fork(void);
 
 /* ---- charge.c: what this process allocated, for frees ---- */
 extern struct gf_table gf_ptrs;    /* CUdeviceptr from cuMemAlloc*, pitch, managed, async */

@@ -9,8 +9,10 @@
 #include "gf_proc.h"
 #include "gf_region.h"
 
-static void zero_used(struct gpufrac_slot* s) {
+/* A change to used[] like any other: counted after it is made (limits_abi.h). */
+static void zero_used(struct gpufrac_region* r, struct gpufrac_slot* s) {
   for (int d = 0; d < GPUFRAC_MAX_DEVICES; d++) __atomic_store_n(&s->used[d], 0, __ATOMIC_SEQ_CST);
+  gf_region_count_change(r);
 }
 
 static int take(struct gpufrac_slot* s, uint64_t expected, uint64_t owner) {
@@ -25,7 +27,7 @@ static int claim_existing(struct gpufrac_region* r, uint64_t owner) {
     uint64_t o = __atomic_load_n(&s->owner, __ATOMIC_SEQ_CST);
     if (o == 0 && take(s, 0, owner)) return (int)i;
     if (o == owner) { /* same pid and start time: our image before exec(), whose memory is gone */
-      zero_used(s);
+      zero_used(r, s);
       return (int)i;
     }
   }
@@ -71,7 +73,7 @@ unsigned gf_region_reclaim(struct gpufrac_region* r, uint64_t reclaimer, enum gf
     /* Slots of the reclaimer's own pid are left alone: another thread of it may be reclaiming. */
     if (o == 0 || gpufrac_owner_pid(o) == gpufrac_owner_pid(reclaimer) || !owner_dead(o, check, proc_root)) continue;
     if (!take(s, o, mine)) continue; /* someone else changed it: theirs now */
-    zero_used(s);
+    zero_used(r, s);
     take(s, mine, 0);
     reclaimed++;
   }

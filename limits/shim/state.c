@@ -140,6 +140,10 @@ struct gpufrac_slot* gf_slot(void) {
   return GF_LIKELY(s != NULL) ? s : claim();
 }
 
+struct gpufrac_slot* gf_slot_if_claimed(void) {
+  return __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
+}
+
 static void before_fork(void) {
   pthread_mutex_lock(&g_claim_mu);
 }
@@ -160,6 +164,7 @@ static void after_fork_child(void) {
   gf_table_forget(&gf_arrays);
   gf_table_forget(&gf_mipmaps);
   gf_table_forget(&gf_pools);
+  gf_charge_after_fork();
   gf_log_after_fork();
   gf_real_after_fork();
 }

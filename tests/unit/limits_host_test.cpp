@@ -212,13 +212,20 @@ TEST(LimitsRegion, RefusesAnotherLayout) {
   auto small = read_region_usage(dir / "small");
   ASSERT_FALSE(small);
   EXPECT_EQ(small.error().message, "usage region " + (dir / "small") + ": 4096 bytes; accepted: a regular file of " +
-                                       std::to_string(sizeof(gpufrac_region)) + " bytes (gpufrac region version 1)");
-  ASSERT_TRUE(create_region(dir / "usage", {"c", "/u", {}}));
-  RegionFile(dir / "usage")->version = 2;
+                                       std::to_string(sizeof(gpufrac_region)) + " bytes (gpufrac region version 2)");
+  ASSERT_TRUE(create_region(dir / "usage", {"c", "/u", {{kGpu, 1000}}}));
+  RegionFile(dir / "usage")->version = 1;  // a container started before the upgrade: same layout
+  RegionFile(dir / "usage")->slots[0].owner = gpufrac_owner(static_cast<uint64_t>(getpid()), 1, GPUFRAC_SLOT_OWNED);
+  RegionFile(dir / "usage")->slot_high_water = 1;
+  RegionFile(dir / "usage")->slots[0].used[0] = 300;
+  auto old = read_region_usage(dir / "usage");
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_EQ(old->devices.at(0).used + old->devices.at(0).stale, 300u);
+  RegionFile(dir / "usage")->version = 3;
   auto other = read_region_usage(dir / "usage");
   ASSERT_FALSE(other);
-  EXPECT_EQ(other.error().message,
-            "usage region " + (dir / "usage") + ": not a gpufrac region of version 1 (magic, version or size differ)");
+  EXPECT_EQ(other.error().message, "usage region " + (dir / "usage") +
+                                       ": not a gpufrac region of version 2 or 1 (magic, version or size differ)");
 }
 
 std::uint64_t read_proc_start(pid_t pid) {

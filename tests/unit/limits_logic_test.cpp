@@ -139,7 +139,7 @@ TEST(ShimRegionProtocol, InitialisesAZeroRegionAndRefusesOthers) {
   ASSERT_EQ(gf_region_init(r.get(), err, sizeof err), 0) << "idempotent";
   r->version = 7;
   ASSERT_EQ(gf_region_init(r.get(), err, sizeof err), -1);
-  EXPECT_STREQ(err, "region version 7; accepted: 1");
+  EXPECT_STREQ(err, "region version 7; accepted: 2");
   auto other = zero_region();
   other->magic = 0x12345678;
   ASSERT_EQ(gf_region_init(other.get(), err, sizeof err), -1);
@@ -155,14 +155,14 @@ TEST(ShimRegionProtocol, ReserveSumRelease) {
   EXPECT_EQ(ia, 0);
   EXPECT_EQ(ib, 1);
   uint64_t in_use = 0;
-  EXPECT_EQ(gf_region_reserve(r.get(), &r->slots[ia], 2, 600, 1000, &in_use), 0);
-  EXPECT_EQ(gf_region_reserve(r.get(), &r->slots[ib], 2, 500, 1000, &in_use), -1);
+  EXPECT_EQ(gf_region_reserve(r.get(), &r->slots[ia], 2, 600, 1000, &in_use, nullptr), 0);
+  EXPECT_EQ(gf_region_reserve(r.get(), &r->slots[ib], 2, 500, 1000, &in_use, nullptr), -1);
   EXPECT_EQ(in_use, 600u);
   EXPECT_EQ(r->slots[ib].used[2], 0u) << "rolled back";
-  EXPECT_EQ(gf_region_reserve(r.get(), &r->slots[ib], 2, 400, 1000, &in_use), 0);
+  EXPECT_EQ(gf_region_reserve(r.get(), &r->slots[ib], 2, 400, 1000, &in_use, nullptr), 0);
   EXPECT_EQ(gf_region_sum(r.get(), 2), 1000u);
-  EXPECT_EQ(gf_region_reserve(r.get(), &r->slots[ib], 2, 1001, 1000, &in_use), -1) << "alone over the limit";
-  gf_region_release(&r->slots[ia], 2, 600);
+  EXPECT_EQ(gf_region_reserve(r.get(), &r->slots[ib], 2, 1001, 1000, &in_use, nullptr), -1) << "alone over the limit";
+  gf_region_release(r.get(), &r->slots[ia], 2, 600, nullptr);
   EXPECT_EQ(gf_region_sum(r.get(), 2), 400u);
   EXPECT_EQ(gf_slot_claim(r.get(), a), ia) << "the same process after exec takes its old slot";
   EXPECT_EQ(r->slots[ia].used[2], 0u);
@@ -179,8 +179,9 @@ TEST(ShimRegionProtocol, RacingReservationsNeverExceedTheLimit) {
     threads.emplace_back([&, i] {
       int s = gf_slot_claim(r.get(), gpufrac_owner(2000 + i, 1, GPUFRAC_SLOT_OWNED));
       uint64_t in_use, mine = 0;
+      gf_usage_cache cache{};  // odd threads decide with the full sum every time, even ones cache
       for (int refused = 0; refused < 100;) {
-        if (gf_region_reserve(r.get(), &r->slots[s], 0, kChunk, kLimit, &in_use) == 0) {
+        if (gf_region_reserve(r.get(), &r->slots[s], 0, kChunk, kLimit, &in_use, i % 2 ? nullptr : &cache) == 0) {
           mine += kChunk;
         } else {
           refused++;
@@ -193,6 +194,57 @@ TEST(ShimRegionProtocol, RacingReservationsNeverExceedTheLimit) {
   EXPECT_LE(granted.load(), kLimit);
   EXPECT_GT(granted.load(), kLimit - kChunk * 8);
   EXPECT_EQ(gf_region_sum(r.get(), 0), granted.load());
+}
+
+TEST(ShimRegionProtocol, ACacheServesOnlyWhileNoOtherSlotChanged) {
+  auto r = zero_region();
+  char err[256];
+  ASSERT_EQ(gf_region_init(r.get(), err, sizeof err), 0);
+  int ia = gf_slot_claim(r.get(), gpufrac_owner(1001, 5, GPUFRAC_SLOT_OWNED));
+  int ib = gf_slot_claim(r.get(), gpufrac_owner(1002, 6, GPUFRAC_SLOT_OWNED));
+  gf_usage_cache ca{}, cb{};
+  uint64_t in_use = 0;
+  ASSERT_EQ(gf_region_reserve(r.get(), &r->slots[ia], 1, 300, 1000, &in_use, &ca), 0);
+  EXPECT_EQ(ca.valid, 1u << 1);
+  EXPECT_EQ(ca.changes, r->usage_changes) << "filled at the count its own change left";
+  ASSERT_EQ(gf_region_reserve(r.get(), &r->slots[ia], 1, 300, 1000, &in_use, &ca), 0);
+  EXPECT_EQ(ca.changes, r->usage_changes) << "its own change keeps it current";
+  ASSERT_EQ(gf_region_reserve(r.get(), &r->slots[ib], 1, 300, 1000, &in_use, &cb), 0);
+  EXPECT_NE(ca.changes, r->usage_changes) << "another slot changed";
+  EXPECT_EQ(gf_region_reserve(r.get(), &r->slots[ia], 1, 200, 1000, &in_use, &ca), -1)
+      << "the cache said 0 elsewhere; the other slot now holds 300";
+  EXPECT_EQ(in_use, 900u);
+  EXPECT_EQ(gf_region_usage(r.get(), &r->slots[ia], 1, &ca), 900u);
+  gf_region_release(r.get(), &r->slots[ib], 1, 300, &cb);
+  EXPECT_EQ(gf_region_usage(r.get(), &r->slots[ia], 1, &ca), 600u) << "a release elsewhere is seen too";
+  EXPECT_EQ(gf_region_usage(r.get(), nullptr, 1, nullptr), 600u);
+  ASSERT_EQ(gf_region_reserve(r.get(), &r->slots[ia], 0, 10, 1000, &in_use, &ca), 0);
+  EXPECT_EQ(ca.valid, (1u << 0) | (1u << 1)) << "a device filled at the current count keeps the others";
+  r->slots[ib].used[1] = 50;        // a change made but not yet counted: no cache may be trusted with it...
+  gf_region_count_change(r.get());  // ...until it is counted, which every writer does
+  EXPECT_EQ(gf_region_usage(r.get(), &r->slots[ia], 1, &ca), 650u);
+  gf_usage_cache other_slot = ca;
+  EXPECT_EQ(gf_region_usage(r.get(), &r->slots[ib], 1, &other_slot), 650u) << "a cache is bound to its slot";
+}
+
+TEST(ShimRegionProtocol, ReclaimAndTakeoverAreCountedChanges) {
+  auto r = zero_region();
+  char err[256];
+  ASSERT_EQ(gf_region_init(r.get(), err, sizeof err), 0);
+  const uint64_t a = gpufrac_owner(1001, 5, GPUFRAC_SLOT_OWNED);
+  int ia = gf_slot_claim(r.get(), a);
+  int ib = gf_slot_claim(r.get(), gpufrac_owner(1002, 6, GPUFRAC_SLOT_OWNED));
+  gf_usage_cache cb{};
+  uint64_t in_use = 0;
+  ASSERT_EQ(gf_region_reserve(r.get(), &r->slots[ia], 0, 400, 1000, &in_use, nullptr), 0);
+  EXPECT_EQ(gf_region_usage(r.get(), &r->slots[ib], 0, &cb), 400u);
+  ASSERT_EQ(gf_slot_claim(r.get(), a), ia) << "its image after exec";
+  EXPECT_EQ(gf_region_usage(r.get(), &r->slots[ib], 0, &cb), 0u) << "the takeover zeroed and counted";
+  ASSERT_EQ(gf_region_reserve(r.get(), &r->slots[ia], 0, 400, 1000, &in_use, nullptr), 0);
+  EXPECT_EQ(gf_region_usage(r.get(), &r->slots[ib], 0, &cb), 400u);
+  r->slots[ia].owner = gpufrac_owner(0, 0, GPUFRAC_SLOT_RECLAIMING);  // pid 0: always dead
+  EXPECT_EQ(gf_region_reclaim(r.get(), gpufrac_owner(1002, 6, 0), GF_CHECK_SIGNAL, "/proc"), 1u);
+  EXPECT_EQ(gf_region_usage(r.get(), &r->slots[ib], 0, &cb), 0u) << "the reclaim zeroed and counted";
 }
 
 TEST(ShimRegionProtocol, ReclaimsDeadOwnersAndDeadReclaimers) {

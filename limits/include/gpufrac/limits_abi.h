@@ -31,19 +31,29 @@
  *         by CAS and the new slot taken. A slot owned by the claimant's own pid and start time is
  *         what its image left before exec(): it is taken over and zeroed. A fork child claims
  *         its own slot.
- *       - allocate n bytes on device d: fetch_add(slot.used[d], n); then load slot_high_water and
- *         sum used[d] over slots [0, slot_high_water) (all sequentially consistent); if the sum
- *         exceeds the limit, fetch_sub and refuse with CUDA_ERROR_OUT_OF_MEMORY (after reclaiming
- *         dead slots and trying once more); otherwise call the driver and fetch_sub on its failure.
- *         Two racing requests that together overflow cannot both pass (the later add in the total
- *         order sees the earlier one); near the limit both may be refused.
+ *       - every change of any used[] (allocate, free, take back, reclaim, takeover) is followed by
+ *         fetch_add(usage_changes, 1): the count of changes ever made to the region.
+ *       - allocate n bytes on device d: fetch_add(slot.used[d], n); then fetch_add(usage_changes,
+ *         1), which returns the count seen before this change, c. A thread may keep the sum of the
+ *         other slots' used[d] it read after a change count of c' (its cache); when c == c' no
+ *         other slot changed since (every other change would have counted), so own + cached sum is
+ *         the container's usage. Otherwise, or when that is over the limit, load slot_high_water
+ *         and sum used[d] over slots [0, slot_high_water), refilling the cache. All sequentially
+ *         consistent. Over the limit, fetch_sub (a change: counted) and refuse with
+ *         CUDA_ERROR_OUT_OF_MEMORY (after reclaiming dead slots and trying once more); otherwise
+ *         call the driver and fetch_sub on its failure. Two racing requests that together
+ *         overflow cannot both pass: the later count in the total order is not its thread's
+ *         cache, so it sums every slot after both adds; near the limit both may be refused.
+ *         A reservation costs O(1) in the number of processes while the other processes'
+ *         usage does not change; the model check in tests/model covers every interleaving.
+ *       - a report (free memory) uses the cache when the count still equals the cache's, else sums.
  *       - free: the process subtracts exactly what it added for that pointer or handle (kept in a
  *         process-local table), so a counter never goes below zero.
  *       - a SIGKILLed process leaves only its own slot, which holds exactly its committed bytes
  *         (plus at most one reservation in flight per thread).
  *         Any process (or the host) that finds a slot whose owner is dead (pid gone, a zombie, or
  *         its start time differs) claims it with CAS owner -> (self, RECLAIMING), zeroes used[],
- *         then CAS owner -> 0. A reclaimer that dies leaves RECLAIMING with a dead owner:
+ *         counts the change, then CAS owner -> 0. A reclaimer that dies leaves RECLAIMING with a dead owner:
  *         reclaimable again. A process never reclaims slots of its own pid. Processes reclaim at
  *         slot claim (pid gone: kill(pid, 0)), before reporting memory (at most every 100 ms) and
  *         before refusing an allocation (both with the full /proc check); the host counts live
@@ -64,7 +74,7 @@ extern "C" {
 
 #define GPUFRAC_LIMITS_VERSION 1
 #define GPUFRAC_REGION_MAGIC 0x52465047u /* "GPFR" little-endian */
-#define GPUFRAC_REGION_VERSION 1u
+#define GPUFRAC_REGION_VERSION 2u /* 2: usage_changes; the layout of 1 otherwise */
 #define GPUFRAC_MAX_DEVICES 16
 #define GPUFRAC_MAX_SLOTS 1024
 #define GPUFRAC_UUID_SIZE 96
@@ -110,7 +120,8 @@ struct gpufrac_region {
   uint32_t slot_high_water;            /* atomic; slots at or above this index have never been used */
   uint64_t limit[GPUFRAC_MAX_DEVICES]; /* informational copy of the limit file */
   char uuid[GPUFRAC_MAX_DEVICES][GPUFRAC_UUID_SIZE]; /* informational copy of the limit file */
-  uint8_t pad[64 - ((24 + 8 * GPUFRAC_MAX_DEVICES + GPUFRAC_UUID_SIZE * GPUFRAC_MAX_DEVICES) % 64)];
+  uint64_t usage_changes; /* atomic; changes ever made to any used[] (version 2; padding in 1) */
+  uint8_t pad[64 - ((32 + 8 * GPUFRAC_MAX_DEVICES + GPUFRAC_UUID_SIZE * GPUFRAC_MAX_DEVICES) % 64)];
   struct gpufrac_slot slots[GPUFRAC_MAX_SLOTS];
 };
 
@@ -121,6 +132,12 @@ static_assert(sizeof(gpufrac_region) % 64 == 0, "region layout is ABI");
 #else
 _Static_assert(sizeof(struct gpufrac_slot) == 192, "slot layout is ABI");
 _Static_assert(sizeof(struct gpufrac_region) % 64 == 0, "region layout is ABI");
+#endif
+/* Version 2 kept version 1's size and slot offsets: usage_changes took padding. */
+#ifdef __cplusplus
+static_assert(sizeof(gpufrac_region) == 1728 + 192 * GPUFRAC_MAX_SLOTS, "region layout is ABI");
+#else
+_Static_assert(sizeof(struct gpufrac_region) == 1728 + 192 * GPUFRAC_MAX_SLOTS, "region layout is ABI");
 #endif
 
 #endif /* GPUFRAC_LIMITS_ABI_H */
