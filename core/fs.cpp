@@ -80,8 +80,10 @@ static Result<> fsync_dir(const std::string& dir) {
   return {};
 }
 
-Result<> write_file_atomic(const std::string& path, std::string_view content, mode_t mode, AtomicWriteProbe probe,
-                           Durability durability) {
+// The temp-file-and-rename sequence of write_file_atomic; fill writes the temp file's content.
+template <typename Fill>
+static Result<> replace_atomically(const std::string& path, mode_t mode, AtomicWriteProbe probe, Durability durability,
+                                   Fill fill) {
   const std::string tmp = temp_name_for(path);
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
   if (!fd) return sys_error("cannot create " + tmp);
@@ -89,7 +91,7 @@ Result<> write_file_atomic(const std::string& path, std::string_view content, mo
     ::unlink(tmp.c_str());
     return std::unexpected(std::move(e));
   };
-  if (auto r = write_all(fd.get(), content, tmp); !r) return fail(r.error());
+  if (auto r = fill(fd.get(), tmp); !r) return fail(r.error());
   if (probe) probe(AtomicWriteStage::temp_written);
   if (::fchmod(fd.get(), mode) != 0) return fail(sys_error("cannot chmod " + tmp).error());
   const bool durable = durability == Durability::machine;
@@ -98,6 +100,22 @@ Result<> write_file_atomic(const std::string& path, std::string_view content, mo
   if (probe) probe(AtomicWriteStage::before_rename);
   if (::rename(tmp.c_str(), path.c_str()) != 0) return fail(sys_error("cannot rename " + tmp + " to " + path).error());
   return durable ? fsync_dir(dirname(path)) : Result<>{};
+}
+
+Result<> write_file_atomic(const std::string& path, std::string_view content, mode_t mode, AtomicWriteProbe probe,
+                           Durability durability) {
+  return replace_atomically(path, mode, probe, durability,
+                            [&](int fd, const std::string& tmp) { return write_all(fd, content, tmp); });
+}
+
+Result<> write_file_atomic_zero_tail(const std::string& path, std::string_view head, std::size_t size, mode_t mode,
+                                     Durability durability) {
+  if (head.size() > size) return internal_error(text::cat(path, ": ", head.size(), " bytes do not fit in ", size));
+  return replace_atomically(path, mode, nullptr, durability, [&](int fd, const std::string& tmp) -> Result<> {
+    if (auto w = write_all(fd, head, tmp); !w) return w;
+    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) return sys_error("cannot extend " + tmp);
+    return {};
+  });
 }
 
 Result<> make_dirs(const std::string& path, mode_t mode) {

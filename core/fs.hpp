@@ -49,6 +49,10 @@ enum class Durability { machine, process };
 // The temp file is "<dir>/.<name>.tmp.<pid>.<n>"; probe (optional) is called at each stage.
 Result<> write_file_atomic(const std::string& path, std::string_view content, mode_t mode = 0644,
                            AtomicWriteProbe probe = nullptr, Durability durability = Durability::machine);
+// As write_file_atomic, for a file of `size` bytes that is `head` followed by zeros: the zeros are
+// a hole (ftruncate), which tmpfs keeps without memory until something writes there.
+Result<> write_file_atomic_zero_tail(const std::string& path, std::string_view head, std::size_t size,
+                                     mode_t mode = 0644, Durability durability = Durability::machine);
 // mkdir -p with the given mode for created components.
 Result<> make_dirs(const std::string& path, mode_t mode = 0755);
 bool exists(const std::string& path);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -105,8 +106,12 @@ Result<> create_region(const std::string& path, const LimitFile& file) {
     r->limit[i] = d.bytes;
     std::memcpy(r->uuid[i], d.uuid.data(), d.uuid.size());
   }
-  const std::string_view bytes(reinterpret_cast<const char*>(r.get()), kRegionSize);
-  if (auto w = fs::write_file_atomic(path, bytes, 0666); !w) return wrap_error(w, "while creating the usage region");
+  // Only the header is written: the slots are zero, a hole that tmpfs fills page by page as
+  // processes take slots (up to a dozen processes fit in the header's 4 KiB page of the 194 KiB).
+  const std::string_view header(reinterpret_cast<const char*>(r.get()), offsetof(gpufrac_region, slots));
+  if (auto w = fs::write_file_atomic_zero_tail(path, header, kRegionSize, 0666); !w) {
+    return wrap_error(w, "while creating the usage region");
+  }
   return {};
 }
 

@@ -13,7 +13,8 @@ namespace gpufrac::limits {
 
 // Creates (atomically replaces) path with a zeroed region of exactly sizeof(gpufrac_region):
 // header filled, the limit file's devices and limits copied in for readers, mode 0666 so that a
-// non-root user in the container can map it read-write.
+// non-root user in the container can map it read-write. Only the header is written; the zero slots
+// are a hole (tmpfs spends memory only on the pages processes write).
 Result<> create_region(const std::string& path, const LimitFile& file);
 
 struct DeviceUsage {

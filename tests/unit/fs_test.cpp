@@ -22,6 +22,21 @@ TEST(Fs, AtomicWriteReplacesWithMode) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+TEST(Fs, AtomicWriteWithAZeroTail) {
+  auto dir = temp_dir();
+  auto path = dir + "/region";
+  ASSERT_TRUE(write_file_atomic(path, "old"));
+  ASSERT_TRUE(write_file_atomic_zero_tail(path, "head", 10, 0640));
+  EXPECT_EQ(*read_file(path), std::string("head\0\0\0\0\0\0", 10));
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  auto r = write_file_atomic_zero_tail(path, "too long", 3);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message, path + ": 8 bytes do not fit in 3");
+  EXPECT_EQ(read_file(path)->size(), 10u) << "the file stays as it was";
+}
+
 TEST(Fs, ReadFileIsBounded) {
   auto dir = temp_dir();
   ASSERT_TRUE(write_file_atomic(dir + "/big", std::string(100, 'x')));

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -161,6 +163,11 @@ TEST(LimitsRegion, CreatedZeroedWithHeaderAndMode0666) {
   EXPECT_EQ(f->limit[1], 2000u);
   EXPECT_STREQ(f->uuid[1], kMig);
   EXPECT_EQ(f->slot_high_water, 0u);
+  EXPECT_EQ(f->usage_changes, 0u);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&f->slots[0]);
+  const std::size_t slot_bytes = sizeof(gpufrac_region) - offsetof(gpufrac_region, slots);
+  EXPECT_EQ(std::count(bytes, bytes + slot_bytes, 0), static_cast<std::ptrdiff_t>(slot_bytes)) << "slots are zero";
+  EXPECT_LT(static_cast<std::size_t>(st.st_blocks) * 512, sizeof(gpufrac_region) / 2) << "the zero slots are a hole";
 }
 
 TEST(LimitsRegion, RefusesMoreThanSixteenDevices) {
