@@ -93,22 +93,23 @@ Result<> create_region(const std::string& path, const LimitFile& file) {
     return internal_error("usage region " + path + ": " + std::to_string(file.devices.size()) +
                           " devices; accepted: at most " + std::to_string(GPUFRAC_MAX_DEVICES));
   }
-  auto r = std::make_unique<gpufrac_region>();
-  r->magic = GPUFRAC_REGION_MAGIC;
-  r->version = GPUFRAC_REGION_VERSION;
-  r->region_size = kRegionSize;
-  r->slot_count = GPUFRAC_MAX_SLOTS;
-  r->device_count = static_cast<std::uint32_t>(file.devices.size());
+  // Only the header is built and written: the slots are zero, a hole that tmpfs fills page by page
+  // as processes take slots (up to a dozen processes fit in the header's 4 KiB page of the 194 KiB).
+  std::string header(offsetof(gpufrac_region, slots), '\0');
+  auto put = [&header](std::size_t offset, const void* value, std::size_t size) {
+    std::memcpy(header.data() + offset, value, size);
+  };
+  const std::uint32_t fields[] = {GPUFRAC_REGION_MAGIC, GPUFRAC_REGION_VERSION, kRegionSize, GPUFRAC_MAX_SLOTS,
+                                  static_cast<std::uint32_t>(file.devices.size())};
+  static_assert(offsetof(gpufrac_region, device_count) == 4 * sizeof(std::uint32_t), "header fields in order");
+  put(offsetof(gpufrac_region, magic), fields, sizeof fields);
   for (std::size_t i = 0; i < file.devices.size(); i++) {
     const auto& d = file.devices[i];
     if (d.uuid.size() >= GPUFRAC_UUID_SIZE)
       return internal_error("usage region " + path + ": UUID too long: " + d.uuid);
-    r->limit[i] = d.bytes;
-    std::memcpy(r->uuid[i], d.uuid.data(), d.uuid.size());
+    put(offsetof(gpufrac_region, limit) + i * sizeof(std::uint64_t), &d.bytes, sizeof(std::uint64_t));
+    put(offsetof(gpufrac_region, uuid) + i * GPUFRAC_UUID_SIZE, d.uuid.data(), d.uuid.size());
   }
-  // Only the header is written: the slots are zero, a hole that tmpfs fills page by page as
-  // processes take slots (up to a dozen processes fit in the header's 4 KiB page of the 194 KiB).
-  const std::string_view header(reinterpret_cast<const char*>(r.get()), offsetof(gpufrac_region, slots));
   if (auto w = fs::write_file_atomic_zero_tail(path, header, kRegionSize, 0666); !w) {
     return wrap_error(w, "while creating the usage region");
   }
