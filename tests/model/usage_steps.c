@@ -1,7 +1,10 @@
 /* One step of a process in the model: the protocol of limits/shim/account.c and slots.c with one
  * shared access per step (local computation is folded into the step before it). Slot claim is
  * abstracted to one atomic "take the lowest free slot below the high-water mark" plus the CAS
- * that raises the mark: what matters to the sums is that the mark rises before the slot is used. */
+ * that raises the mark: what matters to the sums is that the mark rises before the slot is used.
+ * Not modelled: the takeover of a slot by the same process after exec (a zeroing counted like a
+ * reclaim's, covered by the unit test ReclaimAndTakeoverAreCountedChanges) and more than one device
+ * (the cache's per-device bits: unit test ACacheServesOnlyWhileNoOtherSlotChanged). */
 #include <string.h>
 
 #include "usage_model.h"
