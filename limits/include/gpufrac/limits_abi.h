@@ -74,7 +74,7 @@ extern "C" {
 
 #define GPUFRAC_LIMITS_VERSION 1
 #define GPUFRAC_REGION_MAGIC 0x52465047u /* "GPFR" little-endian */
-#define GPUFRAC_REGION_VERSION 2u /* 2: usage_changes; the layout of 1 otherwise */
+#define GPUFRAC_REGION_VERSION 2u        /* 2: usage_changes; the layout of 1 otherwise */
 #define GPUFRAC_MAX_DEVICES 16
 #define GPUFRAC_MAX_SLOTS 1024
 #define GPUFRAC_UUID_SIZE 96
