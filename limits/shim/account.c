@@ -78,10 +78,13 @@ static uint64_t usage_after_add(struct gpufrac_region* r, struct gpufrac_slot* s
                                 uint64_t own, uint64_t limit, struct gf_usage_cache* cache) {
   if (gf_region_slots_in_use(r) <= 1) return own; /* no other slot: nothing to count or sum */
   uint64_t seen = gf_region_count_change(r);
-  if (cache_holds(cache, mine, seen, dev) && add_saturating(own, cache->others[dev]) <= limit) {
-    cache->changes = seen + 1;
-    return add_saturating(own, cache->others[dev]);
-  } /* over the limit by the cache: it may hold bytes freed since, so sum */
+  if (cache_holds(cache, mine, seen, dev)) {
+    uint64_t total = add_saturating(own, cache->others[dev]);
+    if (total <= limit) {
+      cache->changes = seen + 1;
+      return total;
+    } /* over the limit by the cache: it may hold bytes freed since, so sum */
+  }
   uint64_t others = sum_others(r, mine, dev);
   cache_fill(cache, mine, seen, seen + 1, dev, others);
   return add_saturating(others, __atomic_load_n(&slot->used[dev], __ATOMIC_SEQ_CST));

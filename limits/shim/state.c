@@ -135,13 +135,13 @@ static struct gpufrac_slot* claim(void) {
   return s;
 }
 
-struct gpufrac_slot* gf_slot(void) {
-  struct gpufrac_slot* s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
-  return GF_LIKELY(s != NULL) ? s : claim();
-}
-
 struct gpufrac_slot* gf_slot_if_claimed(void) {
   return __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
+}
+
+struct gpufrac_slot* gf_slot(void) {
+  struct gpufrac_slot* s = gf_slot_if_claimed();
+  return GF_LIKELY(s != NULL) ? s : claim();
 }
 
 static void before_fork(void) {
