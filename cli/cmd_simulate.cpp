@@ -1,5 +1,5 @@
 // `gpufrac simulate init-root --machine FILE --root DIR [--no-nodes] [--driver-kit DIR]
-// [--driver-layout debian|lib64|no-cache] [--no-driver]`: builds a simulated host root (/proc/devices,
+// [--driver-layout debian|lib64|no-cache|prefix] [--no-driver]`: builds a simulated host root (/proc/devices,
 // MIG capability minors, /dev/nvidia* character nodes and a driver install) for tests and the demo.
 #include <unistd.h>
 
@@ -42,6 +42,7 @@ std::expected<std::string, Error> install_driver(const SimulatedMachine& machine
   }
   const SimDriverLayout layout = o.layout == "lib64"      ? SimDriverLayout::lib64
                                  : o.layout == "no-cache" ? SimDriverLayout::no_cache
+                                 : o.layout == "prefix"   ? SimDriverLayout::prefix
                                                           : SimDriverLayout::debian;
   if (auto r = write_simulated_driver(machine, o.root, {kit, layout}); !r) return std::unexpected(r.error());
   return kit;
@@ -83,8 +84,9 @@ void add_simulate_command(CLI::App& app, Context& ctx) {
   init->add_option("--root", o->root, "Directory to populate (the config's host-root)")->required();
   init->add_flag("--no-nodes", o->no_nodes, "Write the proc files only (no mknod)");
   init->add_option("--driver-kit", o->kit, "The simulated driver's files (default: <build>/fakes/driver-kit)");
-  init->add_option("--driver-layout", o->layout, "debian (/usr/lib/<multiarch>), lib64 (RHEL) or no-cache")
-      ->check(CLI::IsMember({"debian", "lib64", "no-cache"}));
+  init->add_option("--driver-layout", o->layout,
+                   "debian (/usr/lib/<multiarch>), lib64 (RHEL), no-cache or prefix (/usr/local/nvidia)")
+      ->check(CLI::IsMember({"debian", "lib64", "no-cache", "prefix"}));
   init->add_flag("--no-driver", o->no_driver, "No driver install (proc files and nodes only)");
   init->add_flag("--json", o->json, "Print what was written as JSON");
   init->callback([&ctx, o] { ctx.exit_code = run_init_root(ctx, *o); });

@@ -155,6 +155,13 @@ std::string container_ld_so_conf(const std::vector<std::string>& driver_dirs, bo
   return out;
 }
 
+std::string host_ldconfig(const std::string& sbin) {
+  const std::string real = sbin + "/ldconfig.real";
+  struct stat st {};
+  if (::stat(real.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return real;
+  return sbin + "/ldconfig";
+}
+
 Result<int> sealed_static_program(const std::string& path) {
   fs::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
   struct stat st {};

@@ -20,12 +20,17 @@ namespace gpufrac::hook {
 
 inline constexpr const char* kHostLdconfig = "/sbin/ldconfig";
 
+// The host's static ldconfig in `sbin` (default /sbin): `<sbin>/ldconfig.real` when it exists (Ubuntu,
+// where /sbin/ldconfig is a shell script that execs it; NVIDIA's toolkit makes the same choice),
+// else `<sbin>/ldconfig`.
+std::string host_ldconfig(const std::string& sbin = "/sbin");
+
 struct LdCacheJob {
-  std::string mnt_ns_path;               // /proc/<pid>/ns/mnt of the container
-  std::string rootfs;                    // the container root as seen in that namespace
-  std::vector<std::string> driver_dirs;  // container directories of the driver's libraries
-  bool read_only_root = false;           // root.readonly: the image is never written
-  std::string ldconfig = kHostLdconfig;  // the host's ldconfig
+  std::string mnt_ns_path;                 // /proc/<pid>/ns/mnt of the container
+  std::string rootfs;                      // the container root as seen in that namespace
+  std::vector<std::string> driver_dirs;    // container directories of the driver's libraries
+  bool read_only_root = false;             // root.readonly: the image is never written
+  std::string ldconfig = host_ldconfig();  // the host's ldconfig
 };
 
 struct LdCacheOutcome {

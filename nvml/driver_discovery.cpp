@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstring>
 
 #include "core/elf_info.hpp"
 #include "core/fs.hpp"
@@ -187,15 +188,42 @@ std::string canonical_container_path(std::string_view p) {
 
 namespace {
 
-void add_binaries(const DriverRoot& root, DriverFiles& out) {
+// The driver's own bin directory, beside its library directory: /usr/lib/<multiarch> and
+// /usr/lib64 -> /usr/bin, /usr/local/nvidia/lib64 -> /usr/local/nvidia/bin.
+std::string bin_dir_beside(std::string lib_dir) {
+  if (lib_dir.ends_with(text::cat("/", kMultiarch))) lib_dir = fs::dirname(lib_dir);
+  const std::string last = fs::basename(lib_dir);
+  if (last != "lib" && last != "lib64" && last != "lib32") return "";
+  return fs::dirname(lib_dir) == "/" ? "/bin" : fs::dirname(lib_dir) + "/bin";
+}
+
+bool is_elf_program(int fd) {
+  struct stat st {};
+  char magic[4] = {};
+  return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IXUSR) &&
+         ::pread(fd, magic, sizeof magic, 0) == 4 &&
+         std::memcmp(magic,
+                     "\x7f"
+                     "ELF",
+                     4) == 0;
+}
+
+// Each binary from the driver's own bin directory first, then the usual ones. Only ELF programs:
+// a shell wrapper (cloud images' /usr/bin/nvidia-smi execs /usr/local/nvidia/bin/nvidia-smi) names
+// host paths the container does not have. A binary outside /usr/bin and /usr/sbin is mounted at
+// /usr/bin/<name>, on every image's PATH.
+void add_binaries(const DriverRoot& root, const std::string& lib_dir, DriverFiles& out) {
+  std::vector<std::string> dirs = {"/usr/bin", "/usr/sbin", "/bin", "/sbin"};
+  if (const std::string own = bin_dir_beside(lib_dir); !own.empty()) dirs.insert(dirs.begin(), own);
   for (const char* name : kBinaries)
-    for (const char* dir : {"/usr/bin", "/usr/sbin", "/bin", "/sbin"}) {
-      fs::UniqueFd fd = open_beneath(root, text::cat(dir, "/", name), O_PATH);
-      struct stat st {};
-      if (!fd || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || !(st.st_mode & S_IXUSR)) continue;
-      auto real = real_path(root, fd.get());
+    for (const std::string& dir : dirs) {
+      fs::UniqueFd fd = open_beneath(root, dir + "/" + name, O_RDONLY | O_NONBLOCK);
+      auto real = fd && is_elf_program(fd.get()) ? real_path(root, fd.get()) : std::nullopt;
       if (!real) continue;
-      out.files.push_back({DriverFileKind::binary, *real, canonical_container_path(inside_root(root, *real))});
+      std::string container = canonical_container_path(inside_root(root, *real));
+      if (!container.starts_with("/usr/bin/") && !container.starts_with("/usr/sbin/"))
+        container = text::cat("/usr/bin/", name);
+      out.files.push_back({DriverFileKind::binary, *real, container});
       break;
     }
 }
@@ -265,7 +293,7 @@ Result<std::optional<DriverFiles>> discover_driver_files(const Config& cfg, cons
   if (auto r = add_libraries(*dir, "", nvml_version, out); !r) return std::unexpected(r.error());
   if (auto r = add_libraries(*dir, "vdpau", nvml_version, out); !r) return std::unexpected(r.error());
   out.library_dirs = {dir->container};
-  add_binaries(root, out);
+  add_binaries(root, inside_root(root, dir->real), out);
   add_firmware(root, nvml_version, out);
   add_sockets(root, out);
   return std::optional<DriverFiles>(std::move(out));

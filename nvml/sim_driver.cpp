@@ -34,7 +34,12 @@ constexpr const char* kStandInBinaries[] = {"nvidia-debugdump", "nvidia-persiste
                                             "nvidia-cuda-mps-server"};
 
 std::string lib_dir(SimDriverLayout layout) {
+  if (layout == SimDriverLayout::prefix) return "/usr/local/nvidia/lib64";
   return layout == SimDriverLayout::lib64 ? "/usr/lib64" : text::cat("/usr/lib/", kMultiarch);
+}
+
+std::string bin_dir(SimDriverLayout layout) {
+  return layout == SimDriverLayout::prefix ? "/usr/local/nvidia/bin" : "/usr/bin";
 }
 
 std::vector<std::string> names_in(const std::string& dir) {
@@ -102,19 +107,25 @@ Result<> write_libraries(const SimulatedMachine& m, const std::string& root, con
   return {};
 }
 
+Result<> copy_program(const std::string& from, const std::string& to) {
+  auto bytes = fs::read_file(from, 64u << 20);
+  if (!bytes) return std::unexpected(bytes.error());
+  return fs::write_file_atomic(to, *bytes, 0755);
+}
+
+// nvidia-smi and the stand-ins in the layout's bin directory; the prefix layout also gets the
+// /usr/bin/nvidia-smi wrapper script its images carry (never to be mounted: it names a host path).
 Result<> write_binaries(const std::string& root, const SimDriverOptions& o) {
-  const std::string bin = fs::join_root(root, "/usr/bin");
+  const std::string bin = fs::join_root(root, bin_dir(o.layout));
   if (auto r = fs::make_dirs(bin); !r) return r;
-  auto smi = fs::read_file(o.kit + "/bin/nvidia-smi", 64u << 20);
-  if (!smi) return std::unexpected(smi.error());
-  if (auto r = fs::write_file_atomic(bin + "/nvidia-smi", *smi, 0755); !r) return r;
+  if (auto r = copy_program(o.kit + "/bin/nvidia-smi", bin + "/nvidia-smi"); !r) return r;
   for (const char* name : kStandInBinaries)
-    if (auto r = fs::write_file_atomic(
-            bin + "/" + name,
-            text::cat("#!/bin/sh\necho \"", name, ": not available on a simulated GPU node\" >&2\nexit 1\n"), 0755);
-        !r)
-      return r;
-  return {};
+    if (auto r = copy_program(o.kit + "/bin/nvidia-standin", bin + "/" + name); !r) return r;
+  if (o.layout != SimDriverLayout::prefix) return {};
+  const std::string usr_bin = fs::join_root(root, "/usr/bin");
+  if (auto r = fs::make_dirs(usr_bin); !r) return r;
+  return fs::write_file_atomic(usr_bin + "/nvidia-smi", "#!/bin/sh\nexec " + bin_dir(o.layout) + "/nvidia-smi \"$@\"\n",
+                               0755);
 }
 
 // A listening-less unix socket, as nvidia-persistenced leaves (bound relative to its directory:

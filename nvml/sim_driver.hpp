@@ -3,7 +3,7 @@
 // GPU: /proc/driver/nvidia/version, the libraries of the machine's driver version (the fake
 // libcuda and libnvidia-ml from the driver kit the tests build, carrying the machine they simulate,
 // and ELF stand-ins with the real SONAMEs), their links, a stale older libnvidia-ml that must never
-// be picked, an ld.so.cache made by the host's ldconfig, nvidia-smi and stand-ins for the other
+// be picked, an ld.so.cache made by the host's ldconfig, nvidia-smi and ELF stand-ins for the other
 // binaries, GSP firmware and the persistenced socket. The kit is <build>/fakes/driver-kit
 // (tests/fakes/driver/README.md).
 #pragma once
@@ -19,6 +19,8 @@ enum class SimDriverLayout {
   debian,    // /usr/lib/<multiarch>, with /etc/ld.so.cache
   lib64,     // /usr/lib64 (RHEL), with /etc/ld.so.cache
   no_cache,  // /usr/lib/<multiarch>, no /etc/ld.so.cache
+  prefix,    // /usr/local/nvidia/{lib64,bin} found through /etc/ld.so.cache, /usr/bin/nvidia-smi a shell
+             // wrapper that execs the real one (cloud GPU images lay the driver out so)
 };
 
 struct SimDriverOptions {

@@ -13,7 +13,7 @@ make_rootfs() {
 
 # A simulated host root for the configured machine: proc files, /dev/nvidia* character nodes and the
 # simulated driver install (its user space, which gpufrac injects into containers) in the layout
-# $GPUFRAC_DRIVER_LAYOUT (debian, lib64 or no-cache; default debian).
+# $GPUFRAC_DRIVER_LAYOUT (debian, lib64, no-cache or prefix; default debian).
 make_sim_root() {
   "$GPUFRAC" simulate init-root --machine "$MACHINES/$1" --root "$E2E_TMP/root" \
     --driver-kit "$GPUFRAC_FAKES_DIR/driver-kit" --driver-layout "${GPUFRAC_DRIVER_LAYOUT:-debian}" >/dev/null

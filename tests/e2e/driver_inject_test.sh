@@ -4,7 +4,7 @@
 # libraries, links, binaries, firmware and socket from the hook; `ldconfig -p` lists libcuda.so.1
 # beside the image's own libc; nvidia-smi shows the share as the total; the allocation loop stops at
 # the limit. Also: a read-only root (private cache bound over /etc/ld.so.cache), one rootfs shared
-# by two containers, a merged-/usr image, the lib64 and no-cache driver layouts, the stale decoy
+# by two containers, a merged-/usr image, the lib64, no-cache and prefix driver layouts, the stale decoy
 # never mounted, and hostile images (symlinks to host paths, LD_PRELOAD, a planted ldconfig): nothing
 # outside the root changes, no image program runs.
 source "$(dirname "$0")/lib.sh"
@@ -101,13 +101,15 @@ else
 fi
 assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "every share released"
 
-# 6. The lib64 (RHEL) and no-cache driver layouts.
-for layout in lib64 no-cache; do
+# 6. The lib64 (RHEL), no-cache and prefix (/usr/local/nvidia, /usr/bin/nvidia-smi a wrapper
+# script naming a host path) driver layouts.
+for layout in lib64 no-cache prefix; do
   rm -rf "$E2E_TMP/root"
   GPUFRAC_DRIVER_LAYOUT=$layout make_sim_root a100-40gb-x1.yaml
   "$GPUFRAC" info --refresh >/dev/null 2>&1 || fail "$layout: info --refresh"
   want=$LIB
   [ "$layout" = lib64 ] && want=/usr/lib64
+  [ "$layout" = prefix ] && want=/usr/local/nvidia/lib64
   cuda_bundle "$E2E_TMP/l-$layout"
   run runc run --bundle "$E2E_TMP/l-$layout" "$P-l-$layout"
   assert_eq "$RC" 0 "$layout layout: $OUT"

@@ -106,7 +106,8 @@ TEST(LdCache, RefusesCutAndLyingCaches) {
 TEST_F(DriverFiles_, EveryLayoutGivesTheLoadedVersionOnly) {
   for (auto [layout, lib] : {std::pair{SimDriverLayout::debian, std::string(kLib)},
                              std::pair{SimDriverLayout::lib64, std::string("/usr/lib64")},
-                             std::pair{SimDriverLayout::no_cache, std::string(kLib)}}) {
+                             std::pair{SimDriverLayout::no_cache, std::string(kLib)},
+                             std::pair{SimDriverLayout::prefix, std::string("/usr/local/nvidia/lib64")}}) {
     std::filesystem::remove_all(dir_ + "/root");
     Config cfg = node(layout);
     auto found = discover_driver_files(cfg, "550.54.15");
@@ -126,10 +127,32 @@ TEST_F(DriverFiles_, EveryLayoutGivesTheLoadedVersionOnly) {
       EXPECT_EQ(f.host_path.find(kSimStaleDriverVersion), std::string::npos) << f.host_path;
       EXPECT_TRUE(f.host_path.starts_with(cfg.host_root)) << f.host_path;
     }
-    EXPECT_EQ(container_paths(d, DriverFileKind::binary).front(), "/usr/bin/nvidia-smi");
+    EXPECT_EQ(
+        container_paths(d, DriverFileKind::binary),
+        (std::vector<std::string>{"/usr/bin/nvidia-smi", "/usr/bin/nvidia-debugdump", "/usr/bin/nvidia-persistenced",
+                                  "/usr/bin/nvidia-cuda-mps-control", "/usr/bin/nvidia-cuda-mps-server"}));
+    const std::string bin = layout == SimDriverLayout::prefix ? "/usr/local/nvidia/bin" : "/usr/bin";
+    for (const auto& f : d.files) {
+      if (f.kind != DriverFileKind::binary) continue;
+      EXPECT_EQ(f.host_path, cfg.host_root + bin + "/" + std::filesystem::path(f.container_path).filename().string());
+    }
     EXPECT_EQ(container_paths(d, DriverFileKind::socket), std::vector<std::string>{"/run/nvidia-persistenced/socket"});
     EXPECT_FALSE(container_paths(d, DriverFileKind::firmware).empty());
   }
+}
+
+// Cloud images: /usr/bin/nvidia-smi is a shell wrapper naming /usr/local/nvidia/bin/nvidia-smi, a
+// host path the container lacks. The driver's own ELF program is taken; a wrapper never is.
+TEST_F(DriverFiles_, AShellWrapperIsNeverTakenForTheDriversProgram) {
+  Config cfg = node(SimDriverLayout::prefix);
+  auto wrapper = fs::read_file(cfg.host_root + "/usr/bin/nvidia-smi", 4096);
+  ASSERT_TRUE(wrapper && wrapper->starts_with("#!/bin/sh")) << "the prefix layout's wrapper script";
+  std::filesystem::remove(cfg.host_root + "/usr/local/nvidia/bin/nvidia-smi");
+  auto found = discover_driver_files(cfg, "550.54.15");
+  ASSERT_TRUE(found && *found);
+  auto binaries = container_paths(**found, DriverFileKind::binary);
+  EXPECT_EQ(std::find(binaries.begin(), binaries.end(), "/usr/bin/nvidia-smi"), binaries.end());
+  EXPECT_EQ(binaries.size(), 4u);
 }
 
 TEST_F(DriverFiles_, AVersionMismatchIsOneLineAtRefresh) {

@@ -1,10 +1,15 @@
 // The hook's side of driver injection: NVIDIA's edits found in a spec, the inject decision, GPU
 // nodes outside the grant refused, the container's ld.so.conf and the --ld-cache argument.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "hook/driver_step.hpp"
 #include "hook/ld_cache_update.hpp"
 #include "hook/nvidia_edits.hpp"
+#include "scratch_dir.hpp"
 
 namespace gpufrac::hook {
 namespace {
@@ -89,6 +94,24 @@ TEST(LdCacheProgram, OnlyAStaticRootOwnedProgram) {
   auto dynamic = sealed_static_program("/bin/ls");
   ASSERT_FALSE(dynamic);
   EXPECT_NE(dynamic.error().message.find("dynamically linked"), std::string::npos) << dynamic.error().message;
+}
+
+// Ubuntu: /sbin/ldconfig is a shell script that execs /sbin/ldconfig.real, the static program.
+TEST(LdCacheProgram, UbuntuLdconfigRealIsPreferredAndAScriptIsRefused) {
+  const std::string sbin = test::scratch_dir("ldconfig");
+  std::ofstream(sbin + "/ldconfig") << "#!/bin/sh\nexec /sbin/ldconfig.real \"$@\"\n";
+  ASSERT_EQ(::chmod((sbin + "/ldconfig").c_str(), 0755), 0);
+  EXPECT_EQ(host_ldconfig(sbin), sbin + "/ldconfig");
+  auto script = sealed_static_program(host_ldconfig(sbin));
+  ASSERT_FALSE(script);
+  EXPECT_NE(script.error().message.find(sbin + "/ldconfig"), std::string::npos) << script.error().message;
+  std::ofstream(sbin + "/ldconfig.real") << std::ifstream("/sbin/ldconfig", std::ios::binary).rdbuf();
+  ASSERT_EQ(::chmod((sbin + "/ldconfig.real").c_str(), 0755), 0);
+  EXPECT_EQ(host_ldconfig(sbin), sbin + "/ldconfig.real");
+  auto real = sealed_static_program(host_ldconfig(sbin));
+  ASSERT_TRUE(real) << real.error().message;
+  ::close(*real);
+  EXPECT_EQ(host_ldconfig(), ::access("/sbin/ldconfig.real", F_OK) == 0 ? "/sbin/ldconfig.real" : "/sbin/ldconfig");
 }
 
 }  // namespace
