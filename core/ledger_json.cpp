@@ -235,6 +235,12 @@ namespace {
 // A JSON string; anything outside printable ASCII is escaped, so the file is always valid JSON.
 void append_string(std::string& out, std::string_view s) {
   out.push_back('"');
+  const auto plain = [](unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; };
+  if (std::all_of(s.begin(), s.end(), plain)) {  // ids, uuids, requests: nothing to escape
+    out.append(s);
+    out.push_back('"');
+    return;
+  }
   for (unsigned char c : s) {
     if (c == '"' || c == '\\') {
       out.push_back('\\');
@@ -253,12 +259,12 @@ void append_string(std::string& out, std::string_view s) {
 
 template <class... Args>
 void field(std::string& out, std::string_view key, const Args&... value) {
-  out += text::cat(",\"", key, "\":", value...);
+  text::append_to(out, ",\"", key, "\":", value...);
 }
 
 // `,"key":"value"` with the value escaped; `first` leaves out the comma.
 void string_field(std::string& out, std::string_view key, std::string_view value, bool first = false) {
-  out += text::cat(first ? "\"" : ",\"", key, "\":");
+  text::append_to(out, first ? "\"" : ",\"", key, "\":");
   append_string(out, value);
 }
 
@@ -272,7 +278,7 @@ void append_ledger_entry(std::string& out, const LedgerEntry& e) {
   field(out, "gpu_index", e.gpu_index);
   string_field(out, "gpu_uuid", e.gpu_uuid);
   if (e.mig) {
-    out += text::cat(",\"mig\":{\"gi\":", e.mig->gi, ",\"ci\":", e.mig->ci);
+    text::append_to(out, ",\"mig\":{\"gi\":", e.mig->gi, ",\"ci\":", e.mig->ci);
     string_field(out, "profile", e.mig->profile);
     out += "}";
   } else {

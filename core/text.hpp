@@ -45,6 +45,12 @@ std::string cat(const Args&... args) {
   return out;
 }
 
+// cat's pieces appended to `out`, with no temporary string (writers on hot paths).
+template <class... Args>
+void append_to(std::string& out, const Args&... args) {
+  (detail::append(out, args), ...);
+}
+
 // "40.0 GiB", "512.0 MiB", "100 B": one decimal, binary units. Used in every human message.
 std::string format_bytes(std::uint64_t bytes);
 // Fixed decimals without locale: format_fixed(0.25, 2) == "0.25".
