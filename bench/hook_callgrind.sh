@@ -20,6 +20,9 @@ e2e_on_exit() {
 }
 e2e_gpu_config a100-40gb-x1.yaml "log: {target: file, file: $E2E_TMP/gpufrac.log, level: warn}"
 mount -t tmpfs -o size=64m gpufrac-bench "$E2E_TMP/state"
+# The inventory cache, as a node's boot-time refresh writes it (else the first booking discovers
+# the simulated machine itself, which a real node never does on the start path).
+"$GPUFRAC" info --refresh >/dev/null
 make_bundle "$E2E_TMP/plain" 'true'
 make_bundle "$E2E_TMP/share" 'true' gpufrac.io/fraction=0.25
 unshare --mount --propagation private sleep 3600 &
@@ -30,12 +33,13 @@ sleep 0.3
 ir() {
   local label=$1 input=$2 out=$E2E_TMP/cg.$1
   shift 2
+  local why=""
   if ! valgrind --tool=callgrind --callgrind-out-file="$out" --trace-children=no "$HOOK" "$@" <<<"$input" \
     >/dev/null 2>"$E2E_TMP/valgrind.log"; then
-    echo "n/a ($(grep -m1 -o 'gpufrac-hook: .*' "$E2E_TMP/valgrind.log"))"
-    return
+    why=" (stopped: $(grep -m1 -o 'gpufrac-hook: .*' "$E2E_TMP/valgrind.log"))"
+    [ -s "$out" ] || { echo "n/a$why"; return; }
   fi
-  awk '/^summary:/ { print $2 }' "$out"
+  echo "$(awk '/^summary:/ { print $2 }' "$out")$why"
   if [ -n "${GPUFRAC_CALLGRIND_KEEP:-}" ]; then cp "$out" "$GPUFRAC_CALLGRIND_KEEP.$label"; fi
 }
 plain=$(jq -cn --arg b "$E2E_TMP/plain" '{id:"cg-plain",bundle:$b,pid:1,status:"creating"}')
@@ -43,7 +47,8 @@ share=$(jq -cn --arg b "$E2E_TMP/share" --argjson p "$SLEEPER" '{id:"cg-share",b
 fast=$(ir fast "$plain" createRuntime)
 # valgrind 3.19 (Debian 12) does not know the mount API syscalls the full path uses (fsopen,
 # open_tree, move_mount, mount_setattr): under it the full createRuntime fails at its first mount
-# (and undoes its booking), so its count needs a newer valgrind; poststop is counted all the same.
+# and undoes its booking. Its count is then everything up to that mount (config, bundle, booking,
+# plan, container files) plus the undo, marked "stopped"; a newer valgrind counts the whole path.
 full=$(ir full "$share" createRuntime)
 post=$(ir post "$share" poststop)
 echo "gpufrac-hook instructions (callgrind, the hook process only):"
