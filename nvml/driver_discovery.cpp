@@ -198,14 +198,11 @@ std::string bin_dir_beside(std::string lib_dir) {
 }
 
 bool is_elf_program(int fd) {
+  static constexpr char kElfMagic[4] = {0x7f, 'E', 'L', 'F'};
   struct stat st {};
   char magic[4] = {};
   return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IXUSR) &&
-         ::pread(fd, magic, sizeof magic, 0) == 4 &&
-         std::memcmp(magic,
-                     "\x7f"
-                     "ELF",
-                     4) == 0;
+         ::pread(fd, magic, sizeof magic, 0) == 4 && std::memcmp(magic, kElfMagic, 4) == 0;
 }
 
 // Each binary from the driver's own bin directory first, then the usual ones. Only ELF programs:
