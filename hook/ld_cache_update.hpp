@@ -18,8 +18,6 @@
 
 namespace gpufrac::hook {
 
-inline constexpr const char* kHostLdconfig = "/sbin/ldconfig";
-
 // The host's static ldconfig in `sbin` (default /sbin): `<sbin>/ldconfig.real` when it exists (Ubuntu,
 // where /sbin/ldconfig is a shell script that execs it; NVIDIA's toolkit makes the same choice),
 // else `<sbin>/ldconfig`.

@@ -1,6 +1,7 @@
 #include "nvml/driver_discovery.hpp"
 
 #include <dirent.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
@@ -198,11 +199,10 @@ std::string bin_dir_beside(std::string lib_dir) {
 }
 
 bool is_elf_program(int fd) {
-  static constexpr char kElfMagic[4] = {0x7f, 'E', 'L', 'F'};
   struct stat st {};
-  char magic[4] = {};
+  char magic[SELFMAG] = {};
   return ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & S_IXUSR) &&
-         ::pread(fd, magic, sizeof magic, 0) == 4 && std::memcmp(magic, kElfMagic, 4) == 0;
+         ::pread(fd, magic, SELFMAG, 0) == SELFMAG && std::memcmp(magic, ELFMAG, SELFMAG) == 0;
 }
 
 // Each binary from the driver's own bin directory first, then the usual ones. Only ELF programs:
