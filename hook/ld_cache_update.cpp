@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -24,6 +25,7 @@ namespace {
 
 constexpr uid_t kNobody = 65534;
 constexpr std::size_t kMaxCacheBytes = 64u << 20;
+constexpr std::uint64_t kMaxProgramBytes = 64u << 20;
 constexpr const char* kScratch = "/run/gpufrac";  // gpufrac's tmpfs: every injecting front-end mounts it
 
 Result<> check(bool ok, const std::string& what) {
@@ -142,6 +144,36 @@ Result<std::string> child_steps(int ns_fd, int program_fd, const LdCacheJob& job
   ::_exit(fs::write_all(out_fd, reply, "library cache pipe") ? 0 : 2);
 }
 
+// A sealed memfd holding the program's bytes, copied in the kernel (sendfile): no user-space
+// buffer, so no megabyte of fresh pages to fault in on every container start.
+Result<fs::UniqueFd> sealed_copy(int fd, std::size_t size, const std::string& path) {
+  fs::UniqueFd mem(::memfd_create("ldconfig", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!mem) return sys_error("cannot create a memfd for " + path);
+  for (std::size_t done = 0; done < size;) {
+    const ssize_t n = ::sendfile(mem.get(), fd, nullptr, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error("cannot copy " + path);
+    if (n == 0) return internal_error(path + " shrank while it was copied");
+    done += static_cast<std::size_t>(n);
+  }
+  if (::fchmod(mem.get(), 0555) != 0 ||
+      ::fcntl(mem.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+    return sys_error("cannot seal the memfd of " + path);
+  return mem;
+}
+
+// The program must be static: it runs inside the container root, whose loader is the image's.
+Result<> check_static(int mem, std::size_t size, const std::string& path) {
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, mem, 0);
+  if (map == MAP_FAILED) return sys_error("cannot map the copy of " + path);
+  auto elf = parse_elf(std::string_view(static_cast<const char*>(map), size));
+  ::munmap(map, size);
+  if (!elf) return std::unexpected(elf.error().wrap(path));
+  if (!elf->is_static())
+    return internal_error(path + " is dynamically linked; gpufrac runs only a static ldconfig inside a container");
+  return {};
+}
+
 }  // namespace
 
 std::string container_ld_so_conf(const std::vector<std::string>& driver_dirs, bool image_has_conf) {
@@ -169,19 +201,15 @@ Result<int> sealed_static_program(const std::string& path) {
   if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))
     return internal_error(text::cat(path, " is not a regular file owned by root and writable by root alone (owner ",
                                     st.st_uid, ", mode ", text::format_mode(st.st_mode & 07777), ")"));
-  auto bytes = fs::read_fd(fd.get(), 64u << 20, path);
-  if (!bytes) return std::unexpected(bytes.error());
-  auto elf = parse_elf(*bytes);
-  if (!elf) return std::unexpected(elf.error().wrap(path));
-  if (!elf->is_static())
-    return internal_error(path + " is dynamically linked; gpufrac runs only a static ldconfig inside a container");
-  fs::UniqueFd mem(::memfd_create("ldconfig", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!mem) return sys_error("cannot create a memfd for " + path);
-  if (auto r = fs::write_all(mem.get(), *bytes, path); !r) return std::unexpected(r.error());
-  if (::fchmod(mem.get(), 0555) != 0 ||
-      ::fcntl(mem.get(), F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
-    return sys_error("cannot seal the memfd of " + path);
-  return mem.release();
+  if (st.st_size <= 0 || static_cast<std::uint64_t>(st.st_size) > kMaxProgramBytes)
+    return internal_error(
+        text::cat(path, ": ", st.st_size, " bytes; gpufrac runs a program of 1 byte to ", kMaxProgramBytes, " bytes"));
+  auto mem = sealed_copy(fd.get(), static_cast<std::size_t>(st.st_size), path);
+  if (!mem) return std::unexpected(mem.error());
+  // Checked on the sealed copy: what runs is exactly what was checked.
+  if (auto r = check_static(mem->get(), static_cast<std::size_t>(st.st_size), path); !r)
+    return std::unexpected(r.error());
+  return mem->release();
 }
 
 Result<LdCacheOutcome> update_container_ld_cache(const LdCacheJob& job) {

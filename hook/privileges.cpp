@@ -71,10 +71,11 @@ Result<> install_rootfs_seccomp() {
   if (!ctx) return internal_error("cannot create a seccomp filter");
   std::unique_ptr<void, void (*)(void*)> guard(ctx, [](void* c) { seccomp_release(c); });
   static constexpr const char* kAllowed[] = {
-      "openat",       "close",         "fstat",  "newfstatat", "statx",   "mkdirat",       "fcntl",
-      "move_mount",   "mount_setattr", "read",   "write",      "lseek",   "exit",          "exit_group",
-      "brk",          "mmap",          "munmap", "mremap",     "madvise", "mprotect",      "rt_sigprocmask",
-      "rt_sigreturn", "sigaltstack",   "futex",  "getpid",     "gettid",  "clock_gettime", "getrandom"};
+      "openat",         "openat2",      "close",         "fstat",  "newfstatat", "statx",   "mkdirat",
+      "fcntl",          "move_mount",   "mount_setattr", "read",   "write",      "lseek",   "exit",
+      "exit_group",     "brk",          "mmap",          "munmap", "mremap",     "madvise", "mprotect",
+      "rt_sigprocmask", "rt_sigreturn", "sigaltstack",   "futex",  "getpid",     "gettid",  "clock_gettime",
+      "getrandom"};
   for (const char* name : kAllowed) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture

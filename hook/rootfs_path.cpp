@@ -1,8 +1,12 @@
 #include "hook/rootfs_path.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <optional>
 
 #include "core/text.hpp"
 
@@ -57,6 +61,23 @@ Result<fs::UniqueFd> make_file(int dir_fd, const std::string& name, std::string_
   return open_component(dir_fd, name, path, false);
 }
 
+// The walk's rules in one syscall where the kernel has openat2 (5.6+): beneath the root, no symlink
+// in any component (a trailing one is opened as itself and refused below), no magic link. Returns
+// the target only when it exists as the wanted kind; anything else (ENOSYS, a missing component,
+// a symlink, a wrong kind) goes to the walk, which creates what is missing and words the error.
+fs::UniqueFd resolve_existing(int root_fd, const std::vector<std::string>& parts, std::optional<TargetKind> kind) {
+  std::string rel;
+  for (const auto& p : parts) rel += (rel.empty() ? "" : "/") + p;
+  struct open_how how {};
+  how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  fs::UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how)));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0 || S_ISLNK(st.st_mode)) return {};
+  if (kind && S_ISDIR(st.st_mode) != (*kind == TargetKind::directory)) return {};
+  return fd;
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> split_container_path(std::string_view path) {
@@ -78,6 +99,7 @@ Result<std::vector<std::string>> split_container_path(std::string_view path) {
 Result<fs::UniqueFd> open_in_root(int root_fd, std::string_view path) {
   auto parts = split_container_path(path);
   if (!parts) return std::unexpected(parts.error());
+  if (auto fd = resolve_existing(root_fd, *parts, std::nullopt)) return fd;
   auto parent = walk_parents(root_fd, *parts, path, false);
   auto fd = parent ? open_component(parent->get(), parts->back(), path, false) : std::move(parent);
   if (!fd && fd.error().err == ENOENT) return refuse(path, "does not exist");
@@ -106,6 +128,7 @@ Result<std::string> read_image_preload(const std::string& rootfs) {
 Result<fs::UniqueFd> ensure_target_in_root(int root_fd, std::string_view path, TargetKind kind) {
   auto parts = split_container_path(path);
   if (!parts) return std::unexpected(parts.error());
+  if (auto fd = resolve_existing(root_fd, *parts, kind)) return fd;
   auto parent = walk_parents(root_fd, *parts, path, true);
   if (!parent) return parent;
   if (kind == TargetKind::directory) return open_or_make_dir(parent->get(), parts->back(), path, true);

@@ -1,10 +1,12 @@
 // The hook's side of driver injection: NVIDIA's edits found in a spec, the inject decision, GPU
 // nodes outside the grant refused, the container's ld.so.conf and the --ld-cache argument.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <iterator>
 
 #include "hook/driver_step.hpp"
 #include "hook/ld_cache_update.hpp"
@@ -90,6 +92,17 @@ TEST(LdCacheArg, AbsoluteDirectoriesOnly) {
 TEST(LdCacheProgram, OnlyAStaticRootOwnedProgram) {
   auto sealed = sealed_static_program("/sbin/ldconfig");
   ASSERT_TRUE(sealed) << sealed.error().message;
+  // The copy is the program byte for byte, sealed against every change and executable.
+  std::ifstream in("/sbin/ldconfig", std::ios::binary);
+  const std::string want((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  struct stat st {};
+  ASSERT_EQ(::fstat(*sealed, &st), 0);
+  ASSERT_EQ(static_cast<std::size_t>(st.st_size), want.size());
+  std::string got(want.size(), '\0');
+  ASSERT_EQ(::pread(*sealed, got.data(), got.size(), 0), static_cast<ssize_t>(got.size()));
+  EXPECT_TRUE(got == want);
+  EXPECT_EQ(::fcntl(*sealed, F_GET_SEALS), F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL);
+  EXPECT_EQ(st.st_mode & 0777, 0555u);
   ::close(*sealed);
   auto dynamic = sealed_static_program("/bin/ls");
   ASSERT_FALSE(dynamic);

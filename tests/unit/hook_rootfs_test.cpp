@@ -97,6 +97,31 @@ INSTANTIATE_TEST_SUITE_P(
       return n;
     });
 
+// A link that stays inside the root, to a target that exists: the one-syscall resolution (openat2)
+// refuses it as the walk does, for a component and for the target itself.
+TEST_F(RootfsTest, AnInRootSymlinkToAnExistingTargetIsRefusedToo) {
+  stdfs::create_directories(rootfs_ + "/usr/etc");
+  std::ofstream(rootfs_ + "/usr/etc/ld.so.preload") << "x\n";
+  stdfs::remove_all(rootfs_ + "/etc");
+  stdfs::create_symlink("usr/etc", rootfs_ + "/etc");
+  stdfs::create_directories(rootfs_ + "/dev");
+  std::ofstream(rootfs_ + "/dev/real") << "";
+  stdfs::create_symlink("real", rootfs_ + "/dev/nvidia0");
+  for (const char* path : {"/etc/ld.so.preload", "/dev/nvidia0"}) {
+    auto made = ensure_target_in_root(root_fd_.get(), path, TargetKind::file);
+    ASSERT_FALSE(made) << path;
+    EXPECT_NE(made.error().message.find("symlink"), std::string::npos) << made.error().message;
+    auto opened = open_in_root(root_fd_.get(), path);
+    ASSERT_FALSE(opened) << path;
+    EXPECT_NE(opened.error().message.find("symlink"), std::string::npos) << opened.error().message;
+  }
+  auto plain = open_in_root(root_fd_.get(), "/usr/etc/ld.so.preload");
+  ASSERT_TRUE(plain) << plain.error().message;
+  struct stat st {};
+  ASSERT_EQ(::fstat(plain->get(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
 TEST_F(RootfsTest, RefusesDotDotAndRelativePaths) {
   for (const char* bad : {"/../host/x", "/etc/../../host", "etc/ld.so.preload", "", "/"}) {
     auto r = ensure_target_in_root(root_fd_.get(), bad, TargetKind::file);
