@@ -146,12 +146,13 @@ Result<> warn_unrequested(const HookArgs& args, const OciState& state, const Bun
 }
 
 Result<> create(const HookArgs& args, const OciState& state, std::uint64_t started_ns) {
-  auto config = load_bundle_config(state.bundle);
-  if (!config) return std::unexpected(config.error());
   // The fast path: this hook runs for every container on the node. No DOM, no config, no NVML, no
-  // ledger: one strict pass over config.json gives the annotations and the environment.
-  const BundleSpec& fields = config->request_fields;
+  // ledger: a text that cannot name gpufrac ends here; else one strict pass over config.json gives
+  // the annotations and the environment.
   const bool named = !args.cdi_device.empty() || args.attach || !args.ld_cache.empty() || !args.claim.empty();
+  auto config = load_bundle_config(state.bundle, named ? Scan::always : Scan::when_named);
+  if (!config) return std::unexpected(config.error());
+  const BundleSpec& fields = config->request_fields;
   if (!named && !has_container_request(fields.annotations, fields.env, true))
     return warn_unrequested(args, state, fields);
   // gpufrac-runtime already booked and edited this spec; its own `--attach` hook records the pid.

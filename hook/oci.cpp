@@ -145,7 +145,17 @@ Result<BundleSpec> bundle_spec_from(const json& j, const std::string& bundle) {
   return spec;
 }
 
-Result<BundleConfig> load_bundle_config(const std::string& bundle) {
+bool may_name_gpufrac(std::string_view text) {
+  for (std::string_view word : {"gpufrac.io", "gpu-fraction", "gpu-memory", "clearml-injector", "\\u"})
+    if (text.find(word) != std::string_view::npos) return true;
+  // GPUFRAC_CONFIG=... (in a hook's env, say) is neither a request nor a warning.
+  constexpr std::string_view kVar = "GPUFRAC_", kConfig = "CONFIG=";
+  for (std::size_t at = text.find(kVar); at != std::string_view::npos; at = text.find(kVar, at + 1))
+    if (text.substr(at + kVar.size(), kConfig.size()) != kConfig) return true;
+  return false;
+}
+
+Result<BundleConfig> load_bundle_config(const std::string& bundle, Scan scan) {
   BundleConfig c;
   c.bundle = bundle;
   auto text = fs::read_file(bundle + "/config.json", kMaxConfigBytes);
@@ -155,6 +165,10 @@ Result<BundleConfig> load_bundle_config(const std::string& bundle) {
     return std::unexpected(std::move(e));
   }
   c.text = std::move(*text);
+  if (scan == Scan::when_named && !may_name_gpufrac(c.text)) {
+    c.checked = false;
+    return c;
+  }
   // The same strings bundle_spec_from takes: annotations.<key> and process.env[<i>].
   const JsonStringVisitor strings = [&](const std::vector<JsonPathStep>& p, const std::string& value) {
     if (p.size() == 2 && p[0].object && p[0].key == "annotations" && p[1].object)
@@ -168,6 +182,7 @@ Result<BundleConfig> load_bundle_config(const std::string& bundle) {
 }
 
 Result<BundleSpec> BundleConfig::full() const {
+  if (!checked) return internal_error(bundle + "/config.json was not checked (Scan::when_named)");
   return bundle_spec_from(nlohmann::json::parse(text), bundle);  // checked strictly at load
 }
 

@@ -83,6 +83,45 @@ TEST(BundleConfig, RequestFieldsAreWhatTheFullReadTakes) {
   EXPECT_FALSE(load_bundle_config(dir)) << "duplicate keys are still refused";
 }
 
+// The fast path's text test: everything gpufrac reads from config.json spells one of its words in
+// the raw text, or the text has a \u escape; anything else cannot ask for a share.
+TEST(BundleConfig, TheTextTestSeesEveryNameGpufracReads) {
+  for (const char* named :
+       {R"({"annotations":{"gpufrac.io/fraction":"0.5"}})", R"({"process":{"env":["GPUFRAC_MEMORY=1Gi"]}})",
+        R"({"process":{"env":["GPUFRAC_TYPO=1"]}})", R"({"process":{"env":["GPUFRAC_CONFIGX=1","GPUFRAC_CONFIG=/c"]}})",
+        R"({"annotations":{"gpu-fraction":"0.5"}})", R"({"annotations":{"gpu-memory":"1024"}})",
+        R"({"annotations":{"clearml-injector/fraction":"0.5"}})",
+        R"({"annotations":{"clearml-injector\/fraction":"1"}})",
+        R"({"annotations":{"\u0067pufrac.io/fraction":"0.5"}})"})
+    EXPECT_TRUE(may_name_gpufrac(named)) << named;
+  for (
+      const char* plain :
+      {R"({"annotations":{"io.kubernetes.pod":"x"},"process":{"env":["PATH=/bin"]}})",
+       R"({"annotations":{"gpufra":"x","gpu":"1","g":"pufrac","nvidia.com/gpu-x":"1"}})",
+       R"({"hooks":{"createRuntime":[{"path":"/usr/bin/gpufrac-hook"}]},"env":["GpuFrac_X=1","GPUFRAC_CONFIG=/etc/g.yaml"]})",
+       "", "g", "gpufrac"})
+    EXPECT_FALSE(may_name_gpufrac(plain)) << plain;
+}
+
+// Scan::when_named skips the strict pass only where no request can be: an escaped key is read.
+TEST(BundleConfig, WhenNamedSkipsOnlyTextsWithoutAName) {
+  const std::string dir = test::scratch_dir("gpufrac-bundle-scan");
+  ASSERT_TRUE(fs::write_file_atomic(dir + "/config.json", R"({"annotations":{"a":"1","a":"2"}})", 0600));
+  auto skipped = load_bundle_config(dir, Scan::when_named);
+  ASSERT_TRUE(skipped) << skipped.error().message;
+  EXPECT_FALSE(skipped->checked);
+  EXPECT_TRUE(skipped->request_fields.annotations.empty());
+  EXPECT_FALSE(skipped->full()) << "an unchecked text never reaches the DOM";
+  const std::string escaped = R"({"root":{"path":"r"},"annotations":{"gpufr\u0061c.io/fraction":"0.5"}})";
+  ASSERT_TRUE(fs::write_file_atomic(dir + "/config.json", escaped, 0600));
+  auto read = load_bundle_config(dir, Scan::when_named);
+  ASSERT_TRUE(read) << read.error().message;
+  EXPECT_TRUE(read->checked);
+  EXPECT_EQ(read->request_fields.annotations, (std::map<std::string, std::string>{{"gpufrac.io/fraction", "0.5"}}));
+  ASSERT_TRUE(fs::write_file_atomic(dir + "/config.json", R"({"annotations":{"gpufrac.io/x":"1","a":1,"a":2}})", 0600));
+  EXPECT_FALSE(load_bundle_config(dir, Scan::when_named)) << "a named text is still checked strictly";
+}
+
 TEST(DeviceRules, LastMatchWins) {
   auto rules =
       nlohmann::json::parse(R"([{"allow":false,"access":"rwm"},{"allow":true,"type":"c","major":195,"access":"rw"}])");
