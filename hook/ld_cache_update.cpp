@@ -1,8 +1,6 @@
 #include "hook/ld_cache_update.hpp"
 
 #include <fcntl.h>
-#include <grp.h>
-#include <linux/close_range.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -17,13 +15,13 @@
 #include "core/fs.hpp"
 #include "core/ld_cache.hpp"
 #include "core/text.hpp"
+#include "hook/nobody_exec.hpp"
 #include "hook/privileges.hpp"
 
 namespace gpufrac::hook {
 
 namespace {
 
-constexpr uid_t kNobody = 65534;
 constexpr std::size_t kMaxCacheBytes = 64u << 20;
 constexpr std::uint64_t kMaxProgramBytes = 64u << 20;
 constexpr const char* kScratch = "/run/gpufrac";  // gpufrac's tmpfs: every injecting front-end mounts it
@@ -68,32 +66,13 @@ Result<> mount_scratch() {
 
 // Runs ldconfig as nobody with no capabilities and an empty environment; its output is the error.
 Result<> run_ldconfig(int program_fd) {
-  int out[2];
-  if (::pipe2(out, O_CLOEXEC) != 0) return sys_error("cannot create a pipe");
-  fs::UniqueFd rd(out[0]), wr(out[1]);
-  const pid_t pid = ::fork();
-  if (pid < 0) return sys_error("cannot fork ldconfig");
-  if (pid == 0) {
-    const char* argv[] = {"ldconfig", "-i", "-X", "-f", "/run/gpufrac/ld.so.conf", "-C", "/run/gpufrac/ld.so.cache",
-                          nullptr};
-    const char* envp[] = {nullptr};
-    if (::dup2(wr.get(), 1) < 0 || ::dup2(wr.get(), 2) < 0 || ::setgroups(0, nullptr) != 0 ||
-        ::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0 ||
-        ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
-      ::_exit(126);
-    ::close(0);
-    ::syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC);
-    ::syscall(SYS_execveat, program_fd, "", argv, envp, AT_EMPTY_PATH);
-    ::_exit(127);
-  }
-  wr = fs::UniqueFd();
-  auto said = fs::read_fd(rd.get(), 4096, "ldconfig output");
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return {};
-  std::string line = said && !said->empty() ? said->substr(0, said->find('\n')) : "";
-  return internal_error(text::cat("the host's ldconfig failed in the container root (status ", status, ")",
+  static const char* const argv[] = {
+      "ldconfig", "-i", "-X", "-f", "/run/gpufrac/ld.so.conf", "-C", "/run/gpufrac/ld.so.cache", nullptr};
+  auto run = run_as_nobody(program_fd, argv);
+  if (!run) return std::unexpected(run.error());
+  if (WIFEXITED(run->status) && WEXITSTATUS(run->status) == 0) return {};
+  const std::string line = run->output.substr(0, run->output.find('\n'));
+  return internal_error(text::cat("the host's ldconfig failed in the container root (status ", run->status, ")",
                                   line.empty() ? "" : ": " + line));
 }
 
@@ -112,7 +91,9 @@ Result<bool> install_in_place(const std::string& bytes) {
   if (!fd && errno == EROFS) return false;
   if (!fd) return sys_error("cannot write the container's /etc/ld.so.cache");
   if (auto r = fs::write_all(fd.get(), bytes, "/etc/ld.so.cache"); !r) return std::unexpected(r.error());
-  if (::fsync(fd.get()) != 0 || ::renameat(etc.get(), tmp, etc.get(), "ld.so.cache") != 0) {
+  // No fsync: the cache lives as long as the container's root; after a host crash the container's
+  // next start writes it again (and the loader ignores a cache that does not parse).
+  if (::renameat(etc.get(), tmp, etc.get(), "ld.so.cache") != 0) {
     ::unlinkat(etc.get(), tmp, 0);
     return sys_error("cannot replace the container's /etc/ld.so.cache");
   }
