@@ -55,19 +55,30 @@ for ((i = 0; i < M; i++)); do
 done
 SLEEPER="${SLEEPERS[*]}"
 sleep 0.5
+STATES=()
+for pid in "${SLEEPERS[@]}"; do
+  STATES+=("$(jq -cn --arg b "$E2E_TMP/share" --argjson p "$pid" '{id:"bench-full",bundle:$b,pid:$p}')")
+done
 CYCLE=0
 full_cycle() {
-  local state
-  state=$(jq -cn --arg b "$E2E_TMP/share" --argjson p "${SLEEPERS[$CYCLE]}" '{id:"bench-full",bundle:$b,pid:$p}')
+  local state=${STATES[$CYCLE]}
   CYCLE=$((CYCLE + 1))
   "$HOOK" createRuntime <<<"$state" || { echo "bench: createRuntime failed" >&2; exit 1; }
   "$HOOK" poststop <<<"$state"  # the sleeper lives on: the state names the pid whose booking goes
 }
+# children_cpu: CHILD_CPU_MS = user + system time of every child this shell waited for (bash's
+# `times`, which must run in this shell: a subshell has its own children).
+children_cpu() {
+  times >"$E2E_TMP/times"
+  CHILD_CPU_MS=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%d", (u[1] * 60 + u[2] + s[1] * 60 + s[2]) * 1000 }' "$E2E_TMP/times")
+}
+children_cpu
+cpu0=$CHILD_CPU_MS
 start=$(now_ns)
 for ((c = 0; c < M; c++)); do full_cycle; done
 full=$((($(now_ns) - start) / M / 1000))
-jq_cost=$(per_call_us jq "$M" jq -cn --arg b x '{b:$b}')
-full=$((full - jq_cost))
+children_cpu
+full_cpu=$(((CHILD_CPU_MS - cpu0) * 1000 / M))
 [ "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" = 0 ] || { echo "bench: full path left bookings" >&2; exit 1; }
 
 R=$((N / 10))
@@ -77,7 +88,7 @@ runc_plain=$(per_call_us runc "$R" run_plain)
 runc_share=$(per_call_us runc-hook "$R" run_share)
 
 echo "gpufrac-hook, no annotation (fast path):  ${fast} us per call   (exec floor /bin/true: ${fast_floor} us; ratio $(ratio "$fast" "$fast_floor"))"
-echo "gpufrac-hook, full path (book + mount + release): ${full} us per createRuntime+poststop"
+echo "gpufrac-hook, full path (book + mount + release): ${full} us per createRuntime+poststop   (CPU, hook and helpers: ${full_cpu} us; 2 x exec floor: $((2 * fast_floor)) us; ratio $(ratio "$full" $((2 * fast_floor))))"
 echo "runc run, trivial container:              ${runc_plain} us"
 echo "runc run, with the hook and a 0.25 share: ${runc_share} us   (ratio $(ratio "$runc_share" "$runc_plain"))"
 echo "iterations: fast ${N}, full ${M}, runc ${R}; driver.inject: ${DRIVER}; machine: $(nproc) cores, $(uname -r)"
