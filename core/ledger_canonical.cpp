@@ -1,8 +1,10 @@
 #include "core/ledger_canonical.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -157,21 +159,37 @@ std::vector<Item> scan_list(Scanner& sc, ScanOne scan_one) {
   return out;
 }
 
+// Whether two entries share (owner kind, container key, device key): an open-addressing table of
+// entry indices, linear in the entries (no sort, no node per entry). (id, instance) stands for
+// container_key(e): a valid id holds no '@'.
+bool duplicate_booking(const std::vector<LedgerEntry>& entries) {
+  using Key = std::tuple<bool, std::string_view, std::string_view, std::string_view>;
+  const auto key = [&](std::uint32_t i) {
+    const LedgerEntry& e = entries[i];
+    return Key(e.claim_owned(), e.container_id, e.instance, e.device_key);
+  };
+  const auto hash = [](const Key& k) {
+    const std::hash<std::string_view> h;
+    return h(std::get<1>(k)) ^ (h(std::get<2>(k)) * 0x9e3779b97f4a7c15ull) ^ (h(std::get<3>(k)) * 31) ^
+           static_cast<std::size_t>(std::get<0>(k));
+  };
+  constexpr std::uint32_t kFree = UINT32_MAX;
+  const std::size_t mask = std::bit_ceil(entries.size() * 2 + 1) - 1;
+  std::vector<std::uint32_t> table(mask + 1, kFree);
+  for (std::uint32_t i = 0; i < entries.size(); ++i) {
+    const Key k = key(i);
+    std::size_t at = hash(k) & mask;
+    for (; table[at] != kFree; at = (at + 1) & mask)
+      if (key(table[at]) == k) return true;
+    table[at] = i;
+  }
+  return false;
+}
+
 // What the strict reader refuses beyond single values: two bookings of one (owner kind,
 // container key, device key), two records of one instance, an idle record's uuid prefixes.
 bool unique_and_valid(const LedgerState& s) {
-  // (id, instance) stands for container_key(e): a valid id holds no '@'.
-  const auto key = [](const LedgerEntry* e) {
-    return std::tuple<bool, std::string_view, std::string_view, std::string_view>(e->claim_owned(), e->container_id,
-                                                                                  e->instance, e->device_key);
-  };
-  std::vector<const LedgerEntry*> by_key;
-  by_key.reserve(s.entries.size());
-  for (const auto& e : s.entries) by_key.push_back(&e);
-  std::sort(by_key.begin(), by_key.end(), [&](auto* a, auto* b) { return key(a) < key(b); });
-  if (std::adjacent_find(by_key.begin(), by_key.end(), [&](auto* a, auto* b) { return key(a) == key(b); }) !=
-      by_key.end())
-    return false;
+  if (duplicate_booking(s.entries)) return false;
   std::vector<std::string> idle;
   for (const auto& r : s.mig_idle) {
     if (!r.uuid.starts_with("MIG-") || !r.gpu_uuid.starts_with("GPU-")) return false;

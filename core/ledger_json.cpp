@@ -258,50 +258,51 @@ void append_string(std::string& out, std::string_view s) {
 }
 
 template <class... Args>
-void field(std::string& out, std::string_view key, const Args&... value) {
-  text::append_to(out, ",\"", key, "\":", value...);
+void field(std::string& out, std::string_view prefix, const Args&... value) {
+  text::append_to(out, prefix, value...);
 }
 
-// `,"key":"value"` with the value escaped; `first` leaves out the comma.
-void string_field(std::string& out, std::string_view key, std::string_view value, bool first = false) {
-  text::append_to(out, first ? "\"" : ",\"", key, "\":");
+// `,"key":"value"` (the prefix up to the colon) with the value escaped.
+void string_field(std::string& out, std::string_view prefix, std::string_view value) {
+  out.append(prefix);
   append_string(out, value);
 }
 
 }  // namespace
 
+// Every key with its punctuation is one literal: one append of a known size each.
 void append_ledger_entry(std::string& out, const LedgerEntry& e) {
-  out += "{";
-  string_field(out, "container_id", e.container_id, true);
-  string_field(out, "device_key", e.device_key);
-  string_field(out, "device_uuid", e.device_uuid);
-  field(out, "gpu_index", e.gpu_index);
-  string_field(out, "gpu_uuid", e.gpu_uuid);
+  using namespace std::string_view_literals;
+  string_field(out, R"({"container_id":)"sv, e.container_id);
+  string_field(out, R"(,"device_key":)"sv, e.device_key);
+  string_field(out, R"(,"device_uuid":)"sv, e.device_uuid);
+  field(out, R"(,"gpu_index":)"sv, e.gpu_index);
+  string_field(out, R"(,"gpu_uuid":)"sv, e.gpu_uuid);
   if (e.mig) {
-    text::append_to(out, ",\"mig\":{\"gi\":", e.mig->gi, ",\"ci\":", e.mig->ci);
-    string_field(out, "profile", e.mig->profile);
-    out += "}";
+    text::append_to(out, R"(,"mig":{"gi":)"sv, e.mig->gi, R"(,"ci":)"sv, e.mig->ci);
+    string_field(out, R"(,"profile":)"sv, e.mig->profile);
+    out += '}';
   } else {
-    out += ",\"mig\":null";
+    out.append(R"(,"mig":null)"sv);
   }
-  field(out, "bytes", e.bytes);
-  field(out, "exclusive", e.exclusive);
-  string_field(out, "request", e.request);
-  field(out, "source", "\"", to_string(e.source), "\"");
-  field(out, "pid", e.pid);
-  field(out, "pid_start", e.pid_start);
-  field(out, "created", e.created);
-  if (!e.instance.empty()) string_field(out, "instance", e.instance);
-  if (!e.claim.empty()) string_field(out, "claim", e.claim);
-  out += "}";
+  field(out, R"(,"bytes":)"sv, e.bytes);
+  field(out, R"(,"exclusive":)"sv, e.exclusive);
+  string_field(out, R"(,"request":)"sv, e.request);
+  field(out, R"(,"source":")"sv, std::string_view(to_string(e.source)), '"');
+  field(out, R"(,"pid":)"sv, e.pid);
+  field(out, R"(,"pid_start":)"sv, e.pid_start);
+  field(out, R"(,"created":)"sv, e.created);
+  if (!e.instance.empty()) string_field(out, R"(,"instance":)"sv, e.instance);
+  if (!e.claim.empty()) string_field(out, R"(,"claim":)"sv, e.claim);
+  out += '}';
 }
 
 void append_idle_record(std::string& out, const MigIdleRecord& r) {
-  out += "{";
-  string_field(out, "uuid", r.uuid, true);
-  string_field(out, "gpu", r.gpu_uuid);
-  field(out, "since", r.since);
-  out += "}";
+  using namespace std::string_view_literals;
+  string_field(out, R"({"uuid":)"sv, r.uuid);
+  string_field(out, R"(,"gpu":)"sv, r.gpu_uuid);
+  field(out, R"(,"since":)"sv, r.since);
+  out += '}';
 }
 
 int ledger_version_for(const LedgerState& state) {
@@ -317,7 +318,7 @@ std::string ledger_to_json(const LedgerState& state) {
   out.reserve(64 + state.entries.size() * 400 + state.mig_idle.size() * 120);
   out += text::cat("{\"version\":", version, ",\"entries\":[");
   for (std::size_t i = 0; i < state.entries.size(); ++i) {
-    out += i == 0 ? "\n" : ",\n";
+    out.append(i == 0 ? std::string_view("\n") : std::string_view(",\n"));
     append_ledger_entry(out, state.entries[i]);
   }
   if (version != kLedgerVersion) {
