@@ -1,6 +1,6 @@
 // The container's loader cache once the driver's libraries are mounted (docs/architecture.md "The
-// driver's user space"). The host's ldconfig (static, root-owned, not writable by others: checked,
-// then copied into a sealed memfd before anything of the container is touched) runs in a private
+// driver's user space"). The host's ldconfig (static, root-owned, not writable by others: copied
+// into a memfd that is sealed and then checked, before anything of the container is touched) runs in a private
 // copy of the container's mount namespace pivoted into its root, as nobody, with no capabilities,
 // no_new_privs, an empty environment and a scratch tmpfs for its output: no program of the image
 // runs, nothing outside the root is reachable, a symlink in the image resolves inside the image.
@@ -38,8 +38,9 @@ struct LdCacheOutcome {
 
 Result<LdCacheOutcome> update_container_ld_cache(const LdCacheJob& job);
 
-// The host program checked (regular, root-owned, not group/other-writable, a static ELF: it runs
-// inside the container root, where no loader of the host exists) and copied into a sealed memfd.
+// The host program (regular, root-owned, not group/other-writable) copied into a sealed memfd,
+// and the sealed copy checked to be a static ELF: it runs inside the container root, where no
+// loader of the host exists.
 Result<int> sealed_static_program(const std::string& path);
 
 // Our ld.so.conf for the container: driver directories, the image's /etc/ld.so.conf when it has

@@ -2,8 +2,10 @@
 // rootfs the container image controls, so every mount target is reached by a component-by-component
 // walk from a directory fd of the root: each step opens one name with O_NOFOLLOW, symlinks are
 // refused (not followed), ".." is refused, and missing components are created with mkdirat/openat on
-// the parent fd. This is equivalent to openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) and also works
-// on kernels without openat2. A target that is a symlink fails with one line naming the path.
+// the parent fd. A target that already exists is first resolved by the kernel in one call,
+// openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS), the same rules; the walk
+// runs when that fails (no openat2, a missing component, a symlink, a wrong kind) and creates what
+// is missing or words the error. A target that is a symlink fails with one line naming the path.
 #pragma once
 
 #include <sys/types.h>
