@@ -8,6 +8,8 @@
  *                             context, shim configuration, slot registration included): median and
  *                             90th percentile over all N x R processes, in us
  *   shim_bench region-size    sizeof(struct gpufrac_region), for writing an empty region
+ *   shim_bench lock-floor     ns per atomic read-modify-write on a line this thread owns (x86:
+ *                             one locked instruction): the floor under the shim's per-call cost
  *   shim_bench first T0       (internal) one such process */
 #include <spawn.h>
 #include <stdint.h>
@@ -134,6 +136,21 @@ static int mode_ops(const char* self, int holders) {
   return 0;
 }
 
+/* One uncontended atomic add, best of 7 runs: what each locked instruction of the shim costs. */
+static int mode_lock_floor(void) {
+  static uint64_t word __attribute__((aligned(64)));
+  double best = 1e30;
+  const int iters = 5000000;
+  for (int run = 0; run < 7; run++) {
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < iters; i++) __atomic_fetch_add(&word, 1, __ATOMIC_SEQ_CST);
+    double ns = (double)(now_ns() - t0) / iters;
+    if (ns < best) best = ns;
+  }
+  printf("lock-floor rmw_ns=%.2f\n", best);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "ops";
   if (strcmp(mode, "first") == 0 || strcmp(mode, "hold") == 0) {
@@ -147,6 +164,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (strcmp(mode, "region-size") == 0) return printf("%zu\n", sizeof(struct gpufrac_region)) < 0;
+  if (strcmp(mode, "lock-floor") == 0) return mode_lock_floor();
   if (strcmp(mode, "spawn") == 0)
     return mode_spawn(argv[0], argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atoi(argv[3]) : 1);
   return mode_ops(argv[0], argc > 2 ? atoi(argv[2]) : 0);

@@ -41,6 +41,12 @@ for holders in 0 16 64 256; do
     printf '%-28s %12s %12s %12s\n' "$label" "$b" "$s" "$(awk -v a="$s" -v b="$b" 'BEGIN{printf "%+.1f", a-b}')"
   done
 done
+# The floor under the pair: it makes 4 atomic read-modify-writes with no other process in the
+# container (slot add and subtract, pointer-table insert and remove) and 6 with others (the
+# change counter on reserve and on release), each one locked instruction on x86.
+rmw=$(val rmw_ns "$("$BENCH" lock-floor)")
+printf '%-28s %12s %12s %12s\n' "one atomic RMW ns (floor)" "" "$rmw" \
+  "$(awk -v r="$rmw" 'BEGIN{printf "x4 %.1f, x6 %.1f", 4 * r, 6 * r}')"
 for n in 1 64; do
   rounds=$((n == 1 ? 41 : 5))
   base=$("$BENCH" spawn "$n" "$rounds")

@@ -54,26 +54,38 @@ int gf_untrack(struct gf_table* t, uint64_t key, int* idx, uint64_t* n) {
   return 1;
 }
 
-enum gf_charge gf_charge_device(CUdevice dev, uint64_t n, const char* api, int* idx, CUresult* rc) {
+/* Reserves n bytes on limit index idx (GF_UNLIMITED passes); err is the index lookup's error. */
+static enum gf_charge charge_index(int idx, CUresult err, uint64_t n, const char* api, CUresult* rc) {
+  *rc = err;
+  if (idx == GF_UNLIMITED) return err == CUDA_SUCCESS ? GF_PASS : GF_REFUSED;
+  if (n == 0) return GF_PASS; /* the driver refuses a zero size itself */
+  *rc = gf_reserve(idx, n, api);
+  return *rc == CUDA_SUCCESS ? GF_COUNTED : GF_REFUSED;
+}
+
+/* Outside GF_MODE_ACTIVE every call gets the same answer: 1 with it in *how (and *rc). */
+static int inactive(enum gf_charge* how, CUresult* rc) {
   int mode = gf_mode();
-  if (GF_LIKELY(mode == GF_MODE_ACTIVE)) {
-    *idx = gf_device_index(dev, rc);
-    if (*idx == GF_UNLIMITED) return *rc == CUDA_SUCCESS ? GF_PASS : GF_REFUSED;
-    if (n == 0) return GF_PASS; /* the driver refuses a zero size itself */
-    *rc = gf_reserve(*idx, n, api);
-    return *rc == CUDA_SUCCESS ? GF_COUNTED : GF_REFUSED;
-  }
-  if (mode == GF_MODE_INERT) return GF_PASS;
-  *rc = CUDA_ERROR_OUT_OF_MEMORY; /* GF_MODE_REFUSE_ALL */
-  return GF_REFUSED;
+  if (GF_LIKELY(mode == GF_MODE_ACTIVE)) return 0;
+  *how = mode == GF_MODE_INERT ? GF_PASS : GF_REFUSED;
+  if (*how == GF_REFUSED) *rc = CUDA_ERROR_OUT_OF_MEMORY; /* GF_MODE_REFUSE_ALL */
+  return 1;
+}
+
+enum gf_charge gf_charge_device(CUdevice dev, uint64_t n, const char* api, int* idx, CUresult* rc) {
+  enum gf_charge how;
+  if (inactive(&how, rc)) return how;
+  CUresult err;
+  *idx = gf_device_index(dev, &err);
+  return charge_index(*idx, err, n, api, rc);
 }
 
 enum gf_charge gf_charge_current(uint64_t n, const char* api, int* idx, CUresult* rc) {
-  if (gf_mode() == GF_MODE_INERT) return GF_PASS;
-  CUdevice dev;
-  *rc = gf_current_device(&dev);
-  if (*rc != CUDA_SUCCESS) return GF_REFUSED; /* no context on this thread: nothing to index */
-  return gf_charge_device(dev, n, api, idx, rc);
+  enum gf_charge how;
+  if (inactive(&how, rc)) return how;
+  CUresult err;
+  *idx = gf_current_index(&err);
+  return charge_index(*idx, err, n, api, rc);
 }
 
 void gf_settle(CUresult rc, struct gf_table* t, uint64_t key, int idx, uint64_t n) {

@@ -43,9 +43,32 @@ int gf_device_index(CUdevice dev, CUresult* err) {
   return idx;
 }
 
-int gf_current_index(CUdevice* dev, CUresult* err) {
-  *err = gf_current_device(dev);
-  return *err == CUDA_SUCCESS ? gf_device_index(*dev, err) : GF_UNLIMITED;
+#define GF_SOLE_UNKNOWN (-3)
+#define GF_SOLE_NONE (-2) /* not one device: ask for the current one each time */
+static int g_sole = GF_SOLE_UNKNOWN;
+
+/* The limit index of the process's only CUDA device (one GPU or MIG instance per container, the
+ * usual case), GF_SOLE_NONE with several, GF_SOLE_UNKNOWN while the driver cannot say yet. */
+static int sole_index(void) {
+  int sole = __atomic_load_n(&g_sole, __ATOMIC_RELAXED);
+  if (GF_LIKELY(sole != GF_SOLE_UNKNOWN)) return sole;
+  CUresult (*count)(int*) = (CUresult(*)(int*))gf_cuda(GF_cuDeviceGetCount);
+  int n = 0;
+  if (count == NULL || count(&n) != CUDA_SUCCESS) return GF_SOLE_UNKNOWN;
+  CUresult err = CUDA_SUCCESS;
+  sole = n == 1 ? gf_device_index(0, &err) : GF_SOLE_NONE;
+  if (err != CUDA_SUCCESS) return GF_SOLE_UNKNOWN;
+  __atomic_store_n(&g_sole, sole, __ATOMIC_RELAXED);
+  return sole;
+}
+
+int gf_current_index(CUresult* err) {
+  *err = CUDA_SUCCESS;
+  int sole = sole_index();
+  if (GF_LIKELY(sole >= GF_UNLIMITED)) return sole;
+  CUdevice dev;
+  *err = gf_current_device(&dev);
+  return *err == CUDA_SUCCESS ? gf_device_index(dev, err) : GF_UNLIMITED;
 }
 
 int gf_nvml_index(nvmlDevice_t dev) {

@@ -72,7 +72,7 @@ int gf_untrack(struct gf_table* t, uint64_t key, int* idx, uint64_t* n);
   X(cuMipmappedArrayDestroy)                                                                         \
   X(cuMemGetInfo_v2) X(cuDeviceTotalMem_v2) X(cuGetProcAddress) X(cuGetProcAddress_v2)               \
   /* not wrapped, used by the shim: */                                                               \
-  X(cuCtxGetDevice) X(cuDeviceGetUuid) X(cuDeviceGetUuid_v2)
+  X(cuCtxGetDevice) X(cuDeviceGetUuid) X(cuDeviceGetUuid_v2) X(cuDeviceGetCount)
 /* clang-format on */
 #define GF_NVML_FUNCS(X) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetUUID)
 
@@ -101,8 +101,10 @@ CUresult gf_current_device(CUdevice* dev);
 /* Limit index of a CUDA device, or GF_UNLIMITED; a CUresult error in *err when its UUID cannot
  * be read (then returns GF_UNLIMITED and the caller fails the call with *err). */
 int gf_device_index(CUdevice dev, CUresult* err);
-/* Limit index for the calling thread's current device (dev set); err as above. */
-int gf_current_index(CUdevice* dev, CUresult* err);
+/* Limit index for the calling thread's current device; err as above, or the driver's error when
+ * the thread has no context. With one CUDA device in the process every context is on it, and the
+ * index is known without asking the driver (the call that follows fails without a context). */
+int gf_current_index(CUresult* err);
 /* Limit index of an NVML device handle, or GF_UNLIMITED. */
 int gf_nvml_index(nvmlDevice_t dev);
 

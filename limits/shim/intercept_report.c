@@ -33,9 +33,8 @@ GF_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
   int mode = gf_mode();
   if (mode == GF_MODE_REFUSE_ALL) f = 0;
   if (mode == GF_MODE_ACTIVE) {
-    CUdevice dev;
     CUresult err;
-    int idx = gf_current_index(&dev, &err);
+    int idx = gf_current_index(&err);
     if (idx >= 0) {
       uint64_t total, used;
       limited(idx, t, &total, &used);

@@ -35,6 +35,18 @@ for api in cuMemAlloc_v2 cuMemAllocAsync cuArrayCreate_v2 cuMemAllocManaged cuMe
   assert_contains "$OUT" "noctx $api rc=201" "$api without a context: CUDA_ERROR_INVALID_CONTEXT"
 done
 assert_contains "$OUT" "meminfo free=$L total=$L" "nothing counted"
+# The same with one CUDA device in the process, where the shim knows the device without asking the
+# driver for the current one: the driver's own error for each call, nothing counted; then counting
+# and the limit as with several devices.
+GPUFRAC_FAKE_CUDA_DEVICES="$GPU0=40Gi" shim_run "$PROBE" noctx cuMemAlloc_v2 "$MI" noctx cuMemAllocAsync "$MI" \
+  noctx cuArrayCreate_v2 "$MI" noctx cuMemAllocManaged "$MI" noctx-meminfo meminfo fill cuMemAlloc_v2 "$MI" meminfo
+assert_eq "$RC" 0 "one device: no crash"
+for api in cuMemAlloc_v2 cuMemAllocAsync cuArrayCreate_v2 cuMemAllocManaged cuMemGetInfo_v2; do
+  assert_contains "$OUT" "noctx $api rc=201" "one device: $api without a context: CUDA_ERROR_INVALID_CONTEXT"
+done
+assert_contains "$OUT" "meminfo free=$L total=$L" "one device: nothing counted"
+assert_contains "$OUT" "fill cuMemAlloc_v2 each=$MI ok=64 rc=2" "one device: counted up to the limit"
+assert_contains "$OUT" "meminfo free=0 total=$L" "one device: the report sees it"
 
 # 2.7 cuMemGetInfo_v2 with free or total NULL (OptiX) must not crash.
 shim_run "$PROBE" alloc cuMemAlloc_v2 "$MI" meminfo-null
