@@ -56,11 +56,17 @@ run runc run --bundle "$E2E_TMP/big" "$P-big"
 assert_eq "$RC" 1 "1 MB annotation refused"
 assert_contains "$OUT" "gpufrac-hook: gpufrac.io/fraction:" "1 MB annotation: names the annotation"
 assert_contains "$OUT" "(1048578 bytes)" "1 MB annotation: quoted bounded"
-echo '{"not json' >"$E2E_TMP/plain/config.json"
+echo '{"annotations":{"gpufrac.io/fraction":"0.25"' >"$E2E_TMP/plain/config.json"
 state=$(jq -cn --arg b "$E2E_TMP/plain" '{id:"notjson",bundle:$b,pid:1}')
 run "$HOOK" createRuntime <<<"$state"
 assert_eq "$RC" 1 "config.json that is not JSON refused"
 assert_contains "$OUT" "config.json: invalid JSON at byte" "not-JSON message"
+# A text that cannot name gpufrac is no request: the hook leaves it to the runtime, which parsed
+# config.json before any hook ran (docs/architecture.md "Security", the fast path's text test).
+echo '{"not json' >"$E2E_TMP/plain/config.json"
+run "$HOOK" createRuntime <<<"$state"
+assert_eq "$RC" 0 "not JSON and no gpufrac name: not the hook's business"
+assert_eq "$OUT" "" "not JSON and no gpufrac name: nothing said"
 run "$HOOK" createRuntime <<<'garbage'
 assert_eq "$RC" 1 "state that is not JSON refused"
 assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json" 2>/dev/null || echo 0)" 0 "nothing booked"

@@ -169,11 +169,22 @@ bool effective(cap_value_t c) {
   return v == CAP_SET;
 }
 
+// CapBnd of /proc/self/status.
+std::uint64_t bounding_set() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("CapBnd:")) return std::stoull(line.substr(7), nullptr, 16);
+  return ~0ull;
+}
+
 TEST(Capabilities, BookingPhaseLowersAndApplyPhaseRaises) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
   pid_t child = ::fork();
   if (child == 0) {
     if (!restrict_bounding_set() || !set_effective(kBookingCapabilities)) ::_exit(10);
+    std::uint64_t hook_set = 0;  // the bounding set is exactly the hook's capabilities
+    for (cap_value_t c : kHookCapabilities) hook_set |= 1ull << c;
+    if (bounding_set() != hook_set) ::_exit(18);
     if (effective(CAP_SYS_ADMIN) || effective(CAP_DAC_OVERRIDE) || effective(CAP_MKNOD) ||
         !effective(CAP_DAC_READ_SEARCH))
       ::_exit(11);
