@@ -1,5 +1,5 @@
 // gpufrac-runtime's fast path on a create without a GPU request: the byte scan of config.json
-// (may_request_gpu) against what it saves, a full JSON parse of the spec (and the annotation
+// (may_name_gpufrac) against what it saves, a full JSON parse of the spec (and the annotation
 // request check after it). The spec is shaped like one containerd's CRI plugin writes for a
 // Kubernetes pod: 40 env entries, 20 mounts, 25 annotations, a device rule; about 6 KB. For scale,
 // the other thing every call does: loading the node config (etc/config.yaml, every key set).
@@ -17,8 +17,8 @@
 #include "core/config.hpp"
 #include "core/fs.hpp"
 #include "core/request.hpp"
+#include "core/spec_scan.hpp"
 #include "core/text.hpp"
-#include "runtime-wrapper/spec_scan.hpp"
 
 namespace gpufrac::wrapper {
 namespace {
@@ -52,7 +52,7 @@ const std::string& spec_text() {
 }
 
 void BM_Scan(benchmark::State& state) {
-  for (auto _ : state) benchmark::DoNotOptimize(may_request_gpu(spec_text()));
+  for (auto _ : state) benchmark::DoNotOptimize(may_name_gpufrac(spec_text()));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * spec_text().size()));
 }
 BENCHMARK(BM_Scan);

@@ -4,6 +4,7 @@
 
 #include "core/fs.hpp"
 #include "core/ledger_entry.hpp"
+#include "core/spec_scan.hpp"
 #include "core/strict_json.hpp"
 #include "core/text.hpp"
 
@@ -143,16 +144,6 @@ Result<BundleSpec> bundle_spec_from(const json& j, const std::string& bundle) {
       spec.device_rules = l["resources"]["devices"];
   }
   return spec;
-}
-
-bool may_name_gpufrac(std::string_view text) {
-  for (std::string_view word : {"gpufrac.io", "gpu-fraction", "gpu-memory", "clearml-injector", "\\u"})
-    if (text.find(word) != std::string_view::npos) return true;
-  // GPUFRAC_CONFIG=... (in a hook's env, say) is neither a request nor a warning.
-  constexpr std::string_view kVar = "GPUFRAC_", kConfig = "CONFIG=";
-  for (std::size_t at = text.find(kVar); at != std::string_view::npos; at = text.find(kVar, at + 1))
-    if (text.substr(at + kVar.size(), kConfig.size()) != kConfig) return true;
-  return false;
 }
 
 Result<BundleConfig> load_bundle_config(const std::string& bundle, Scan scan) {

@@ -64,17 +64,9 @@ struct BundleConfig {
   Result<BundleSpec> full() const;
 };
 // Scan::when_named: the strict pass runs only when the text can hold something gpufrac reads
-// (may_name_gpufrac); otherwise request_fields stay empty and the text is not checked.
+// (core/spec_scan.hpp may_name_gpufrac); otherwise request_fields stay empty and the text is not checked.
 enum class Scan { always, when_named };
 Result<BundleConfig> load_bundle_config(const std::string& bundle, Scan scan = Scan::always);
-
-// Whether config.json's text can hold a gpufrac annotation (gpufrac.io/), an alias key or a
-// GPUFRAC_ variable (names are case-sensitive): each spells "gpufrac.io", "GPUFRAC_",
-// "gpu-fraction", "gpu-memory" or "clearml-injector" in the raw text (a "/" may be written "\/",
-// so none of the words holds one) unless a JSON \u escape writes one of its letters; a text with
-// "\u" anywhere is always scanned. Neither the hook's own path (gpufrac-hook in a spec's hooks)
-// nor GPUFRAC_CONFIG= (the one GPUFRAC_ variable that is neither a request nor warned of) counts.
-bool may_name_gpufrac(std::string_view text);
 
 // The host-PID policy (config require-host-pid): a spec that creates its own PID namespace, or joins
 // one that is not the host's, is refused with one line naming --pid=host and hostPID: true.

@@ -11,6 +11,7 @@
 #include "core/log.hpp"
 #include "core/mig_exec.hpp"
 #include "core/plan.hpp"
+#include "core/spec_scan.hpp"
 #include "core/strict_json.hpp"
 #include "core/text.hpp"
 #include "hook/nvidia_edits.hpp"
@@ -19,7 +20,6 @@
 #include "nvml/inventory_cache.hpp"
 #include "runtime-wrapper/requests.hpp"
 #include "runtime-wrapper/spec_edit.hpp"
-#include "runtime-wrapper/spec_scan.hpp"
 #include "runtime-wrapper/warnings.hpp"
 
 namespace gpufrac::wrapper {
@@ -186,7 +186,7 @@ Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, 
 // through would start the container with its request and without its share.
 Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, const std::string& bundle, const Config& cfg,
                                               const std::string& container_id) {
-  if (!may_request_gpu(text)) return std::optional<Parsed>{};
+  if (!may_name_gpufrac(text)) return std::optional<Parsed>{};
   if (auto r = check_strict_json(text, bundle + "/config.json", {.max_bytes = hook::kMaxConfigBytes}); !r)
     return std::unexpected(r.error());
   Spec spec = Spec::parse(text);  // checked: it parses; ordered, so config.json keeps its key order

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/fs.hpp"
+#include "core/spec_scan.hpp"
 #include "hook/cgroup_devices.hpp"
 #include "hook/oci.hpp"
 #include "scratch_dir.hpp"
@@ -83,8 +84,9 @@ TEST(BundleConfig, RequestFieldsAreWhatTheFullReadTakes) {
   EXPECT_FALSE(load_bundle_config(dir)) << "duplicate keys are still refused";
 }
 
-// The fast path's text test: everything gpufrac reads from config.json spells one of its words in
-// the raw text, or the text has a \u escape; anything else cannot ask for a share.
+// The fast path's text test (core/spec_scan.hpp, shared with gpufrac-runtime): everything gpufrac
+// reads from config.json spells one of its words in the raw text, or the text has a \u escape;
+// anything else cannot ask for a share.
 TEST(BundleConfig, TheTextTestSeesEveryNameGpufracReads) {
   for (const char* named :
        {R"({"annotations":{"gpufrac.io/fraction":"0.5"}})", R"({"process":{"env":["GPUFRAC_MEMORY=1Gi"]}})",
@@ -92,6 +94,7 @@ TEST(BundleConfig, TheTextTestSeesEveryNameGpufracReads) {
         R"({"annotations":{"gpu-fraction":"0.5"}})", R"({"annotations":{"gpu-memory":"1024"}})",
         R"({"annotations":{"clearml-injector/fraction":"0.5"}})",
         R"({"annotations":{"clearml-injector\/fraction":"1"}})",
+        R"({"annotations":{"cdi.k8s.io/x":"vendor.example/gpu=0"}})",
         R"({"annotations":{"\u0067pufrac.io/fraction":"0.5"}})"})
     EXPECT_TRUE(may_name_gpufrac(named)) << named;
   for (

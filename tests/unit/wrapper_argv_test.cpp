@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "core/spec_scan.hpp"
 #include "runtime-wrapper/argv.hpp"
 #include "runtime-wrapper/error_log.hpp"
-#include "runtime-wrapper/spec_scan.hpp"
 
 namespace gpufrac::wrapper {
 namespace {
@@ -72,14 +72,14 @@ TEST(WrapperArgv, OtherCommandsAndNoCommand) {
 }
 
 TEST(WrapperSpecScan, OnlyCandidateSpecsAreParsed) {
-  EXPECT_FALSE(may_request_gpu(R"({"annotations":{"io.kubernetes.cri.container-type":"container"}})"));
-  EXPECT_FALSE(may_request_gpu(""));
-  EXPECT_TRUE(may_request_gpu(R"({"annotations":{"gpufrac.io/fraction":"0.25"}})"));
-  EXPECT_TRUE(may_request_gpu(R"({"annotations":{"gpufrac.io\/fraction":"0.25"}})"));
-  EXPECT_TRUE(may_request_gpu(R"({"annotations":{"gpu-memory":"4096"}})"));
-  EXPECT_TRUE(may_request_gpu(R"({"annotations":{"clearml-injector\/fraction":"0.5"}})"));
-  EXPECT_TRUE(may_request_gpu(R"({"annotations":{"cdi.k8s.io/x":"gpufrac.io/gpu=0"}})"));
-  EXPECT_TRUE(may_request_gpu(R"({"annotations":{"gpufrac\u002eio/fraction":"0.25"}})"));
+  EXPECT_FALSE(may_name_gpufrac(R"({"annotations":{"io.kubernetes.cri.container-type":"container"}})"));
+  EXPECT_FALSE(may_name_gpufrac(""));
+  EXPECT_TRUE(may_name_gpufrac(R"({"annotations":{"gpufrac.io/fraction":"0.25"}})"));
+  EXPECT_TRUE(may_name_gpufrac(R"({"annotations":{"gpufrac.io\/fraction":"0.25"}})"));
+  EXPECT_TRUE(may_name_gpufrac(R"({"annotations":{"gpu-memory":"4096"}})"));
+  EXPECT_TRUE(may_name_gpufrac(R"({"annotations":{"clearml-injector\/fraction":"0.5"}})"));
+  EXPECT_TRUE(may_name_gpufrac(R"({"annotations":{"cdi.k8s.io/x":"gpufrac.io/gpu=0"}})"));
+  EXPECT_TRUE(may_name_gpufrac(R"({"annotations":{"gpufrac\u002eio/fraction":"0.25"}})"));
 }
 
 TEST(WrapperErrorLog, RuncLineFormats) {
