@@ -31,10 +31,18 @@ struct ExecPlan {
 
 // The child shares the caller's memory while the caller waits: raw system calls only (no
 // allocation, no glibc setxid broadcast) until the exec replaces it.
+// out_fd as `to` without close-on-exec (dup3 refuses a descriptor onto itself: then the flag is
+// cleared), in the child's own descriptor table (no CLONE_FILES).
+long output_to(int out_fd, int to) {
+  return out_fd == to ? ::syscall(SYS_fcntl, to, F_SETFD, 0) : ::syscall(SYS_dup3, out_fd, to, 0);
+}
+
 int exec_child(void* arg) {
   const auto* p = static_cast<const ExecPlan*>(arg);
   static const char* const empty_env[] = {nullptr};
-  if (::syscall(SYS_dup3, p->out_fd, 1, 0) < 0 || ::syscall(SYS_dup3, p->out_fd, 2, 0) < 0 ||
+  // A caller started with stdio closed holds the program at 0-2: moved above before the dups.
+  const long program = p->program_fd > 2 ? p->program_fd : ::syscall(SYS_fcntl, p->program_fd, F_DUPFD_CLOEXEC, 3);
+  if (program < 0 || output_to(p->out_fd, 1) < 0 || output_to(p->out_fd, 2) < 0 ||
       ::syscall(SYS_setgroups, 0, nullptr) != 0 || ::syscall(SYS_setresgid, kNobody, kNobody, kNobody) != 0 ||
       ::syscall(SYS_setresuid, kNobody, kNobody, kNobody) != 0 ||
       ::syscall(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
@@ -42,7 +50,7 @@ int exec_child(void* arg) {
   ::syscall(SYS_close, 0);
   ::syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC);
   ::syscall(SYS_rt_sigprocmask, SIG_SETMASK, p->mask, nullptr, _NSIG / 8);
-  ::syscall(SYS_execveat, p->program_fd, "", p->argv, empty_env, AT_EMPTY_PATH);
+  ::syscall(SYS_execveat, program, "", p->argv, empty_env, AT_EMPTY_PATH);
   ::syscall(SYS_exit, 127);
   return 127;
 }

@@ -64,5 +64,23 @@ TEST(NobodyExec, AFailingProgramGivesItsStatusAndOutput) {
   EXPECT_EQ(long_run->output.size(), 4096u);
 }
 
+// A runtime may start the hook with stdout and stderr closed: the pipe then gets descriptors 1
+// and 2 themselves, and the program must still write to it.
+TEST(NobodyExec, OutputArrivesWhenTheCallersStdoutWasClosed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root, as the hook";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(1);
+    ::close(2);
+    fs::UniqueFd cat(::open("/bin/cat", O_RDONLY | O_CLOEXEC));
+    const char* const argv[] = {"cat", "/proc/self/status", nullptr};
+    auto run = run_as_nobody(cat.get(), argv);
+    ::_exit(run && WIFEXITED(run->status) && WEXITSTATUS(run->status) == 0 && run->output.starts_with("Name:") ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
 }  // namespace
 }  // namespace gpufrac::hook
