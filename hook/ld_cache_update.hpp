@@ -1,9 +1,10 @@
 // The container's loader cache once the driver's libraries are mounted (docs/architecture.md "The
 // driver's user space"). The host's ldconfig (static, root-owned, not writable by others: copied
-// into a memfd that is sealed and then checked, before anything of the container is touched) runs in a private
-// copy of the container's mount namespace pivoted into its root, as nobody, with no capabilities,
-// no_new_privs, an empty environment and a scratch tmpfs for its output: no program of the image
-// runs, nothing outside the root is reachable, a symlink in the image resolves inside the image.
+// into a memfd that is sealed and then checked, before anything of the container is touched) runs
+// in a private copy of the container's mount namespace pivoted into its root, as nobody, with no
+// capabilities, no_new_privs, an empty environment and a scratch tmpfs for its output: no program
+// of the image runs, nothing outside the root is reachable, a symlink in the image resolves inside
+// the image.
 // The cache lists the driver's directories first, then the image's own /etc/ld.so.conf and the
 // usual system directories, so the image's libraries keep working. A writable root gets the cache
 // in place (/etc/ld.so.cache replaced by rename, never through a symlink), so `ldconfig` and

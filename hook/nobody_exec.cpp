@@ -29,14 +29,14 @@ struct ExecPlan {
   const sigset_t* mask;  // the caller's, restored for the program
 };
 
-// The child shares the caller's memory while the caller waits: raw system calls only (no
-// allocation, no glibc setxid broadcast) until the exec replaces it.
 // out_fd as `to` without close-on-exec (dup3 refuses a descriptor onto itself: then the flag is
 // cleared), in the child's own descriptor table (no CLONE_FILES).
 long output_to(int out_fd, int to) {
   return out_fd == to ? ::syscall(SYS_fcntl, to, F_SETFD, 0) : ::syscall(SYS_dup3, out_fd, to, 0);
 }
 
+// The child shares the caller's memory while the caller waits: raw system calls only (no
+// allocation, no glibc setxid broadcast) until the exec replaces it.
 int exec_child(void* arg) {
   const auto* p = static_cast<const ExecPlan*>(arg);
   static const char* const empty_env[] = {nullptr};

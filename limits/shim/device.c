@@ -8,7 +8,8 @@
 /* Per CUDA ordinal: 0 not looked up yet, 1 unlimited, 2 + i limited by device line i. */
 static int g_devmap[GF_DEVMAP_SIZE];
 
-CUresult gf_current_device(CUdevice* dev) {
+/* The device of the calling thread's current context; the driver's error when there is none. */
+static CUresult current_device(CUdevice* dev) {
   CUresult (*get)(CUdevice*) = (CUresult(*)(CUdevice*))gf_cuda(GF_cuCtxGetDevice);
   if (get == NULL) return gf_cuda_missing();
   *dev = -1;
@@ -67,7 +68,7 @@ int gf_current_index(CUresult* err) {
   int sole = sole_index();
   if (GF_LIKELY(sole >= GF_UNLIMITED)) return sole;
   CUdevice dev;
-  *err = gf_current_device(&dev);
+  *err = current_device(&dev);
   return *err == CUDA_SUCCESS ? gf_device_index(dev, err) : GF_UNLIMITED;
 }
 

@@ -96,8 +96,6 @@ void gf_real_after_fork(void);
 
 /* ---- device.c: which limit applies ---- */
 #define GF_UNLIMITED (-1)
-/* The device of the calling thread's current context; the driver's error when there is none. */
-CUresult gf_current_device(CUdevice* dev);
 /* Limit index of a CUDA device, or GF_UNLIMITED; a CUresult error in *err when its UUID cannot
  * be read (then returns GF_UNLIMITED and the caller fails the call with *err). */
 int gf_device_index(CUdevice dev, CUresult* err);
