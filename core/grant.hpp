@@ -16,6 +16,18 @@ struct MigRef {
   bool operator==(const MigRef&) const = default;
 };
 
+// A compute share (docs/architecture.md "Compute share"): how the GPU's time is shared.
+// fair: work-conserving (idle time goes to the busy in proportion to their weights); strict: never
+// more than the share. high priority: batch work stops being admitted at its next kernel boundary
+// while it has work (it is still charged).
+enum class ComputeMode { fair, strict };
+enum class ComputePriority { normal, high };
+const char* to_string(ComputeMode m);
+const char* to_string(ComputePriority p);
+
+// Parts per million of a GPU's time (1'000'000 = all of it), the unit of compute bookings.
+inline constexpr std::uint32_t kWholeGpuComputePpm = 1'000'000;
+
 struct Grant {
   std::string device_uuid;  // GPU-<uuid> for a share or whole GPU, MIG-<uuid> for an instance
   std::uint32_t gpu_index = 0;
@@ -26,6 +38,11 @@ struct Grant {
   std::uint64_t bytes = 0;
   bool exclusive = false;  // a whole GPU or a MIG instance: nobody else is placed there
   std::string reason;      // one line, e.g. "binpack: GPU 1 is the fullest GPU with room"
+  // The compute share booked with it: its weight in ppm of the GPU's time, 0 = unmanaged (no
+  // arbiter: the GPU's own time-slicing, as before compute shares).
+  std::uint32_t compute_ppm = 0;
+  ComputeMode compute_mode = ComputeMode::fair;
+  ComputePriority priority = ComputePriority::normal;
   bool operator==(const Grant&) const = default;
 };
 

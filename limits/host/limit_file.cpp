@@ -23,7 +23,12 @@ std::string render_limit_file(const LimitFile& file) {
   std::string out = "version " + std::to_string(GPUFRAC_LIMITS_VERSION) + "\n";
   if (!file.container.empty()) out += "container " + one_line(file.container) + "\n";
   out += "region " + one_line(file.region) + "\n";
-  for (const auto& d : file.devices) out += "device " + one_line(d.uuid) + " " + std::to_string(d.bytes) + "\n";
+  for (const auto& d : file.devices) {
+    out += "device " + one_line(d.uuid) + " " + std::to_string(d.bytes) + "\n";
+    if (d.compute_ppm == 0) continue;
+    out += "compute " + one_line(d.uuid) + " " + std::to_string(d.compute_ppm) + " " + to_string(d.compute_mode) + " " +
+           to_string(d.priority) + "\n";
+  }
   return out;
 }
 
@@ -37,7 +42,11 @@ Result<LimitFile> parse_limit_file(std::string_view text) {
     return internal_error(std::string("limit file: ") + err);
   }
   LimitFile out{cfg->container, cfg->region, {}};
-  for (unsigned i = 0; i < cfg->device_count; i++) out.devices.push_back({cfg->devices[i].uuid, cfg->devices[i].limit});
+  for (unsigned i = 0; i < cfg->device_count; i++) {
+    const gf_device_limit& d = cfg->devices[i];
+    out.devices.push_back({d.uuid, d.limit, d.compute_ppm, d.compute_strict ? ComputeMode::strict : ComputeMode::fair,
+                           d.priority_high ? ComputePriority::high : ComputePriority::normal});
+  }
   return out;
 }
 

@@ -9,12 +9,17 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/grant.hpp"
 
 namespace gpufrac::limits {
 
 struct DeviceLimit {
   std::string uuid;         // "GPU-..." or "MIG-..."
   std::uint64_t bytes = 0;  // the limit
+  // The compute share (a "compute" line when compute_ppm > 0): weight in ppm of the GPU's time.
+  std::uint32_t compute_ppm = 0;
+  ComputeMode compute_mode = ComputeMode::fair;
+  ComputePriority priority = ComputePriority::normal;
   bool operator==(const DeviceLimit&) const = default;
 };
 
@@ -25,7 +30,8 @@ struct LimitFile {
   bool operator==(const LimitFile&) const = default;
 };
 
-// "version 1\ncontainer <id>\nregion <path>\ndevice <uuid> <bytes>\n...". Control characters in
+// "version 1\ncontainer <id>\nregion <path>\ndevice <uuid> <bytes>\n..." and, for each device with a
+// compute share, "compute <uuid> <weight ppm> <fair|strict> <normal|high>" after its device line. Control characters in
 // the container id or region path are replaced by '?' so the text is always one line per key.
 std::string render_limit_file(const LimitFile& file);
 

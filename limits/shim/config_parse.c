@@ -1,6 +1,7 @@
 /* Limit-file grammar (limits_abi.h, item 1): "key value" lines, '#' comments, blank lines.
  * Known keys: version (required, must be 1), container, region (required, absolute path),
- * device <uuid> <bytes> (at most GPUFRAC_MAX_DEVICES, no duplicates). Unknown keys are ignored so
+ * device <uuid> <bytes> (at most GPUFRAC_MAX_DEVICES, no duplicates), then optionally
+ * compute <uuid> <weight ppm> <fair|strict> <normal|high> for a device listed before it. Unknown keys are ignored so
  * a later host can add informational keys without a version bump. No allocation. */
 #include <stdio.h>
 #include <string.h>
@@ -107,6 +108,35 @@ static const char* parse_device(struct gf_config* cfg, struct span value) {
   return NULL;
 }
 
+static int word_choice(struct span s, const char* zero, const char* one, uint8_t* out) {
+  if (eq(s, zero)) return *out = 0, 0;
+  if (eq(s, one)) return *out = 1, 0;
+  return -1;
+}
+
+/* "compute <uuid> <weight ppm> <fair|strict> <normal|high>", after the uuid's device line. */
+static const char* parse_compute(struct gf_config* cfg, struct span value) {
+  struct span rest, uuid = split(value, &rest);
+  uint8_t bytes[16];
+  if (gf_uuid_parse(uuid.p, uuid.n, bytes) != 0) return "compute: bad UUID; accepted: the UUID of a device line";
+  int i = gf_config_find(cfg, bytes);
+  if (i < 0) return "compute: no device line for this UUID before it; accepted: device <uuid> <bytes> first";
+  struct gf_device_limit* d = &cfg->devices[i];
+  if (d->compute_ppm != 0) return "compute: UUID listed twice";
+  struct span weight = split(rest, &rest), mode = split(rest, &rest), prio = split(rest, &rest);
+  uint64_t w = 0;
+  if (parse_u64(weight, &w) != 0 || w == 0 || w > 1000000) {
+    return "compute: bad weight; accepted: parts per million of the GPU, 1 to 1000000";
+  }
+  if (word_choice(mode, "fair", "strict", &d->compute_strict) != 0)
+    return "compute: bad mode; accepted: fair or strict";
+  if (word_choice(prio, "normal", "high", &d->priority_high) != 0 || rest.n != 0) {
+    return "compute: bad priority; accepted: normal or high, last on the line";
+  }
+  d->compute_ppm = (uint32_t)w;
+  return NULL;
+}
+
 /* Applies one "key value" line. Returns NULL or the reason it is refused. */
 static const char* parse_line(struct gf_config* cfg, struct span key, struct span value, unsigned* seen) {
   if (eq(key, "version")) {
@@ -131,6 +161,8 @@ static const char* parse_line(struct gf_config* cfg, struct span key, struct spa
     *seen |= 4;
   } else if (eq(key, "device")) {
     return parse_device(cfg, value);
+  } else if (eq(key, "compute")) {
+    return parse_compute(cfg, value);
   }
   return NULL; /* unknown keys are informational */
 }

@@ -20,6 +20,10 @@ struct gf_device_limit {
   char uuid[GPUFRAC_UUID_SIZE]; /* "GPU-..." or "MIG-...", as written */
   uint8_t bytes[16];            /* the 16 UUID octets, compared with cuDeviceGetUuid */
   uint64_t limit;               /* bytes */
+  /* Compute share (docs/architecture.md "Compute share"): 0 = unmanaged (no arbiter). */
+  uint32_t compute_ppm;   /* weight, parts per million of the GPU's time, 1..1000000 */
+  uint8_t compute_strict; /* 1: never more than the share; 0: fair (work-conserving) */
+  uint8_t priority_high;  /* 1: latency-sensitive (preempts batch work at a kernel boundary) */
 };
 
 struct gf_config {

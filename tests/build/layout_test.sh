@@ -58,7 +58,7 @@ expect_file_has "package layout" "$TREE/etc/cmake_install.cmake" 'DESTINATION "/
 grep -qx 'CMAKE_INSTALL_PREFIX:PATH=/usr' "$TREE/CMakeCache.txt" || fail "prefix is not /usr"
 grep -qx 'CMAKE_BUILD_TYPE:STRING=None' "$TREE/CMakeCache.txt" || fail "build type is not None"
 # The package's compile and link flags (dpkg-buildflags, CPPFLAGS included as debhelper does).
-eval "$(DEB_BUILD_MAINT_OPTIONS=hardening=+bindnow dpkg-buildflags --export=sh)"
+eval "$(cd "$SRC" && DEB_BUILD_MAINT_OPTIONS=hardening=+bindnow dpkg-buildflags --export=sh)"
 expect_cache "package flags" CMAKE_CXX_FLAGS "$CXXFLAGS $CPPFLAGS"
 expect_cache "package flags" CMAKE_C_FLAGS "$CFLAGS $CPPFLAGS"
 expect_cache "package flags" CMAKE_EXE_LINKER_FLAGS "$LDFLAGS"

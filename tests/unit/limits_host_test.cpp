@@ -49,6 +49,39 @@ TEST(LimitsFile, RendersAndParsesBack) {
   EXPECT_EQ(*back, f);
 }
 
+TEST(LimitsFile, ComputeLinesFollowTheirDevice) {
+  LimitFile f{"abc", "/run/gpufrac/usage", {{kGpu, 10, 250000, ComputeMode::strict, ComputePriority::high}, {kMig, 1}}};
+  const std::string text = render_limit_file(f);
+  EXPECT_EQ(text, std::string("version 1\ncontainer abc\nregion /run/gpufrac/usage\ndevice ") + kGpu + " 10\ncompute " +
+                      kGpu + " 250000 strict high\ndevice " + kMig + " 1\n");
+  auto back = parse_limit_file(text);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, f);
+}
+
+TEST(LimitsFile, RefusesBadComputeLines) {
+  const std::string head = std::string("version 1\nregion /u\ndevice ") + kGpu + " 1\ncompute " + kGpu;
+  const std::pair<std::string, std::string> cases[] = {
+      {"version 1\nregion /u\ncompute " + std::string(kGpu) + " 1 fair normal\n",
+       "limit file: line 3: compute: no device line for this UUID before it; accepted: device <uuid> <bytes> first"},
+      {head + " 0 fair normal\n",
+       "limit file: line 4: compute: bad weight; accepted: parts per million of the GPU, 1 to 1000000"},
+      {head + " 1000001 fair normal\n",
+       "limit file: line 4: compute: bad weight; accepted: parts per million of the GPU, 1 to 1000000"},
+      {head + " 5 unfair normal\n", "limit file: line 4: compute: bad mode; accepted: fair or strict"},
+      {head + " 5 fair low\n", "limit file: line 4: compute: bad priority; accepted: normal or high, last on the line"},
+      {head + " 5 fair high x\n",
+       "limit file: line 4: compute: bad priority; accepted: normal or high, last on the line"},
+      {head + " 5 fair high\ncompute " + std::string(kGpu) + " 5 fair high\n",
+       "limit file: line 5: compute: UUID listed twice"},
+  };
+  for (const auto& [text, message] : cases) {
+    auto f = parse_limit_file(text);
+    ASSERT_FALSE(f) << text;
+    EXPECT_EQ(f.error().message, message) << text;
+  }
+}
+
 TEST(LimitsFile, RenderKeepsOneLinePerKey) {
   LimitFile f{"a\nregion /etc", "/r\tx", {}};
   EXPECT_EQ(render_limit_file(f), "version 1\ncontainer a?region /etc\nregion /r?x\n");
