@@ -38,6 +38,16 @@ Result<std::string> read_fd(int fd, std::size_t max_bytes, const std::string& wh
   }
 }
 
+const char* file_kind(mode_t mode) {
+  return S_ISREG(mode)    ? "a regular file"
+         : S_ISFIFO(mode) ? "a FIFO"
+         : S_ISDIR(mode)  ? "a directory"
+         : S_ISCHR(mode)  ? "a character device"
+         : S_ISBLK(mode)  ? "a block device"
+         : S_ISSOCK(mode) ? "a socket"
+                          : "not a regular file";
+}
+
 Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
   // O_NONBLOCK: a FIFO or device planted at a state or config path must not block the open.
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
@@ -45,12 +55,8 @@ Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return sys_error("cannot stat " + path);
   if (!S_ISREG(st.st_mode)) {
-    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO"
-                       : S_ISDIR(st.st_mode)  ? "a directory"
-                       : S_ISCHR(st.st_mode)  ? "a character device"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "not a regular file";
-    Error e{text::cat(path, " is ", kind, ", not a regular file; refusing to read it"), EINVAL, ErrorKind::user};
+    Error e{text::cat(path, " is ", file_kind(st.st_mode), ", not a regular file; refusing to read it"), EINVAL,
+            ErrorKind::user};
     return std::unexpected(std::move(e));
   }
   return read_fd(fd.get(), max_bytes, path);

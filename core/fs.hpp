@@ -33,6 +33,8 @@ class UniqueFd {
   int fd_ = -1;
 };
 
+// "a FIFO", "a directory", "a character device"... for the file type in an st_mode.
+const char* file_kind(mode_t mode);
 // Reads a whole file, refusing files larger than max_bytes (untrusted input stays bounded).
 Result<std::string> read_file(const std::string& path, std::size_t max_bytes = 16u << 20);
 Result<std::string> read_fd(int fd, std::size_t max_bytes, const std::string& what);

@@ -1,6 +1,8 @@
 #include "k8s/api_client.hpp"
 
+#include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <stdexcept>
 
 #include <httplib.h>  // Debian builds it with OpenSSL (CPPHTTPLIB_OPENSSL_SUPPORT from pkg-config)
@@ -14,7 +16,6 @@ namespace gpufrac::dra {
 namespace {
 
 constexpr const char* kServiceAccount = "/var/run/secrets/kubernetes.io/serviceaccount";
-constexpr std::size_t kMaxBody = 16u << 20;
 
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -74,39 +75,90 @@ Result<ApiConfig> kubeconfig_config(const std::string& path) {
 
 ApiClient::ApiClient(ApiConfig config) : config_(std::move(config)) {}
 
-Result<ApiResponse> ApiClient::call(const std::string& method, const std::string& path,
-                                    const nlohmann::json& body) const {
-  auto token = bearer(config_);
-  if (!token) return std::unexpected(token.error());
-  httplib::Client cli(config_.server);
-  if (!cli.is_valid()) return user_error(text::cat("API server ", text::quote(config_.server), " is not a URL"));
-  cli.set_connection_timeout(config_.timeout_s);
-  cli.set_read_timeout(config_.timeout_s);
-  cli.set_write_timeout(config_.timeout_s);
-  if (!config_.ca_file.empty()) cli.set_ca_cert_path(config_.ca_file);
-  if (!token->empty()) cli.set_bearer_token_auth(*token);
-  httplib::Headers headers{{"Accept", "application/json"}};
-  const std::string payload = body.is_null() ? "" : body.dump();
-  if (method != "GET" && method != "POST" && method != "PUT" && method != "DELETE")
-    throw std::logic_error("ApiClient::call: method " + method);  // a bug, not input
-  httplib::Result r = method == "GET"    ? cli.Get(path, headers)
-                      : method == "POST" ? cli.Post(path, headers, payload, "application/json")
-                      : method == "PUT"  ? cli.Put(path, headers, payload, "application/json")
-                                         : cli.Delete(path, headers, payload, "application/json");
-  if (!r) return user_error(text::cat(method, " ", path, ": ", httplib::to_string(r.error())));
-  if (r->body.size() > kMaxBody) return user_error(text::cat(method, " ", path, ": response over 16 MiB"));
-  ApiResponse out{r->status, nlohmann::json::parse(r->body, nullptr, false)};
-  if (out.body.is_discarded()) out.body = nullptr;
-  return out;
+namespace {
+
+// The answer's body as it arrives: refused past max_bytes (announced by Content-Length, or counted)
+// or past the deadline; `problem` says which.
+class BodySink {
+ public:
+  BodySink(std::size_t max_bytes, int deadline_s)
+      : max_bytes_(max_bytes),
+        deadline_s_(deadline_s),
+        deadline_(std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s)) {}
+  bool headers(const httplib::Response& r) {
+    auto announced = text::parse_u64(r.get_header_value("Content-Length"));
+    if (announced && *announced > max_bytes_)
+      return refuse(text::cat("the answer announces ", *announced, " bytes; at most ", max_bytes_, " are accepted"));
+    return in_time();
+  }
+  bool append(const char* data, std::size_t n) {
+    if (body.size() + n > max_bytes_)
+      return refuse(text::cat("the answer is larger than ", max_bytes_, " bytes; at most that is accepted"));
+    body.append(data, n);
+    return in_time();
+  }
+  std::string body;
+  std::string problem;
+
+ private:
+  bool in_time() {
+    if (std::chrono::steady_clock::now() <= deadline_) return true;
+    return refuse(text::cat("the answer took longer than ", deadline_s_, " s; an answer must be complete by then"));
+  }
+  bool refuse(std::string why) {
+    problem = std::move(why);
+    return false;
+  }
+  std::size_t max_bytes_;
+  int deadline_s_;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+std::unique_ptr<httplib::Client> client_for(const ApiConfig& c, const std::string& token) {
+  auto cli = std::make_unique<httplib::Client>(c.server);
+  cli->set_connection_timeout(c.timeout_s);
+  cli->set_read_timeout(c.timeout_s);
+  cli->set_write_timeout(c.timeout_s);
+  if (!c.ca_file.empty()) cli->set_ca_cert_path(c.ca_file);
+  if (!token.empty()) cli->set_bearer_token_auth(token);
+  return cli;
 }
 
-std::string describe_failure(const std::string& method, const std::string& path, const ApiResponse& r) {
-  std::string msg = text::cat(method, " ", path, ": HTTP ", r.status);
-  if (r.body.is_object() && r.body.contains("message") && r.body["message"].is_string())
-    msg += ": " + text::quote(r.body["message"].get<std::string>(), 200);
-  else if (r.body.is_null())
-    msg += " (the body is not JSON)";
-  return msg;
+}  // namespace
+
+Result<ApiResponse> ApiClient::call(const std::string& method, const std::string& path, const nlohmann::json& body,
+                                    std::size_t max_bytes) const {
+  if (method != "GET" && method != "POST" && method != "PUT" && method != "DELETE")
+    throw std::logic_error("ApiClient::call: method " + method);  // a bug, not input
+  auto token = bearer(config_);
+  if (!token) return std::unexpected(token.error());
+  const std::string what = text::cat(method, " ", path);
+  BodySink sink(max_bytes, config_.deadline_s);
+  httplib::Response res;
+  try {  // cpp-httplib's own exceptions end here, as one line
+    auto cli = client_for(config_, *token);
+    if (!cli->is_valid()) return user_error(text::cat("API server ", text::quote(config_.server), " is not a URL"));
+    httplib::Request req;
+    req.method = method;
+    req.path = path;
+    req.headers = {{"Accept", "application/json"}};
+    if (!body.is_null()) {
+      req.body = body.dump();
+      req.headers.emplace("Content-Type", "application/json");
+    }
+    req.response_handler = [&](const httplib::Response& r) { return sink.headers(r); };
+    req.content_receiver = [&](const char* d, std::size_t n, std::uint64_t, std::uint64_t) {
+      return sink.append(d, n);
+    };
+    httplib::Error error = httplib::Error::Success;
+    if (!cli->send(req, res, error))
+      return user_error(text::cat(what, ": ", sink.problem.empty() ? httplib::to_string(error) : sink.problem));
+  } catch (const std::exception& e) {
+    return user_error(text::cat(what, ": the HTTP client failed: ", e.what()));
+  }
+  auto out = read_response(res.status, sink.body, max_bytes);
+  if (!out) return std::unexpected(out.error().wrap(what));
+  return out;
 }
 
 }  // namespace gpufrac::dra

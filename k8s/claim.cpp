@@ -101,4 +101,12 @@ Result<std::vector<ClaimShare>> claim_shares(const json& claim, const ClaimRef& 
   return out;
 }
 
+bool claim_gone(int status, const json& body, const std::string& uid) {
+  if (status == 404) return true;
+  if (status != 200) return false;
+  const json* found = path(body, {"metadata", "uid"});
+  return found != nullptr && found->is_string() && !found->get_ref<const std::string&>().empty() &&
+         found->get_ref<const std::string&>() != uid;
+}
+
 }  // namespace gpufrac::dra

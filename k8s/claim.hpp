@@ -43,4 +43,9 @@ struct ClaimShare {
 Result<std::vector<ClaimShare>> claim_shares(const nlohmann::json& claim, const ClaimRef& ref, const std::string& node,
                                              const Inventory& inventory, const MigConfig& mig = {});
 
+// Whether the answer to a GET of a prepared claim says it is gone: 404, or 200 with a claim of
+// another uid (deleted and made again). Any other answer (an error status, a body cut short, of the
+// wrong types or without metadata.uid) says nothing, and the claim stays prepared.
+bool claim_gone(int status, const nlohmann::json& body, const std::string& uid);
+
 }  // namespace gpufrac::dra

@@ -118,8 +118,9 @@ Result<nlohmann::json> DraDriver::fetch(const ClaimRef& c) const {
   auto r = api_.call("GET", path);
   if (!r) return std::unexpected(r.error().wrap("claim " + c.describe()));
   if (r->status != 200) return user_error(text::cat("claim ", c.describe(), ": ", describe_failure("GET", path, *r)));
-  if (!r->body.is_object()) return user_error(text::cat("claim ", c.describe(), ": GET ", path, ": not a JSON object"));
-  return r->body;
+  auto doc = object_answer(*r, "GET", path);
+  if (!doc) return std::unexpected(doc.error().wrap("claim " + c.describe()));
+  return doc;
 }
 
 PrepareResult DraDriver::prepare(const ClaimRef& claim) {
@@ -212,11 +213,7 @@ void DraDriver::sync() {
   }
   for (const auto& c : prepared) {
     auto r = api_.call("GET", claim_path(c));
-    if (!r) continue;  // the API server is away: keep everything
-    const bool gone =
-        r->status == 404 || (r->status == 200 && r->body.is_object() &&
-                             r->body.value("metadata", nlohmann::json::object()).value("uid", "") != c.uid);
-    if (!gone) continue;
+    if (!r || !claim_gone(r->status, r->body, c.uid)) continue;  // away, or no clear answer: keep it
     std::lock_guard lock(mutex_);
     auto held = serialize();
     if (!held || !checkpoint_.claims.contains(c.uid)) continue;  // another instance unprepared it

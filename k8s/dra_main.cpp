@@ -18,7 +18,9 @@
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"
 #include "k8s/dra_driver.hpp"
+#include "k8s/last_resort.hpp"
 #include "k8s/plugin_server.hpp"
+#include "k8s/publish_state.hpp"
 #include "k8s/slice_publisher.hpp"
 
 namespace {
@@ -76,14 +78,13 @@ int run(const Options& o) {
   std::fprintf(stderr, "gpufrac-dra: serving %s and %s for node %s\n", paths.registration.c_str(), paths.dra.c_str(),
                o.node.c_str());
   SliceOptions slices{o.node, "", *step, 1, cfg->mig};
+  PublishState state;  // one log line per change of state, not per resync
   do {
-    auto published = publish_slices(api, *cfg, slices);
-    if (!published)
-      log::warn("publishing ResourceSlices: " + published.error().message);
-    else if (published->changed())
-      log::info(text::cat("ResourceSlices: ", published->created, " created, ", published->updated, " updated, ",
-                          published->deleted, " deleted"));
-    driver.sync();
+    last_resort("the resync loop", [&] {
+      if (auto line = state.after(publish_slices(api, *cfg, slices)))
+        line->warning ? log::warn(line->text) : log::info(line->text);
+      driver.sync();
+    });
   } while (!stop_requested(set, o.resync_s));
   (*server)->shutdown();
   log::info("stopped");
@@ -118,5 +119,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpufrac-dra: %s (see gpufrac-dra --help)\n", e.what());
     return 2;
   }
-  return run(o);
+  try {
+    return run(o);
+  } catch (const std::exception& e) {  // before the loop (start-up): one line, exit 2
+    std::fprintf(stderr, "gpufrac-dra: unexpected exception: %s\n", e.what());
+    return 2;
+  }
 }

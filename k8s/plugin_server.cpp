@@ -9,6 +9,7 @@
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"
+#include "k8s/last_resort.hpp"
 #include "k8s/proto/dra_v1.grpc.pb.h"
 #include "k8s/proto/dra_v1beta1.grpc.pb.h"
 #include "k8s/proto/pluginregistration.grpc.pb.h"
@@ -34,11 +35,26 @@ void fill(Device* out, const PreparedDevice& d) {
   for (const auto& id : d.cdi_ids) out->add_cdi_device_ids(id);
 }
 
-// Both versions answer the same way; v1 also returns each share's id.
+constexpr const char* kEscaped = "gpufrac-dra failed unexpectedly; its log has the line";
+
+// A handler's body under the last resort: an escaped exception is an INTERNAL answer, not the end
+// of the process.
+template <class F>
+grpc::Status guarded(const char* method, F&& f) {
+  grpc::Status status = grpc::Status::OK;
+  if (!last_resort(method, [&] { status = f(); }))
+    return grpc::Status(grpc::StatusCode::INTERNAL, std::string(method) + ": " + kEscaped);
+  return status;
+}
+
+// Both versions answer the same way; v1 also returns each share's id. Each claim has its own last
+// resort: one claim's failure is its entry's error, never the others'.
 template <class Request, class Response, bool kShareIds>
 void prepare_all(DraDriver& driver, const Request& req, Response* resp) {
   for (const auto& c : req.claims()) {
-    auto result = driver.prepare(ref_of(c));
+    PrepareResult result;
+    if (!last_resort("NodePrepareResources", [&] { result = driver.prepare(ref_of(c)); }))
+      result = {{}, text::cat("claim ", c.namespace_(), "/", c.name(), ": ", kEscaped)};
     auto& entry = (*resp->mutable_claims())[c.uid()];
     entry.set_error(result.error);
     for (const auto& d : result.devices) {
@@ -52,7 +68,12 @@ void prepare_all(DraDriver& driver, const Request& req, Response* resp) {
 
 template <class Request, class Response>
 void unprepare_all(DraDriver& driver, const Request& req, Response* resp) {
-  for (const auto& c : req.claims()) (*resp->mutable_claims())[c.uid()].set_error(driver.unprepare(ref_of(c)));
+  for (const auto& c : req.claims()) {
+    std::string error;
+    if (!last_resort("NodeUnprepareResources", [&] { error = driver.unprepare(ref_of(c)); }))
+      error = text::cat("claim ", c.namespace_(), "/", c.name(), ": ", kEscaped);
+    (*resp->mutable_claims())[c.uid()].set_error(error);
+  }
 }
 
 class DraV1 final : public v1::DRAPlugin::Service {
@@ -60,13 +81,17 @@ class DraV1 final : public v1::DRAPlugin::Service {
   explicit DraV1(DraDriver& d) : driver_(d) {}
   grpc::Status NodePrepareResources(grpc::ServerContext*, const v1::NodePrepareResourcesRequest* req,
                                     v1::NodePrepareResourcesResponse* resp) override {
-    prepare_all<v1::NodePrepareResourcesRequest, v1::NodePrepareResourcesResponse, true>(driver_, *req, resp);
-    return grpc::Status::OK;
+    return guarded("NodePrepareResources", [&] {
+      prepare_all<v1::NodePrepareResourcesRequest, v1::NodePrepareResourcesResponse, true>(driver_, *req, resp);
+      return grpc::Status::OK;
+    });
   }
   grpc::Status NodeUnprepareResources(grpc::ServerContext*, const v1::NodeUnprepareResourcesRequest* req,
                                       v1::NodeUnprepareResourcesResponse* resp) override {
-    unprepare_all(driver_, *req, resp);
-    return grpc::Status::OK;
+    return guarded("NodeUnprepareResources", [&] {
+      unprepare_all(driver_, *req, resp);
+      return grpc::Status::OK;
+    });
   }
 
  private:
@@ -78,14 +103,18 @@ class DraV1beta1 final : public v1beta1::DRAPlugin::Service {
   explicit DraV1beta1(DraDriver& d) : driver_(d) {}
   grpc::Status NodePrepareResources(grpc::ServerContext*, const v1beta1::NodePrepareResourcesRequest* req,
                                     v1beta1::NodePrepareResourcesResponse* resp) override {
-    prepare_all<v1beta1::NodePrepareResourcesRequest, v1beta1::NodePrepareResourcesResponse, false>(driver_, *req,
-                                                                                                    resp);
-    return grpc::Status::OK;
+    return guarded("NodePrepareResources", [&] {
+      prepare_all<v1beta1::NodePrepareResourcesRequest, v1beta1::NodePrepareResourcesResponse, false>(driver_, *req,
+                                                                                                      resp);
+      return grpc::Status::OK;
+    });
   }
   grpc::Status NodeUnprepareResources(grpc::ServerContext*, const v1beta1::NodeUnprepareResourcesRequest* req,
                                       v1beta1::NodeUnprepareResourcesResponse* resp) override {
-    unprepare_all(driver_, *req, resp);
-    return grpc::Status::OK;
+    return guarded("NodeUnprepareResources", [&] {
+      unprepare_all(driver_, *req, resp);
+      return grpc::Status::OK;
+    });
   }
 
  private:
@@ -105,12 +134,14 @@ class Registration final : public reg::Registration::Service {
   }
   grpc::Status NotifyRegistrationStatus(grpc::ServerContext*, const reg::RegistrationStatus* s,
                                         reg::RegistrationStatusResponse*) override {
-    if (s->plugin_registered()) {
-      log::info("registered with the kubelet");
-      return grpc::Status::OK;
-    }
-    log::warn("the kubelet refused the registration: " + s->error());
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "registration failed: " + s->error());
+    return guarded("NotifyRegistrationStatus", [&] {
+      if (s->plugin_registered()) {
+        log::info("registered with the kubelet");
+        return grpc::Status::OK;
+      }
+      log::warn("the kubelet refused the registration: " + s->error());
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "registration failed: " + s->error());
+    });
   }
 
  private:

@@ -11,7 +11,7 @@
 #include "core/log.hpp"
 #include "core/mig_exec.hpp"
 #include "core/plan.hpp"
-#include "core/spec_scan.hpp"
+#include "core/spec_read.hpp"
 #include "core/strict_json.hpp"
 #include "core/text.hpp"
 #include "hook/nvidia_edits.hpp"
@@ -131,6 +131,7 @@ Result<std::string> new_instance() {
 struct Parsed {
   Spec spec;
   hook::BundleSpec bundle;
+  std::string original;  // config.json as read
 };
 
 // Requests gpufrac cannot honour but recognises (runtime-wrapper/warnings.hpp): a warning each, in
@@ -182,11 +183,12 @@ Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, 
 }
 
 // nullopt: leave the spec alone (no request; already prepared). A spec that may carry a request
-// but is not JSON every runtime reads the same way (core/strict_json.hpp) is refused: passing it
-// through would start the container with its request and without its share.
-Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, const std::string& bundle, const Config& cfg,
-                                              const std::string& container_id) {
-  if (!may_name_gpufrac(text)) return std::optional<Parsed>{};
+// (`named`: the fast path's text test of the whole file, core/spec_read.hpp) but is not JSON every
+// runtime reads the same way (core/strict_json.hpp) is refused: passing it through would start the
+// container with its request and without its share.
+Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, bool named, const std::string& bundle,
+                                              const Config& cfg, const std::string& container_id) {
+  if (!named) return std::optional<Parsed>{};
   if (auto r = check_strict_json(text, bundle + "/config.json", {.max_bytes = hook::kMaxConfigBytes}); !r)
     return std::unexpected(r.error());
   Spec spec = Spec::parse(text);  // checked: it parses; ordered, so config.json keeps its key order
@@ -195,7 +197,22 @@ Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, const std
   if (!parsed) return std::unexpected(parsed.error());
   emit_warnings(env_request_warnings(parsed->env), cfg, container_id);
   if (!wants_gpufrac(parsed->annotations, cfg.aliases, parsed->env)) return std::optional<Parsed>{};
-  return std::optional<Parsed>(Parsed{std::move(spec), std::move(*parsed)});
+  return std::optional<Parsed>(Parsed{std::move(spec), std::move(*parsed), ""});
+}
+
+// The create's config.json, when gpufrac has something to do with it; nullopt when it is the
+// runtime's alone (no file, a text that cannot name gpufrac, no request, already prepared). A spec
+// that names gpufrac but cannot be read whole, or whose text cannot be examined, is refused
+// (core/spec_read.hpp), never passed through.
+Result<std::optional<Parsed>> read_if_wanted(const std::string& path, const std::string& bundle, const Config& cfg,
+                                             const std::string& container_id) {
+  auto spec = read_spec(path, {.max_bytes = hook::kMaxConfigBytes});
+  if (!spec) return std::unexpected(spec.error());
+  if (!spec->text) return std::optional<Parsed>{};
+  emit_warnings(docker_label_warnings_for(*spec->text, container_id), cfg, container_id);
+  auto wanted = parse_if_wanted(*spec->text, spec->named, bundle, cfg, container_id);
+  if (wanted && *wanted) (*wanted)->original = std::move(*spec->text);
+  return wanted;
 }
 
 }  // namespace
@@ -209,15 +226,13 @@ Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const 
   InjectOutcome ignored;
   InjectOutcome& out = outcome ? *outcome : ignored;
   Injection inj{false, args.container_id, spec_path(args, cwd), "", 0644, ""};
-  auto text = fs::read_file(inj.config_path, hook::kMaxConfigBytes);
-  if (!text) return Injection{};
-  emit_warnings(docker_label_warnings_for(*text, args.container_id), cfg, args.container_id);
-  auto wanted = parse_if_wanted(*text, absolute(args.bundle, cwd), cfg, args.container_id);
+  auto wanted = read_if_wanted(inj.config_path, absolute(args.bundle, cwd), cfg, args.container_id);
   if (wanted && !*wanted) return Injection{};
   log::init(cfg.log, "gpufrac-runtime");
   log::set_context(args.container_id);
   out.asked = true;
   out.why = metrics::Refusal::malformed;
+  if (!wanted && wanted.error().kind == ErrorKind::internal) out.why = metrics::Refusal::other;
   if (!wanted) return std::unexpected(wanted.error());
   auto& parsed = *wanted;
   if (auto r = validate_container_id(args.container_id); !r) return std::unexpected(r.error());
@@ -228,7 +243,7 @@ Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const 
     return std::unexpected(r.error());
   struct stat st {};
   if (::stat(inj.config_path.c_str(), &st) == 0) inj.mode = st.st_mode & 07777;
-  inj.original = std::move(*text);
+  inj.original = std::move(parsed->original);
   auto instance = new_instance();
   if (!instance) return std::unexpected(instance.error());
   inj.instance = std::move(*instance);

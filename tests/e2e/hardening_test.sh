@@ -5,7 +5,9 @@
 # held ledger lock end in one line, in bounded time; byte sums that would wrap read as full; a
 # config writable by others is refused as root; the hook's mounts never propagate to the host
 # through a shared bind; a create runc refuses is undone by the wrapper at once; one container id in
-# two runtime roots gets two bookings and deleting one keeps the other's.
+# two runtime roots gets two bookings and deleting one keeps the other's; a spec over 16 MiB that
+# names gpufrac only past its first 16 MiB is refused by the wrapper before runc starts, one that
+# does not name gpufrac reaches runc.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
 source "$(dirname "$0")/wrapper.sh"
@@ -189,4 +191,46 @@ assert_eq "$(jq '[.entries[] | select(.pid > 0)] | length' "$E2E_TMP/state/ledge
 assert_eq "$(entries)" 1 "the wrapper's poststop releases only its instance"
 "$WRAPPER" --root "$R2" delete -f "$P-wtwin" >/dev/null 2>&1
 assert_eq "$(entries)" 0 "all released"
+
+# 11. config.json over its 16 MiB bound: a 17 MiB annotation first, the request after it, so the
+# first 16 MiB name nothing of gpufrac. The wrapper reads the whole file, refuses it in one line,
+# books nothing and never starts runc (the runtime is a script that marks its start, then runs
+# runc); the same spec without the request reaches runc untouched.
+RUNC_MARK=$E2E_TMP/runc-marking
+printf '#!/bin/sh\ntouch "$0.started"\nexec runc "$@"\n' >"$RUNC_MARK"
+chmod 755 "$RUNC_MARK"
+cp "$GPUFRAC_CONFIG" "$E2E_TMP/marking.yaml"
+echo "runtimes: [$RUNC_MARK]" >>"$E2E_TMP/marking.yaml"
+# pad_spec <bundle> [k=v]: annotations = a 17 MiB "pad", then k=v when given.
+pad_spec() {
+  python3 - "$1/config.json" "${2:-}" <<'PY'
+import json, sys
+spec = json.load(open(sys.argv[1]))
+spec["annotations"] = {"pad": "x" * (17 << 20)}
+if sys.argv[2]:
+    k, v = sys.argv[2].split("=", 1)
+    spec["annotations"][k] = v
+json.dump(spec, open(sys.argv[1], "w"))
+PY
+}
+make_plain_bundle "$E2E_TMP/large" 'true'
+pad_spec "$E2E_TMP/large" gpufrac.io/fraction=0.25
+assert_eq "$(head -c $((16 << 20)) "$E2E_TMP/large/config.json" | grep -c gpufrac)" 0 "the first 16 MiB name nothing"
+cp "$E2E_TMP/large/config.json" "$E2E_TMP/large.orig"
+create env GPUFRAC_CONFIG="$E2E_TMP/marking.yaml" "$WRAPPER" run --bundle "$E2E_TMP/large" "$P-large"
+assert_eq "$RC" 1 "a spec over 16 MiB naming gpufrac is refused"
+assert_eq "$OUT" "gpufrac: $E2E_TMP/large/config.json: names gpufrac but is larger than 16777216 bytes; a spec that asks gpufrac for a GPU must be a regular file of at most 16777216 bytes" \
+  "one line naming the file and the bound"
+[ ! -e "$RUNC_MARK.started" ] || fail "runc was started for the refused spec"
+assert_eq "$(entries)" 0 "nothing booked"
+assert_eq "$(ls "$E2E_TMP/state/containers" 2>/dev/null | wc -l)" 0 "no container files"
+cmp -s "$E2E_TMP/large/config.json" "$E2E_TMP/large.orig" || fail "the refused spec is untouched"
+make_plain_bundle "$E2E_TMP/plainlarge" 'true'
+pad_spec "$E2E_TMP/plainlarge"
+cp "$E2E_TMP/plainlarge/config.json" "$E2E_TMP/plainlarge.orig"
+create env GPUFRAC_CONFIG="$E2E_TMP/marking.yaml" "$WRAPPER" run --bundle "$E2E_TMP/plainlarge" "$P-plainlarge"
+assert_eq "$RC" 0 "a spec over 16 MiB that does not name gpufrac runs: $OUT"
+[ -e "$RUNC_MARK.started" ] || fail "runc was not started for the plain spec"
+cmp -s "$E2E_TMP/plainlarge/config.json" "$E2E_TMP/plainlarge.orig" || fail "the plain spec reaches runc untouched"
+assert_eq "$(entries)" 0 "nothing booked for it"
 finish

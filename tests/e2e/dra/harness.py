@@ -11,7 +11,8 @@ describes them.
   stores ResourceSlices (list with field selectors, create with generateName, update with a
   resourceVersion check, delete with preconditions). Every body the driver sends is checked
   against the resource.k8s.io/v1 OpenAPI excerpt (tests/fixtures/kubernetes-openapi) and the
-  slice limits; violations are kept for the test to assert on. Faults can be switched on per claim.
+  slice limits; violations are kept for the test to assert on. Faults can be switched on per claim,
+  and for the slice LIST (an answer cut short, one of the wrong types, one announcing 1 GiB).
 """
 import atexit
 import http.server
@@ -183,6 +184,7 @@ class ApiServer:
         self.slices = {}
         self.claims = {}          # (namespace, name) -> ResourceClaim
         self.faults = {}          # (namespace, name) -> 401 | 403 | 500 | "hang" | "malformed"
+        self.list_fault = None    # the slice LIST's answer: None | "truncated" | "wrong-types" | "huge"
         self.violations = []      # every schema or limit problem in a body the driver sent
         self.requests = []        # (method, path)
         self.rv = 100
@@ -215,6 +217,16 @@ class ApiServer:
                     return self._send(*status(504, "Timeout", "hung"))
                 if result == "malformed":
                     return self._send(200, None, raw=b"{not json")
+                if result == "huge":  # announces 1 GiB, sends a few bytes, hangs up
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(1 << 30))
+                    self.end_headers()
+                    self.wfile.write(b'{"kind":"ResourceSliceList","items":[')
+                    self.close_connection = True
+                    return
+                if isinstance(result, bytes):
+                    return self._send(200, None, raw=result)
                 self._send(*result)
 
             def do_GET(self):
@@ -275,7 +287,18 @@ class ApiServer:
             return status(404, "NotFound", 'resourceclaims.resource.k8s.io "%s" not found' % key[1])
         return 200, self.claims[key]
 
+    # The slice LIST's faulty answers: cut mid-object (HTTP-complete, JSON not), and well-formed
+    # JSON whose fields have the wrong types.
+    LIST_FAULTS = {
+        "truncated": b'{"kind":"ResourceSliceList","apiVersion":"resource.k8s.io/v1",'
+                     b'"metadata":{"resourceVersion":"1"},"items":[{"metad',
+        "wrong-types": b'{"kind":"ResourceSliceList","apiVersion":"resource.k8s.io/v1","metadata":{},'
+                       b'"items":[{"metadata":{"name":7,"uid":"u","resourceVersion":"1"},"spec":"node-1"}]}',
+    }
+
     def slice_collection(self, method, query, body):
+        if method == "GET" and self.list_fault:
+            return self.LIST_FAULTS.get(self.list_fault, self.list_fault)
         if method == "GET":
             selectors = dict(s.split("=", 1) for q in query.get("fieldSelector", []) for s in q.split(","))
             items = [s for s in self.slices.values()
