@@ -1,7 +1,8 @@
 // `gpufrac gc [--dry-run] [--json]`: reclaims bookings whose process is gone (pid + start time) or
 // that stayed pending past allocation.pending-timeout, removes temp files of killed writers and the
-// files of containers without bookings, drops dead processes from accounting regions, and says what
-// it did. On dynamic-MIG GPUs it also undoes half-made instances and destroys instances idle for
+// files of containers without bookings, drops dead processes from accounting regions, sets
+// ledger.reserve to what the ledger needs (core/ledger_file.hpp: not garbage), and says what it
+// did. On dynamic-MIG GPUs it also undoes half-made instances and destroys instances idle for
 // mig.idle-timeout (nvml/mig_reclaim.hpp), and lists those kept for reuse. --dry-run says what it
 // would do from what `status` reads (cli/gc_dry_run.hpp), and writes nothing.
 #include <cstdio>
@@ -154,6 +155,9 @@ int run_gc(Context& ctx, bool json, bool dry_run) {
     if (!report) return ctx.fail(report.error());
     auto files = collect_files(*cfg);
     if (!files) return ctx.fail(files.error());
+    // After the files: removing container directories may be what makes room for it.
+    if (auto r = Ledger(LedgerOptions::from(*cfg)).fit_reserve(); !r)
+      std::fprintf(stderr, "gpufrac: warning: %s\n", r.error().message.c_str());
     auto mig = reclaim_idle_mig(*cfg, now, cdi::spec_refresher(*cfg));
     if (!mig) return ctx.fail(mig.error());
     plan = GcPlan{std::move(*report), std::move(*files), std::move(*mig)};

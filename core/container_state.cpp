@@ -50,6 +50,17 @@ Result<> write_file(const std::string& path, std::string_view content, FileUpdat
   return update == FileUpdate::in_place ? rewrite_in_place(path, content) : fs::write_file_atomic(path, content, 0644);
 }
 
+// The limit file, the usage region (only when missing: an existing one keeps its live counts) and
+// the preload file, in that order.
+Result<> write_files(const ContainerFiles& files, const LimitFile& limit_file, const std::string& image_preload,
+                     FileUpdate update) {
+  if (auto r = fs::make_dirs(files.dir, 0755); !r) return r;
+  if (auto r = write_file(files.limits, render_limit_file(limit_file), update); !r) return r;
+  if (!fs::exists(files.usage))
+    if (auto r = create_region(files.usage, limit_file); !r) return r;
+  return write_file(files.preload, render_preload(image_preload), update);
+}
+
 }  // namespace
 
 Result<ContainerFiles> write_container_files(const Config& cfg, const std::string& container_key,
@@ -60,12 +71,9 @@ Result<ContainerFiles> write_container_files(const Config& cfg, const std::strin
     return internal_error(text::cat("container ", container_key, " has ", bookings.size(), " bookings; 1 to ",
                                     GPUFRAC_MAX_DEVICES, " are supported"));
   ContainerFiles files = container_files(cfg, container_key);
-  if (auto r = fs::make_dirs(files.dir, 0755); !r) return std::unexpected(r.error());
   LimitFile limit_file = limit_file_for(bookings.front().container_id, bookings);
-  if (auto r = write_file(files.limits, render_limit_file(limit_file), update); !r) return std::unexpected(r.error());
-  if (!fs::exists(files.usage))
-    if (auto r = create_region(files.usage, limit_file); !r) return std::unexpected(r.error());
-  if (auto r = write_file(files.preload, render_preload(image_preload), update); !r) return std::unexpected(r.error());
+  if (auto r = write_files(files, limit_file, image_preload, update); !r)
+    return std::unexpected(fs::state_dir_full(r.error(), cfg.state_dir));
   return files;
 }
 

@@ -114,14 +114,26 @@ Result<> write_file_atomic(const std::string& path, std::string_view content, mo
                             [&](int fd, const std::string& tmp) { return write_all(fd, content, tmp); });
 }
 
-Result<> write_file_atomic_zero_tail(const std::string& path, std::string_view head, std::size_t size, mode_t mode,
+Result<> write_file_atomic_allocated(const std::string& path, std::string_view head, std::size_t size, mode_t mode,
                                      Durability durability) {
   if (head.size() > size) return internal_error(text::cat(path, ": ", head.size(), " bytes do not fit in ", size));
   return replace_atomically(path, mode, nullptr, durability, [&](int fd, const std::string& tmp) -> Result<> {
     if (auto w = write_all(fd, head, tmp); !w) return w;
-    if (::ftruncate(fd, static_cast<off_t>(size)) != 0) return sys_error("cannot extend " + tmp);
+    // A private temp file: posix_fallocate's fallback (writing zeros) cannot clobber anyone's data.
+    if (int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(size)); rc != 0)
+      return sys_error(text::cat("cannot allocate ", size, " bytes for ", tmp), rc);
     return {};
   });
+}
+
+bool no_space(int err) {
+  return err == ENOSPC || err == EDQUOT;
+}
+
+Error state_dir_full(Error e, const std::string& state_dir) {
+  if (no_space(e.err))
+    e.message += text::cat(" (the state directory ", state_dir, " is full); free space in it or make it larger");
+  return e;
 }
 
 Result<> make_dirs(const std::string& path, mode_t mode) {

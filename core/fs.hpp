@@ -51,10 +51,16 @@ enum class Durability { machine, process };
 // The temp file is "<dir>/.<name>.tmp.<pid>.<n>"; probe (optional) is called at each stage.
 Result<> write_file_atomic(const std::string& path, std::string_view content, mode_t mode = 0644,
                            AtomicWriteProbe probe = nullptr, Durability durability = Durability::machine);
-// As write_file_atomic, for a file of `size` bytes that is `head` followed by zeros: the zeros are
-// a hole (ftruncate), which tmpfs keeps without memory until something writes there.
-Result<> write_file_atomic_zero_tail(const std::string& path, std::string_view head, std::size_t size,
+// As write_file_atomic, for a file of `size` bytes that is `head` followed by zeros, every byte of
+// it allocated before the rename (posix_fallocate): a file others will map MAP_SHARED must have no
+// hole (core/shared_map.hpp). A filesystem without room fails here, with ENOSPC, not later.
+Result<> write_file_atomic_allocated(const std::string& path, std::string_view head, std::size_t size,
                                      mode_t mode = 0644, Durability durability = Durability::machine);
+// Whether errno says the filesystem has no room: ENOSPC (no block or no inode) or EDQUOT.
+bool no_space(int err);
+// An error of a write under the state directory, with what to do when the directory ran out of
+// space: "<message> (the state directory <dir> is full); free space in it or make it larger".
+Error state_dir_full(Error e, const std::string& state_dir);
 // mkdir -p with the given mode for created components.
 Result<> make_dirs(const std::string& path, mode_t mode = 0755);
 bool exists(const std::string& path);

@@ -255,6 +255,12 @@ Result<GcReport> Ledger::gc() {
   return report;
 }
 
+Result<> Ledger::fit_reserve() {
+  auto lock = LedgerLock::acquire(options_.lock_path, options_.lock_timeout_ms, options_.proc_root);
+  if (!lock) return std::unexpected(lock.error().wrap("while sizing the ledger's reserve"));
+  return fit_ledger_reserve(options_.path);
+}
+
 Result<LedgerState> Ledger::read() const {
   return load_ledger_file(options_.path);
 }

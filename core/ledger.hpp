@@ -88,6 +88,9 @@ class Ledger {
   Result<std::vector<LedgerEntry>> bookings_of_claim(const std::string& uid) const;
   // Reclaims the bookings of dead processes and expired pending ones, removes stale temp files.
   Result<GcReport> gc();
+  // Sets ledger.reserve to what the ledger now needs (ledger_file.hpp): made again when a release on a
+  // full state directory used it up and could not remake it, shrunk after the ledger shrank.
+  Result<> fit_reserve();
   // The current content, without the lock (the file is only ever replaced whole).
   Result<LedgerState> read() const;
   // The bookings a container instance holds now ("" instance: the id's; read, no lock held after).

@@ -78,10 +78,69 @@ void crash_probe(fs::AtomicWriteStage stage) {
   fault::point(stage == fs::AtomicWriteStage::temp_written ? "ledger-after-temp-write" : "ledger-before-rename");
 }
 
+constexpr std::uint64_t kReserveMargin = 4096;
+
+std::uint64_t size_of(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
+// Makes the reserve (created 0600 when missing) at least `bytes` long, every byte allocated. It is
+// private to ledger writers, so posix_fallocate's fallback of writing zeros is fine here.
+Result<> grow_reserve(const std::string& reserve, std::uint64_t bytes) {
+  fs::UniqueFd fd(::open(reserve.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600));
+  if (!fd) return sys_error("cannot open the ledger's reserve " + reserve);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return sys_error("cannot stat " + reserve);
+  if (!S_ISREG(st.st_mode)) return internal_error(reserve + " is not a regular file; remove it");
+  const auto size = std::max<std::uint64_t>(bytes, static_cast<std::uint64_t>(st.st_size));
+  if (static_cast<std::uint64_t>(st.st_size) >= bytes && static_cast<std::uint64_t>(st.st_blocks) * 512 >= size)
+    return {};
+  if (int rc = ::posix_fallocate(fd.get(), 0, static_cast<off_t>(size)); rc != 0)
+    return sys_error(text::cat("cannot reserve ", bytes, " bytes in ", reserve, " for releasing bookings"), rc);
+  return {};
+}
+
+Error refused(Error e, const std::string& path) {
+  if (!fs::no_space(e.err)) return e;
+  e.message += text::cat(" (the state directory ", fs::dirname(path),
+                         " is full); the ledger is unchanged: free space in it or make it larger");
+  return e;
+}
+
 }  // namespace
 
+std::string ledger_reserve_path(const std::string& path) {
+  std::string base = path.ends_with(".json") ? path.substr(0, path.size() - 5) : path;
+  return base + ".reserve";
+}
+
 Result<> save_ledger_file(const std::string& path, const LedgerState& state) {
-  return fs::write_file_atomic(path, ledger_to_json(state), 0644, crash_probe);
+  const std::string text = ledger_to_json(state), reserve = ledger_reserve_path(path);
+  const bool grows = text.size() > size_of(path);
+  // What a later release needs, kept before a write that grows the ledger (a booking, an attach).
+  if (auto r = grow_reserve(reserve, text.size() + kReserveMargin); !r && grows)
+    return std::unexpected(refused(r.error(), path));
+  auto written = fs::write_file_atomic(path, text, 0644, crash_probe);
+  if (written || grows || !fs::no_space(written.error().err)) {
+    if (!written) return std::unexpected(refused(written.error(), path));
+    return written;
+  }
+  // A write that does not grow the ledger (release, rollback, gc) on a full directory: the reserve's
+  // room (and its inode) goes to this write, and the reserve is made again from what it frees.
+  ::unlink(reserve.c_str());
+  written = fs::write_file_atomic(path, text, 0644, crash_probe);
+  if (written) (void)grow_reserve(reserve, text.size() + kReserveMargin);
+  return written ? written : std::unexpected(refused(written.error(), path));
+}
+
+Result<> fit_ledger_reserve(const std::string& path) {
+  const std::string reserve = ledger_reserve_path(path);
+  const std::uint64_t want = size_of(path) + kReserveMargin;
+  if (size_of(reserve) > want && ::truncate(reserve.c_str(), static_cast<off_t>(want)) != 0)
+    return sys_error("cannot shrink " + reserve);
+  if (auto r = grow_reserve(reserve, want); !r) return std::unexpected(refused(r.error(), path));
+  return {};
 }
 
 Result<std::vector<std::string>> remove_stale_temp_files(const std::string& path) {

@@ -30,8 +30,19 @@ class LedgerLock {
 };
 
 Result<LedgerState> load_ledger_file(const std::string& path);
+// Writes the ledger (temp + fsync + rename, so it needs room for a whole copy) and keeps its
+// reserve, <dir>/ledger.reserve (ledger_reserve_path): a file of the ledger's size plus 4 KiB with
+// every byte allocated, so that a release always has room. A write that grows the ledger (a booking,
+// an attach) first grows the reserve, and is refused when that fails (nothing is changed). A write
+// that does not grow it (release, rollback, gc) that hits ENOSPC or EDQUOT removes the reserve,
+// writes again into the room it gave back, then makes it again. Call with the lock held.
 // Crash points ledger-after-temp-write and ledger-before-rename (core/fault.hpp) are inside.
 Result<> save_ledger_file(const std::string& path, const LedgerState& state);
+// "<dir>/ledger.reserve" for "<dir>/ledger.json".
+std::string ledger_reserve_path(const std::string& path);
+// Sets the reserve to the ledger's size plus the margin (gc: made again when missing, shrunk after
+// the ledger shrank). Call with the lock held.
+Result<> fit_ledger_reserve(const std::string& path);
 // Removes "<dir>/.<name>.tmp.*" left by writers killed mid-write; call with the lock held.
 Result<std::vector<std::string>> remove_stale_temp_files(const std::string& path);
 

@@ -1,7 +1,6 @@
 #include "metrics/counter_file.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -9,6 +8,7 @@
 #include <utility>
 
 #include "core/fs.hpp"
+#include "core/shared_map.hpp"
 
 namespace gpufrac::metrics {
 
@@ -16,19 +16,7 @@ namespace {
 
 constexpr std::size_t kSize = sizeof(CounterLayout);
 
-class Mapping {
- public:
-  explicit Mapping(void* p) : p_(p) {}
-  Mapping(Mapping&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-  Mapping(const Mapping&) = delete;
-  ~Mapping() {
-    if (p_ != nullptr) ::munmap(p_, kSize);
-  }
-  CounterLayout* get() const { return static_cast<CounterLayout*>(p_); }
-
- private:
-  void* p_;
-};
+using Mapping = fs::SharedMapping;
 
 Result<std::size_t> regular_size(int fd, const std::string& path) {
   struct stat st {};
@@ -48,10 +36,17 @@ Result<> check_magic(std::uint64_t magic, const std::string& path) {
   return internal_error(path + ": not a gpufrac counter file (bad magic)");
 }
 
-Result<Mapping> map(int fd, int prot, const std::string& path) {
-  void* p = ::mmap(nullptr, kSize, prot, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) return sys_error("cannot map " + path);
-  return Mapping(p);
+// Never with a hole (core/shared_map.hpp): a fresh file's page is allocated before the first add;
+// on a full state directory that fails with ENOSPC instead of a SIGBUS in the hook.
+Result<Mapping> map(int fd, bool writable, const std::string& path) {
+  return fs::map_allocated(fd, kSize, writable, path);
+}
+
+// Whether the file has no storage at all: every byte reads as zero, nothing to map.
+Result<bool> unallocated(int fd, const std::string& path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return sys_error("cannot stat " + path);
+  return st.st_blocks == 0;
 }
 
 void add(std::uint64_t* cell, std::uint64_t v) {
@@ -103,9 +98,9 @@ Result<> record(const std::string& state_dir, const Observation& o) {
   } else if (auto r = check_size(*size, path); !r) {
     return r;
   }
-  auto m = map(fd.get(), PROT_READ | PROT_WRITE, path);
+  auto m = map(fd.get(), true, path);
   if (!m) return std::unexpected(m.error());
-  CounterLayout* c = m->get();
+  auto* c = m->as<CounterLayout>();
   std::uint64_t expected = 0;
   __atomic_compare_exchange_n(&c->magic, &expected, kCounterMagic, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   if (auto r = check_magic(load(&c->magic), path); !r) return r;
@@ -136,9 +131,12 @@ Result<CounterSnapshot> read_counters(const std::string& state_dir) {
   if (!size) return std::unexpected(size.error());
   if (*size == 0) return out;  // a writer is creating it
   if (auto r = check_size(*size, path); !r) return std::unexpected(r.error());
-  auto m = map(fd.get(), PROT_READ, path);
+  auto empty = unallocated(fd.get(), path);
+  if (!empty) return std::unexpected(empty.error());
+  if (*empty) return out;  // a writer could not allocate it (a full state directory): all zeros
+  auto m = map(fd.get(), false, path);
   if (!m) return std::unexpected(m.error());
-  const CounterLayout* c = m->get();
+  const auto* c = m->as<const CounterLayout>();
   if (auto r = check_magic(load(&c->magic), path); !r) return std::unexpected(r.error());
   for (std::size_t f = 0; f < kFrontendCount; ++f)
     for (std::size_t r = 0; r < kRefusalCount; ++r) out.refusals[f][r] = load(&c->refusals[f][r]);

@@ -12,10 +12,11 @@
 //                                       one counts d > kLatencyBuckets.back()
 //     sum_ns                            the durations' sum in nanoseconds
 // A writer opens the file (O_CREAT, O_NOFOLLOW, mode 0644), extends a shorter file to the layout's
-// size with ftruncate (zeros; concurrent creators agree on the size), sets magic from 0 with a
-// compare-and-swap, then adds. A reader takes the count as the buckets' sum, so a reader racing a
-// writer never sees +Inf disagree with _count. A file of another size or magic is left alone: the
-// writer skips it, the reader reports it. A new layout gets a new file name (".v2").
+// size with ftruncate (zeros; concurrent creators agree on the size), allocates that hole before it
+// maps the file (a full state directory is an error, never a SIGBUS: core/shared_map.hpp), sets magic
+// from 0 with a compare-and-swap, then adds. A file with no storage at all reads as zeros. A reader takes the count as
+// the buckets' sum, so a reader racing a writer never sees +Inf disagree with _count. A file of another size or magic
+// is left alone: the writer skips it, the reader reports it. A new layout gets a new file name (".v2").
 #pragma once
 
 #include <array>

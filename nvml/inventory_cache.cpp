@@ -43,7 +43,8 @@ Result<Inventory> discover_simulated(const Config& cfg) {
 
 Result<> write_inventory_cache(const Config& cfg, const Inventory& inv) {
   if (auto r = fs::make_dirs(cfg.state_dir, 0755); !r) return r;
-  return fs::write_file_atomic(cfg.inventory_cache_path(), to_json(inv).dump(2) + "\n", 0644);
+  auto r = fs::write_file_atomic(cfg.inventory_cache_path(), to_json(inv).dump(2) + "\n", 0644);
+  return r ? r : std::unexpected(fs::state_dir_full(r.error(), cfg.state_dir));
 }
 
 Result<Inventory> read_inventory_cache(const Config& cfg) {

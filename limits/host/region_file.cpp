@@ -1,7 +1,6 @@
 #include "limits/host/region_file.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +11,7 @@
 #include <string_view>
 
 #include "core/fs.hpp"
+#include "core/shared_map.hpp"
 #include "gf_proc.h"
 #include "gf_region.h"
 
@@ -21,20 +21,10 @@ namespace {
 
 constexpr std::size_t kRegionSize = sizeof(gpufrac_region);
 
-class Mapping {
- public:
-  Mapping(void* p) : p_(p) {}
-  Mapping(Mapping&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-  Mapping(const Mapping&) = delete;
-  ~Mapping() {
-    if (p_ != nullptr) ::munmap(p_, kRegionSize);
-  }
-  gpufrac_region* get() const { return static_cast<gpufrac_region*>(p_); }
+using Mapping = fs::SharedMapping;
 
- private:
-  void* p_;
-};
-
+// The region mapped, never with a hole (core/shared_map.hpp): a region an older gpufrac wrote as
+// its header and a hole is filled first; on a full filesystem it is not mapped.
 Result<Mapping> map_region(const std::string& path, bool writable) {
   fs::UniqueFd fd(::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW));
   if (!fd) return sys_error("cannot open usage region " + path);
@@ -45,9 +35,15 @@ Result<Mapping> map_region(const std::string& path, bool writable) {
                           " bytes; accepted: a regular file of " + std::to_string(kRegionSize) +
                           " bytes (gpufrac region version " + std::to_string(GPUFRAC_REGION_VERSION) + ")");
   }
-  void* p = ::mmap(nullptr, kRegionSize, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd.get(), 0);
-  if (p == MAP_FAILED) return sys_error("cannot map usage region " + path);
-  return Mapping(p);
+  auto m = fs::map_allocated(fd.get(), kRegionSize, writable, path);
+  if (!m && fs::no_space(m.error().err)) {
+    auto e = sys_error("usage region " + path + " has a hole (written by an older gpufrac) that cannot be allocated",
+                       m.error().err);
+    e.error().message += "; it is not mapped (touching the hole would be SIGBUS): free space on the filesystem of " +
+                         fs::dirname(path) + ", then try again";
+    return e;
+  }
+  return m;
 }
 
 std::uint32_t load32(const std::uint32_t* p) {
@@ -93,8 +89,8 @@ Result<> create_region(const std::string& path, const LimitFile& file) {
     return internal_error("usage region " + path + ": " + std::to_string(file.devices.size()) +
                           " devices; accepted: at most " + std::to_string(GPUFRAC_MAX_DEVICES));
   }
-  // Only the header is built and written: the slots are zero, a hole that tmpfs fills page by page
-  // as processes take slots (up to a dozen processes fit in the header's 4 KiB page of the 194 KiB).
+  // The header is built and written, the slots are zeros with their storage allocated now: a slot
+  // page first touched through a mapping on a full filesystem would be SIGBUS (core/shared_map.hpp).
   std::string header(offsetof(gpufrac_region, slots), '\0');
   auto put = [&header](std::size_t offset, const void* value, std::size_t size) {
     std::memcpy(header.data() + offset, value, size);
@@ -110,7 +106,8 @@ Result<> create_region(const std::string& path, const LimitFile& file) {
     put(offsetof(gpufrac_region, limit) + i * sizeof(std::uint64_t), &d.bytes, sizeof(std::uint64_t));
     put(offsetof(gpufrac_region, uuid) + i * GPUFRAC_UUID_SIZE, d.uuid.data(), d.uuid.size());
   }
-  if (auto w = fs::write_file_atomic_zero_tail(path, header, kRegionSize, 0666); !w) {
+  if (auto w = fs::write_file_atomic_allocated(path, header, kRegionSize, 0666); !w) {
+    if (w.error().err != 0) return sys_error("cannot create the usage region " + path, w.error().err);
     return wrap_error(w, "while creating the usage region");
   }
   return {};
@@ -119,7 +116,7 @@ Result<> create_region(const std::string& path, const LimitFile& file) {
 Result<RegionUsage> read_region_usage(const std::string& path, const std::string& proc_root) {
   auto m = map_region(path, false);
   if (!m) return std::unexpected(m.error());
-  const gpufrac_region* r = m->get();
+  const gpufrac_region* r = m->as<gpufrac_region>();
   auto valid = check_header(r, path);
   if (!valid) return std::unexpected(valid.error());
   RegionUsage out;
@@ -150,11 +147,11 @@ Result<unsigned> reclaim_region(const std::string& path, const std::string& proc
   }
   auto m = map_region(path, true);
   if (!m) return std::unexpected(m.error());
-  auto valid = check_header(m->get(), path);
+  auto valid = check_header(m->as<gpufrac_region>(), path);
   if (!valid) return std::unexpected(valid.error());
   if (!*valid) return 0u;
   const std::uint64_t me = gpufrac_owner(static_cast<std::uint64_t>(::getpid()), self.start, 0);
-  return gf_region_reclaim(m->get(), me, GF_CHECK_PROC, proc_root.c_str());
+  return gf_region_reclaim(m->as<gpufrac_region>(), me, GF_CHECK_PROC, proc_root.c_str());
 }
 
 }  // namespace gpufrac::limits

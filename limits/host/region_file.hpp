@@ -13,8 +13,10 @@ namespace gpufrac::limits {
 
 // Creates (atomically replaces) path with a zeroed region of exactly sizeof(gpufrac_region):
 // header filled, the limit file's devices and limits copied in for readers, mode 0666 so that a
-// non-root user in the container can map it read-write. Only the header is written; the zero slots
-// are a hole (tmpfs spends memory only on the pages processes write).
+// non-root user in the container can map it read-write. Every page is allocated before the rename
+// (the full 196 KiB on tmpfs): a process touching a slot page through its mapping never needs room
+// on the filesystem, so a full state directory fails here, with ENOSPC in one line, not with SIGBUS
+// in a container's process later.
 Result<> create_region(const std::string& path, const LimitFile& file);
 
 struct DeviceUsage {
@@ -32,11 +34,14 @@ struct RegionUsage {
 };
 
 // Sums the region's slots: a slot counts as live when <proc_root>/<pid>/stat exists with the
-// recorded start time and is not a zombie. Never writes. An all-zero region reads as empty.
+// recorded start time and is not a zombie. Never writes a byte; a region with a hole (an older
+// gpufrac's) gets the hole allocated first, and is not read when that fails (a full filesystem: the
+// error says so). An all-zero region reads as empty.
 Result<RegionUsage> read_region_usage(const std::string& path, const std::string& proc_root = "/proc");
 
 // Reclaims the slots of dead processes with the shim's lock-free protocol (what any container
-// process does when it needs the bytes). Returns the number of slots reclaimed.
+// process does when it needs the bytes), after allocating a hole as read_region_usage does. Returns
+// the number of slots reclaimed.
 Result<unsigned> reclaim_region(const std::string& path, const std::string& proc_root = "/proc");
 
 }  // namespace gpufrac::limits

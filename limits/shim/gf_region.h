@@ -18,7 +18,9 @@ extern "C" {
 int gf_region_init(struct gpufrac_region* r, char* err, size_t err_len);
 
 /* Opens and maps path read-write (MAP_SHARED), refusing a file whose size is not exactly
- * sizeof(struct gpufrac_region), then gf_region_init. Returns the mapping or NULL + err. */
+ * sizeof(struct gpufrac_region) and one with a hole (st_blocks short of its size) that fallocate
+ * cannot fill (a full filesystem: never mapped, so never a SIGBUS), then gf_region_init. Returns
+ * the mapping or NULL + err. */
 struct gpufrac_region* gf_region_map(const char* path, char* err, size_t err_len);
 
 /* Slots that may be in use: [0, min(slot_high_water, GPUFRAC_MAX_SLOTS)). */

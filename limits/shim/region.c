@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "gf_region.h"
@@ -35,6 +37,36 @@ int gf_region_init(struct gpufrac_region* r, char* err, size_t err_len) {
   return -1;
 }
 
+/* Bytes of storage the file has (st_blocks), by the raw system call: glibc's fstat is GLIBC_2.33
+ * when built on a newer glibc, and the kernel's struct stat is glibc's on x86-64 and aarch64 (the
+ * shim's targets). -1 when it cannot be asked. */
+static long long allocated_bytes(int fd) {
+  struct stat st;
+  if (syscall(SYS_fstat, fd, &st) != 0) return -1;
+  return (long long)st.st_blocks * 512;
+}
+
+/* Every page of the region has its storage before it is mapped: a page first touched through a
+ * mapping on a full filesystem is SIGBUS, which would kill this process for a reason it cannot
+ * know. The host allocates the whole region when it creates it, so the check passes at once (and
+ * a seccomp profile that refuses fallocate changes nothing); a region with a hole (written by an
+ * older gpufrac) is filled here with fallocate mode 0, which writes no byte (the other processes'
+ * live counts are safe), and when that fails (the state directory is full) it is not mapped.
+ * Returns 0, or -1 with the reason in err. */
+static int allocate_all(int fd, char* err, size_t err_len) {
+  const off_t size = (off_t)sizeof(struct gpufrac_region);
+  if (allocated_bytes(fd) >= (long long)size) return 0;
+  int rc;
+  do {
+    rc = fallocate(fd, 0, 0, size);
+  } while (rc != 0 && errno == EINTR);
+  if (rc == 0) return 0;
+  int e = errno;
+  snprintf(err, err_len, "its hole cannot be allocated: %s%s", strerror(e),
+           e == ENOSPC || e == EDQUOT ? " (its filesystem is full)" : "");
+  return -1;
+}
+
 struct gpufrac_region* gf_region_map(const char* path, char* err, size_t err_len) {
   int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
@@ -45,6 +77,10 @@ struct gpufrac_region* gf_region_map(const char* path, char* err, size_t err_len
   off_t size = lseek(fd, 0, SEEK_END);
   if (size != (off_t)sizeof(struct gpufrac_region)) {
     snprintf(err, err_len, "not a file of %zu bytes", sizeof(struct gpufrac_region));
+    close(fd);
+    return NULL;
+  }
+  if (allocate_all(fd, err, err_len) != 0) {
     close(fd);
     return NULL;
   }

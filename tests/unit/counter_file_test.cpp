@@ -10,6 +10,7 @@
 
 #include "core/fs.hpp"
 #include "metrics/counter_file.hpp"
+#include "small_tmpfs.hpp"
 
 namespace gpufrac::metrics {
 namespace {
@@ -115,6 +116,27 @@ TEST_F(CounterFileTest, SymlinkIsNotFollowed) {
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().err, ELOOP);
   EXPECT_FALSE(fs::exists(dir_ + "/elsewhere"));
+}
+
+// A full state directory (a small tmpfs): the file's page cannot be allocated, so it is not mapped;
+// the writer gets an error (the hook logs it), not a SIGBUS, and a reader sees zeros.
+TEST(CounterFileFull, AFullDirectoryIsAnErrorNotASignal) {
+  testing::SmallTmpfs tmpfs;
+  const std::string dir = tmpfs.mount(64 << 10);
+  if (dir.empty()) GTEST_SKIP() << tmpfs.skip_reason();
+  tmpfs.fill(0);
+  const std::string path = counter_file_path(dir);
+  auto r = record(dir, {Timer::hook_poststop, 1000, false, Refusal::other});
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().message, "cannot allocate the hole in " + path + " before mapping it: No space left on device");
+  auto s = read_counters(dir);
+  ASSERT_TRUE(s.has_value()) << s.error().message;
+  EXPECT_EQ(*s, CounterSnapshot{}) << "a file without storage reads as zeros";
+  tmpfs.unfill();
+  ASSERT_TRUE(record(dir, {Timer::hook_poststop, 1000, false, Refusal::other}).has_value());
+  tmpfs.fill(0);
+  ASSERT_TRUE(record(dir, {Timer::hook_poststop, 1000, false, Refusal::other}).has_value()) << "allocated once";
+  EXPECT_EQ(read_counters(dir)->latency[static_cast<std::size_t>(Timer::hook_poststop)].count(), 2u);
 }
 
 }  // namespace

@@ -26,15 +26,25 @@ TEST(Fs, AtomicWriteWithAZeroTail) {
   auto dir = temp_dir();
   auto path = dir + "/region";
   ASSERT_TRUE(write_file_atomic(path, "old"));
-  ASSERT_TRUE(write_file_atomic_zero_tail(path, "head", 10, 0640));
+  ASSERT_TRUE(write_file_atomic_allocated(path, "head", 10, 0640));
   EXPECT_EQ(*read_file(path), std::string("head\0\0\0\0\0\0", 10));
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
-  auto r = write_file_atomic_zero_tail(path, "too long", 3);
+  auto r = write_file_atomic_allocated(path, "too long", 3);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message, path + ": 8 bytes do not fit in 3");
   EXPECT_EQ(read_file(path)->size(), 10u) << "the file stays as it was";
+}
+
+// The zeros have their storage before the rename: no hole for a mapping to touch on a full disk.
+TEST(Fs, AtomicWriteAllocatesTheZeroTail) {
+  auto path = temp_dir() + "/region";
+  ASSERT_TRUE(write_file_atomic_allocated(path, "head", 256 << 10));
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 256 << 10);
+  EXPECT_GE(static_cast<std::uint64_t>(st.st_blocks) * 512, 256u << 10) << "no hole";
 }
 
 TEST(Fs, ReadFileIsBounded) {

@@ -11,6 +11,7 @@
 #include "core/ledger_mig.hpp"
 #include "fake_proc.hpp"
 #include "mig_sim.hpp"
+#include "small_tmpfs.hpp"
 
 namespace gpufrac {
 namespace {
@@ -127,6 +128,29 @@ TEST_F(LedgerMigTest, ReclaimedBookingsLeaveTheirInstanceIdle) {
   ASSERT_TRUE(gc);
   EXPECT_EQ(gc->reclaimed.size(), 1u);
   EXPECT_EQ(state().mig_idle, (std::vector<MigIdleRecord>{{first, kGpu, now_}}));
+}
+
+// Poststop on a full state directory (a small tmpfs): the release, idle record included, is written
+// into the room ledger.reserve kept for it (core/ledger_file.hpp).
+TEST_F(LedgerMigTest, ReleaseOnAFullStateDirectoryStillRecordsTheInstanceIdle) {
+  testing::SmallTmpfs tmpfs;
+  const std::string state_dir = tmpfs.mount(64 << 10);
+  if (state_dir.empty()) GTEST_SKIP() << tmpfs.skip_reason();
+  LedgerOptions o = ledger().options();
+  o.path = state_dir + "/ledger.json";
+  o.lock_path = state_dir + "/ledger.lock";
+  Ledger full(o);
+  const std::string first = inv_.gpus[0].mig_instances[0].uuid;
+  ASSERT_TRUE(full.reserve_granted(args("a"), Grant{first, 0, kGpu, MigRef{1, 0, "1g.10gb"}, 1, true, "t"}));
+  tmpfs.fill(0);
+  now_ += 30;
+  auto released = full.release_stopped("a", "", 100);
+  ASSERT_TRUE(released) << released.error().message;
+  EXPECT_EQ(released->size(), 1u);
+  auto after = full.read();
+  ASSERT_TRUE(after);
+  EXPECT_TRUE(after->entries.empty());
+  EXPECT_EQ(after->mig_idle, (std::vector<MigIdleRecord>{{first, kGpu, now_}}));
 }
 
 TEST_F(LedgerMigTest, StaticGpusGetNoRecords) {
