@@ -137,12 +137,8 @@ Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& booking
   auto granted = cdi_granted_nodes(inv);
   if (!granted) return std::unexpected(granted.error());
   if (auto r = check_spec_gpu_nodes(inv.spec, *granted); !r) return std::unexpected(r.error());
-  // gpufrac's own tmpfs with the shim, limits and usage, over the spec's (ns_apply.hpp): their mount
-  // points are made through its fd, never in a tmpfs reached by a walk. The spec mounts the preload.
-  Edits e;
-  e.mounts = plan_shim_mounts(inv.cfg);
-  auto state = plan_state_mounts(container_files(inv.cfg, inv.key()));
-  e.mounts.insert(e.mounts.end(), state.begin(), state.begin() + 2);
+  Edits e;  // the spec carries the rest
+  e.mounts = plan_gpufrac_dir(inv.cfg, container_files(inv.cfg, inv.key()));
   return e;
 }
 

@@ -1,18 +1,21 @@
 #!/bin/bash
-# A directory of the rootfs exchanged for a host directory while gpufrac-hook runs (the class of
+# A directory of the rootfs exchanged for a host directory while a container starts (the class of
 # CVE-2024-0132): <rootfs>/run and a decoy are exchanged (renameat2 RENAME_EXCHANGE, rename_exchange)
-# during each `runc create`, in a tight loop or paced (50 us to 1 ms after each exchange, so that
-# some starts find the layout still long enough to pass). The decoy's gpufrac is a bind mount of a host canary
+# during each create, in a tight loop or paced (50 us to 5 ms after each exchange, so that some
+# starts find the layout long enough to pass). The decoy's gpufrac is a bind mount of a host canary
 # directory (it reaches the container's namespace with the rootfs) or, on every third start, a
-# symlink to it. The canary is never written (no entry, mtime unchanged), and every container either
-# starts with its limit in place (gpufrac's tmpfs at /run/gpufrac with the shim, the limit file, the
-# preload) or is refused with one gpufrac-hook line and its booking released.
+# symlink to it. Starts alternate between runc with gpufrac-hook and gpufrac-runtime (whose
+# config.json no longer carries /run/gpufrac: its --attach hook mounts it). The canary is never
+# written (no entry, mtime unchanged), and every container either starts with its limit in place
+# (gpufrac's tmpfs at /run/gpufrac with the shim, the limit file, the preload) or is refused with one
+# gpufrac-hook line and its booking released.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
+source "$(dirname "$0")/wrapper.sh"
 e2e_runc_test exchange
 EXCHANGE=$GPUFRAC_BUILD_BIN_DIR/rename_exchange
 [ -x "$EXCHANGE" ] || skip "rename_exchange was not built"
-STARTS=${GPUFRAC_EXCHANGE_STARTS:-200}
+STARTS=${GPUFRAC_EXCHANGE_STARTS:-240}
 e2e_on_exit() {
   [ -n "${XPID:-}" ] && kill "$XPID" 2>/dev/null
   runc_cleanup "$P"
@@ -29,25 +32,40 @@ touch -d '2001-02-03 04:05:06' "$CANARY"
 canary_state() { echo "$(stat -c '%Y %h' "$CANARY") $(find "$CANARY" -mindepth 1 | sort | tr '\n' ' ')"; }
 CANARY_BEFORE=$(canary_state)
 
-B=$E2E_TMP/bundle
+# One rootfs for both front-ends: the hook's bundle, and the wrapper's (plain, its root that rootfs).
+CHECK='cat /run/gpufrac/limits /etc/ld.so.preload; stat -f -c "gpufrac fs %T" /run/gpufrac
+  test -f /run/gpufrac/libgpufrac-limits.so && echo shim present'
+B=$E2E_TMP/hook
 ROOTFS=$B/rootfs
-make_bundle "$B" 'cat /run/gpufrac/limits /etc/ld.so.preload; stat -f -c "gpufrac fs %T" /run/gpufrac
-  test -f /run/gpufrac/libgpufrac-limits.so && echo shim present' gpufrac.io/fraction=0.25
+make_bundle "$B" "$CHECK" gpufrac.io/fraction=0.25
+W=$E2E_TMP/wrapper
+make_plain_bundle "$W" "$CHECK" gpufrac.io/fraction=0.25
+jq --arg r "$ROOTFS" '.root.path = $r' "$W/config.json" >"$W/plain.json"
 touch "$ROOTFS/run/.image-run"  # the image's own /run, wherever the exchanges leave it
 mkdir -p "$ROOTFS/decoy-bind/gpufrac" "$ROOTFS/decoy-link"
 mount --bind "$CANARY" "$ROOTFS/decoy-bind/gpufrac"
 ln -s "$CANARY" "$ROOTFS/decoy-link/gpufrac"
 
-# One start: `runc create` with the exchanges running; they stop (the layout back where it was) before
-# `runc start`, so the container's check sees what the hook left in the image's own /run.
+# create <front> <i> <log>: the create with the exchanges running.
+create() {
+  if [ "$1" = hook ]; then
+    runc create --bundle "$B" "$P-$2" >"$3" 2>&1 </dev/null
+  else
+    cp "$W/plain.json" "$W/config.json"  # as the engine writes it for each create
+    "$WRAPPER" create --bundle "$W" "$P-$2" >"$3" 2>&1 </dev/null
+  fi
+}
+
+# One start: the exchanges stop (the layout back where it was) before `runc start`, so the
+# container's check sees what the start left in the image's own /run.
 exchanges=0 started=0 refused=0
 one_start() {
-  local i=$1 decoy=$2 pause=$3 log=$E2E_TMP/c$1.log rc n
+  local front=$1 i=$2 decoy=$3 pause=$4 log=$E2E_TMP/c$2.log rc n
   rmdir "$ROOTFS/run/gpufrac" 2>/dev/null || true  # the hook makes it again (or finds the decoy's)
   "$EXCHANGE" "$ROOTFS/run" "$ROOTFS/$decoy" "$pause" >"$E2E_TMP/x.count" &
   XPID=$!
   set +e
-  runc create --bundle "$B" "$P-$i" >"$log" 2>&1 </dev/null
+  create "$front" "$i" "$log"
   rc=$?
   set -e
   kill -TERM "$XPID"
@@ -55,32 +73,37 @@ one_start() {
   XPID=
   n=$(cat "$E2E_TMP/x.count")
   exchanges=$((exchanges + n))
-  [ -e "$ROOTFS/run/.image-run" ] || fail "start $i: the exchanges left the image's /run elsewhere"
+  local what="start $i ($front, $decoy, pause $pause us, $n exchanges)"
+  [ -e "$ROOTFS/run/.image-run" ] || fail "$what: the exchanges left the image's /run elsewhere"
   if [ "$rc" = 0 ]; then
     runc start "$P-$i"
     for _ in $(seq 100); do [ "$(runc state "$P-$i" | jq -r .status)" = stopped ] && break; sleep 0.05; done
     OUT=$(cat "$log")
-    assert_contains "$OUT" "device $GPU $LIMIT" "start $i ($decoy, $n exchanges): the limit file is in place: $OUT"
-    assert_contains "$OUT" "/run/gpufrac/libgpufrac-limits.so" "start $i: the preload names the shim"
-    assert_contains "$OUT" "gpufrac fs tmpfs" "start $i: /run/gpufrac is gpufrac's tmpfs"
-    assert_contains "$OUT" "shim present" "start $i: the shim is in it"
+    assert_contains "$OUT" "device $GPU $LIMIT" "$what: the limit file is in place: $OUT"
+    assert_contains "$OUT" "/run/gpufrac/libgpufrac-limits.so" "$what: the preload names the shim"
+    assert_contains "$OUT" "gpufrac fs tmpfs" "$what: /run/gpufrac is gpufrac's tmpfs"
+    assert_contains "$OUT" "shim present" "$what: the shim is in it"
     started=$((started + 1))
   else
+    # runc's one error line: the hook's one line in it, or (gpufrac-runtime's config.json) runc's own
+    # refusal of a driver file's mount under /run.
     OUT=$(cat "$log")
-    assert_eq "$(grep -o 'gpufrac-hook: ' <<<"$OUT" | wc -l)" 1 "start $i: refused with one gpufrac-hook line: $OUT"
-    echo "start $i refused ($decoy, pause $pause us, $n exchanges): $(grep -o 'gpufrac-hook: .*' <<<"$OUT" | sed 's/\\n"$//')"
+    assert_eq "$(grep -c 'level=error' <<<"$OUT")" 1 "$what: refused with one error line: $OUT"
+    [ "$(grep -o 'gpufrac-hook: ' <<<"$OUT" | wc -l)" -le 1 ] || fail "$what: more than one gpufrac-hook line: $OUT"
+    echo "$what refused: $(grep -o 'level=error msg=.*' <<<"$OUT" | sed -e 's/.*stderr: //' -e 's/\\n"$//')"
     refused=$((refused + 1))
   fi
   runc delete -f "$P-$i" >/dev/null 2>&1 || true
-  assert_eq "$(entries)" 0 "start $i: the booking is released"
-  assert_eq "$(canary_state)" "$CANARY_BEFORE" "start $i ($decoy): the host canary directory is untouched"
+  assert_eq "$(entries)" 0 "$what: the booking is released"
+  assert_eq "$(canary_state)" "$CANARY_BEFORE" "$what: the host canary directory is untouched"
 }
 
 PAUSES=(0 50 300 1000 5000)
 for i in $(seq "$STARTS"); do
-  decoy=decoy-bind
+  front=hook decoy=decoy-bind
+  [ $((i % 2)) = 0 ] && front=wrapper
   [ $((i % 3)) = 0 ] && decoy=decoy-link
-  one_start "$i" "$decoy" "${PAUSES[$((i % 5))]}"
+  one_start "$front" "$i" "$decoy" "${PAUSES[$((i % 5))]}"
   [ "$E2E_FAILURES" = 0 ] || break
 done
 echo "$STARTS starts: $started with their limit, $refused refused; $exchanges exchanges ($((exchanges / STARTS)) per start)"
