@@ -15,7 +15,7 @@ source "$(dirname "$0")/wrapper.sh"
 e2e_runc_test exchange
 EXCHANGE=$GPUFRAC_BUILD_BIN_DIR/rename_exchange
 [ -x "$EXCHANGE" ] || skip "rename_exchange was not built"
-STARTS=${GPUFRAC_EXCHANGE_STARTS:-240}
+STARTS=${GPUFRAC_EXCHANGE_STARTS:-180}
 e2e_on_exit() {
   [ -n "${XPID:-}" ] && kill "$XPID" 2>/dev/null
   runc_cleanup "$P"
