@@ -1,9 +1,10 @@
 // The CDI spec `gpufrac cdi generate` writes, built from the inventory by the planner (never by
 // computing nodes or mounts here) and the device-name mapping the hook uses to book:
 //  - spec-level containerEdits (applied once per container, whatever devices it asks for): the
-//    control nodes, the tmpfs at /run/gpufrac, the shim and the static preload file;
+//    control nodes and the static preload file;
 //  - per device: its own device nodes, informational env, a createRuntime hook per booking
-//    (`gpufrac-hook createRuntime --cdi-device <name>`) and a poststop hook, each with an explicit
+//    (`gpufrac-hook createRuntime --cdi-device <name>`, which also mounts gpufrac's directory: the
+//    tmpfs at /run/gpufrac with the shim, limits and usage) and a poststop hook, each with an explicit
 //    env (plan_hook). Every device books in the ledger, whole GPUs and MIG instances included, so
 //    CDI never hands out a GPU whose shares are booked; "all" carries one hook per member.
 // Devices are in inventory order: per GPU (index order) the whole GPU by index and by UUID, its

@@ -92,9 +92,10 @@ Result<Edits> common_edits(const Inventory& inv, const Config& cfg) {
   if (!nodes) return std::unexpected(nodes.error());
   Edits e;
   e.device_nodes = std::move(*nodes);
-  e.mounts = plan_shim_mounts(cfg);
+  // The preload file only: gpufrac's directory (the tmpfs with the shim, limits and usage) is
+  // mounted by each device's createRuntime hook (core/plan.hpp plan_gpufrac_dir).
   ContainerFiles files{cfg.state_dir + "/cdi", "", "", cdi_preload_path(cfg)};
-  e.mounts.push_back(plan_state_mounts(files).back());  // the preload file; no per-container files here
+  e.mounts.push_back(plan_state_mounts(files).back());
   if (!spec_injects_driver(inv, cfg)) return e;
   auto driver = plan_driver_mounts(inv.driver);
   e.mounts.insert(e.mounts.end(), driver.begin(), driver.end());

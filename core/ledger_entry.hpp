@@ -78,6 +78,8 @@ Result<> validate_instance(std::string_view instance);
 Result<> validate_optional_instance(std::string_view instance);
 // The instance of a container known by its process (pid and its start time).
 std::string process_instance(std::int64_t pid, std::uint64_t pid_start);
+// LedgerEntry::instance of a DRA claim's bookings (gpufrac-dra books them under the claim's uid).
+inline constexpr const char* kClaimInstance = "dra";
 // The name of a booking's directory under <state-dir>/containers: the id, "@<instance>" when known.
 std::string container_key(std::string_view container_id, std::string_view instance);
 inline std::string container_key(const LedgerEntry& e) {

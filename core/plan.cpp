@@ -68,6 +68,13 @@ std::vector<EditMount> plan_state_mounts(const ContainerFiles& f) {
           {f.preload, "/etc/ld.so.preload", "bind", {"ro", "nosuid", "nodev", "noexec", "bind"}}};
 }
 
+std::vector<EditMount> plan_gpufrac_dir(const Config& cfg, const ContainerFiles& files) {
+  auto out = plan_shim_mounts(cfg);
+  auto state = plan_state_mounts(files);
+  out.insert(out.end(), state.begin(), state.begin() + 2);  // limits and usage
+  return out;
+}
+
 std::vector<std::string> plan_env(const std::vector<Grant>& grants) {
   std::vector<std::string> uuids, limits;
   for (const auto& g : grants) {
@@ -123,6 +130,16 @@ Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inven
   if (!with_driver) return e;
   auto driver = plan_driver_mounts(inv.driver);
   e.mounts.insert(e.mounts.end(), driver.begin(), driver.end());
+  return e;
+}
+
+Result<Edits> plan_spec_edits(const std::vector<Grant>& grants, const Inventory& inv, const Config& cfg,
+                              const std::string& container_key, bool with_driver) {
+  auto e = plan_container_edits(grants, inv, cfg, container_key, with_driver);
+  if (!e) return e;
+  const std::string dir = GPUFRAC_CONTAINER_DIR;
+  std::erase_if(e->mounts,
+                [&](const EditMount& m) { return m.container_path == dir || m.container_path.starts_with(dir + "/"); });
   return e;
 }
 

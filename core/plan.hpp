@@ -30,10 +30,15 @@ ContainerFiles container_files(const Config& cfg, const std::string& container_k
 Result<std::vector<EditDeviceNode>> plan_device_nodes(const std::vector<Grant>& grants, const Inventory& inv,
                                                       const Config& cfg);
 
-// The fresh tmpfs at /run/gpufrac and the shim inside it (all front-ends).
+// The fresh tmpfs at /run/gpufrac and the shim inside it.
 std::vector<EditMount> plan_shim_mounts(const Config& cfg);
-// The per-container limits, usage and preload files (hook and wrapper; CDI binds them from its hook).
+// The per-container limits, usage and preload files.
 std::vector<EditMount> plan_state_mounts(const ContainerFiles& files);
+// gpufrac's directory in the container: the tmpfs at /run/gpufrac with the shim, limits and usage.
+// gpufrac-hook mounts it itself in every front-end, the mount points made through the tmpfs's fd
+// (hook/ns_apply.hpp); no spec carries it, since a runtime would make those mount points by a path
+// from the root, which a directory of the rootfs exchanged during the start redirects.
+std::vector<EditMount> plan_gpufrac_dir(const Config& cfg, const ContainerFiles& files);
 // Informational environment for the CDI and wrapper paths (the hook cannot change the env).
 std::vector<std::string> plan_env(const std::vector<Grant>& grants);
 
@@ -55,10 +60,14 @@ inline constexpr int kHookTimeoutS = 30;
 EditHook plan_hook(const Config& cfg, const std::string& oci_stage, const std::string& hook_stage,
                    const std::vector<std::string>& extra_args = {});
 
-// Everything one container gets on the hook and wrapper paths (no hooks: front-ends add their own);
-// with_driver adds the driver's files (the front-end decided with injects_driver).
+// Everything one container gets on the hook path (no hooks: front-ends add their own); with_driver
+// adds the driver's files (the front-end decided with injects_driver).
 Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inventory& inv, const Config& cfg,
                                    const std::string& container_id, bool with_driver);
+// The same less gpufrac's directory (plan_gpufrac_dir): what a spec carries (gpufrac-runtime's
+// config.json, a DRA claim's CDI spec); the spec's createRuntime hook mounts the directory.
+Result<Edits> plan_spec_edits(const std::vector<Grant>& grants, const Inventory& inv, const Config& cfg,
+                              const std::string& container_id, bool with_driver);
 
 // The container's /etc/ld.so.preload: the shim first, then the image's own entries (deduplicated,
 // comments and blank lines dropped).

@@ -137,9 +137,8 @@ Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& booking
   auto granted = cdi_granted_nodes(inv);
   if (!granted) return std::unexpected(granted.error());
   if (auto r = check_spec_gpu_nodes(inv.spec, *granted); !r) return std::unexpected(r.error());
-  Edits e;
-  auto state = plan_state_mounts(container_files(inv.cfg, inv.key()));
-  e.mounts.assign(state.begin(), state.begin() + 2);  // limits and usage; the spec mounts the rest
+  Edits e;  // the spec carries the rest
+  e.mounts = plan_gpufrac_dir(inv.cfg, container_files(inv.cfg, inv.key()));
   return e;
 }
 

@@ -36,8 +36,9 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv);
 // The wrapper's createRuntime hook: give the container's pending bookings their pid.
 Result<> attach_pid(const Invocation& inv);
 // What to apply in the namespace: everything for annotation requests (the driver's files when
-// injects_driver says so); for CDI devices only the per-container limits and usage files (the CDI
-// spec already carries the rest). Refuses a spec holding a GPU node gpufrac did not grant.
+// injects_driver says so); for CDI devices gpufrac's directory (plan_gpufrac_dir: the tmpfs with the
+// shim, limits and usage; the CDI spec carries the rest). Refuses a spec holding a GPU node gpufrac
+// did not grant.
 Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& bookings);
 
 }  // namespace gpufrac::hook

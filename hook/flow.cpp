@@ -9,6 +9,7 @@
 #include "core/env_request.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
+#include "core/plan.hpp"
 #include "core/request.hpp"
 #include "core/text.hpp"
 #include "hook/booking.hpp"
@@ -61,6 +62,16 @@ Result<> apply(const Invocation& inv, const Edits& edits) {
                        edits.device_nodes);
 }
 
+// gpufrac's directory (core/plan.hpp plan_gpufrac_dir) for a container whose spec a front-end wrote
+// (the wrapper's --attach, a DRA claim's --claim): no spec carries it; the files are the front-end's.
+Result<> mount_gpufrac_dir(const Invocation& inv, const std::string& key) {
+  if (!inv.state.pid)
+    return user_error("the OCI state on stdin has no pid; gpufrac-hook must run at prestart or createRuntime");
+  Edits edits;
+  edits.mounts = plan_gpufrac_dir(inv.cfg, container_files(inv.cfg, key));
+  return apply(inv, edits);
+}
+
 void rollback(const Invocation& inv) {
   Ledger ledger(LedgerOptions::from(inv.cfg));
   if (auto r = ledger.release(inv.state.id, inv.instance); !r) log::warn("rollback: " + r.error().message);
@@ -71,7 +82,10 @@ Result<> book_and_apply(Invocation& inv) {
   if (auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r) return r;
   if (!inv.state.pid)
     return user_error("the OCI state on stdin has no pid; gpufrac-hook must run at prestart or createRuntime");
-  if (inv.args.attach) return attach_pid(inv);  // the runtime wrapper booked and edited the spec
+  if (inv.args.attach) {  // the runtime wrapper booked and edited the spec; its undo releases
+    if (auto r = mount_gpufrac_dir(inv, inv.key()); !r) return r;
+    return attach_pid(inv);
+  }
   auto bookings = book(inv);
   if (!bookings) return std::unexpected(bookings.error());
   if (bookings->empty()) return {};  // only alias keys, and aliases are off
@@ -106,10 +120,13 @@ Result<> ld_cache_step(const Invocation& inv) {
 }
 
 Result<> run_steps(Invocation& inv) {
-  // A DRA claim's spec: gpufrac-dra booked before any container; the policy is what is left to check.
-  if (!inv.args.claim.empty())
-    if (auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r)
-      return std::unexpected(r.error().wrap("claim " + inv.args.claim));
+  // A DRA claim's spec: gpufrac-dra booked before any container; the policy and gpufrac's directory
+  // with the claim's files are what is left.
+  if (!inv.args.claim.empty()) {
+    auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root);
+    if (r) r = mount_gpufrac_dir(inv, container_key(inv.args.claim, kClaimInstance));
+    if (!r) return std::unexpected(r.error().wrap("claim " + inv.args.claim));
+  }
   // A CDI spec's `--ld-cache` hook never books: the annotation request has its own hook.
   const bool books = !inv.args.cdi_device.empty() || inv.args.attach ||
                      (inv.args.ld_cache.empty() && inv.args.claim.empty() &&
@@ -204,12 +221,12 @@ std::string hook_help() {
          build::kConfigPath +
          ")\n"
          "  --cdi-device NAME  book this gpufrac CDI device (the CDI spec's hooks pass it)\n"
-         "  --attach           only record the pid of a container gpufrac-runtime booked\n"
+         "  --attach           a container gpufrac-runtime booked: mount gpufrac's directory, record the pid\n"
          "  --ld-cache DIRS    rebuild the container's loader cache for the driver's libraries in DIRS\n"
          "                     (':'-separated; the CDI spec and gpufrac-runtime pass it)\n"
          "  --instance ID      the container instance gpufrac-runtime booked for (else its pid and start time)\n"
          "  --claim UID        a container of a Kubernetes claim gpufrac-dra prepared: check the host-PID\n"
-         "                     policy only (the claim's CDI spec passes it)\n"
+         "                     policy, mount gpufrac's directory (the claim's CDI spec passes it)\n"
          "  --help             print this help; --version prints the version\n";
 }
 

@@ -14,11 +14,11 @@ struct HookArgs {
   Stage stage = Stage::create_runtime;
   std::string config_path;  // --config (else $GPUFRAC_CONFIG, else /etc/gpufrac/config.yaml)
   std::string cdi_device;   // --cdi-device NAME: booked for a CDI device instead of annotations
-  bool attach = false;      // --attach: the runtime wrapper booked it; only record the pid
+  bool attach = false;      // --attach: the runtime wrapper booked it; mount gpufrac's directory, record the pid
   std::string ld_cache;     // --ld-cache DIRS: rebuild the loader cache for the driver's libraries
   std::string instance;     // --instance ID: the wrapper's instance of this container (else from its pid)
   std::string claim;        // --claim UID: a container of a DRA claim (booked by gpufrac-dra): the
-                            // host-PID policy only
+                            // host-PID policy and gpufrac's directory
 };
 
 inline constexpr const char* kHookUsage =

@@ -23,7 +23,6 @@ namespace {
 
 constexpr std::size_t kMaxCacheBytes = 64u << 20;
 constexpr std::uint64_t kMaxProgramBytes = 64u << 20;
-constexpr const char* kScratch = "/run/gpufrac";  // gpufrac's tmpfs: every injecting front-end mounts it
 
 Result<> check(bool ok, const std::string& what) {
   if (!ok) return sys_error(what);
@@ -47,8 +46,12 @@ Result<> enter_private_root(int ns_fd, const std::string& rootfs) {
   return {};
 }
 
-// A scratch tmpfs owned by nobody over /run/gpufrac (in this private namespace only).
-Result<> mount_scratch() {
+// A scratch tmpfs owned by nobody, holding our ld.so.conf (written through its fd), never attached
+// anywhere: ldconfig runs with its working directory there and names its files relative to it, and
+// the cache is read back through the fd. So no file is written or read by a path that a directory
+// of the rootfs exchanged while the hook runs could send elsewhere (a host directory that reached
+// the container's namespace).
+Result<fs::UniqueFd> make_scratch(const std::string& conf) {
   fs::UniqueFd fsfd(::fsopen("tmpfs", FSOPEN_CLOEXEC));
   const std::string uid = text::cat(kNobody);
   if (!fsfd || ::fsconfig(fsfd.get(), FSCONFIG_SET_STRING, "size", "128m", 0) != 0 ||
@@ -57,16 +60,27 @@ Result<> mount_scratch() {
       ::fsconfig(fsfd.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0)
     return sys_error("cannot create the library cache's scratch tmpfs");
   fs::UniqueFd mnt(::fsmount(fsfd.get(), FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC));
-  if (!mnt || ::move_mount(mnt.get(), "", AT_FDCWD, kScratch, MOVE_MOUNT_F_EMPTY_PATH) != 0)
-    return sys_error(text::cat("cannot mount the library cache's scratch tmpfs on ", kScratch,
-                               " (the container has no gpufrac tmpfs there)"));
-  return {};
+  if (!mnt) return sys_error("cannot mount the library cache's scratch tmpfs");
+  fs::UniqueFd file(::openat(mnt.get(), "ld.so.conf", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!file) return sys_error("cannot write ld.so.conf in the library cache's scratch tmpfs");
+  if (auto r = fs::write_all(file.get(), conf, "ld.so.conf"); !r) return std::unexpected(r.error());
+  if (::fchdir(mnt.get()) != 0) return sys_error("cannot enter the library cache's scratch tmpfs");
+  return mnt;
 }
 
-// Runs ldconfig as nobody with no capabilities and an empty environment; its output is the error.
+// ldconfig's output, read through the scratch tmpfs's fd: a regular file, bounded.
+Result<std::string> read_scratch_cache(int scratch_fd) {
+  fs::UniqueFd fd(::openat(scratch_fd, "ld.so.cache", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st {};
+  if (!fd || ::fstat(fd.get(), &st) != 0) return sys_error("cannot read the cache ldconfig wrote");
+  if (!S_ISREG(st.st_mode)) return internal_error("the cache ldconfig wrote is not a regular file");
+  return fs::read_fd(fd.get(), kMaxCacheBytes, "the cache ldconfig wrote");
+}
+
+// Runs ldconfig as nobody with no capabilities and an empty environment, in the scratch tmpfs (its
+// working directory); its output is the error.
 Result<> run_ldconfig(int program_fd) {
-  static const char* const argv[] = {
-      "ldconfig", "-i", "-X", "-f", "/run/gpufrac/ld.so.conf", "-C", "/run/gpufrac/ld.so.cache", nullptr};
+  static const char* const argv[] = {"ldconfig", "-i", "-X", "-f", "ld.so.conf", "-C", "ld.so.cache", nullptr};
   auto run = run_as_nobody(program_fd, argv);
   if (!run) return std::unexpected(run.error());
   if (WIFEXITED(run->status) && WEXITSTATUS(run->status) == 0) return {};
@@ -104,13 +118,12 @@ Result<std::string> child_steps(int ns_fd, int program_fd, const LdCacheJob& job
   if (auto r = keep_only({CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SETUID, CAP_SETGID, CAP_DAC_OVERRIDE}); !r)
     return std::unexpected(r.error());
   if (auto r = enter_private_root(ns_fd, job.rootfs); !r) return std::unexpected(r.error());
-  if (auto r = mount_scratch(); !r) return std::unexpected(r.error());
   struct stat st {};
   const bool image_conf = ::stat("/etc/ld.so.conf", &st) == 0 && S_ISREG(st.st_mode);
-  if (auto r = fs::write_file_atomic("/run/gpufrac/ld.so.conf", container_ld_so_conf(job.driver_dirs, image_conf)); !r)
-    return std::unexpected(r.error());
+  auto scratch = make_scratch(container_ld_so_conf(job.driver_dirs, image_conf));
+  if (!scratch) return std::unexpected(scratch.error());
   if (auto r = run_ldconfig(program_fd); !r) return std::unexpected(r.error());
-  auto bytes = fs::read_file("/run/gpufrac/ld.so.cache", kMaxCacheBytes);
+  auto bytes = read_scratch_cache(scratch->get());
   if (!bytes) return std::unexpected(bytes.error());
   if (job.read_only_root) return "B" + *bytes;
   auto placed = install_in_place(*bytes);

@@ -14,6 +14,8 @@
 #include "hook/mount_fd.hpp"
 #include "hook/privileges.hpp"
 #include "hook/rootfs_path.hpp"
+#include "hook/tmpfs_targets.hpp"
+#include "limits/include/gpufrac/limits_abi.h"
 
 namespace gpufrac::hook {
 
@@ -43,7 +45,7 @@ Result<PreparedMount> prepare_mount(const EditMount& m) {
   if (m.type == "tmpfs") {
     auto fd = make_tmpfs(tmpfs_option(m, "size", "1m"), octal_mode(tmpfs_option(m, "mode", "755"), 0755));
     if (!fd) return std::unexpected(fd.error());
-    return PreparedMount{std::move(*fd), m.container_path, TargetKind::directory};
+    return PreparedMount{std::move(*fd), m.container_path, TargetKind::directory, true};
   }
   struct stat st {};
   if (::stat(m.host_path.c_str(), &st) != 0) return sys_error("mount source " + m.host_path);
@@ -77,6 +79,44 @@ std::size_t depth(const std::string& path) {
   return static_cast<std::size_t>(std::count(path.begin(), path.end(), '/'));
 }
 
+// Each mount nested in an earlier directory mount: in gpufrac's tmpfs, its mount point is made
+// there now (through the detached tmpfs's fd); in a directory bind, it is refused.
+Result<> nest_in_tmpfs(std::vector<PreparedMount>& mounts) {
+  for (std::size_t i = 0; i < mounts.size(); ++i) {
+    PreparedMount& m = mounts[i];
+    for (std::size_t j = i; j-- > 0;) {
+      auto rel = mounts[j].kind == TargetKind::directory ? path_beneath(mounts[j].container_path, m.container_path)
+                                                         : std::nullopt;
+      if (!rel) continue;
+      if (!mounts[j].own_tmpfs)
+        return internal_error(text::cat("mount target ", text::quote(m.container_path, 256), " lies in the bind at ",
+                                        text::quote(mounts[j].container_path, 256),
+                                        "; gpufrac makes mount points only in its own tmpfs"));
+      if (auto r = make_tmpfs_target(mounts[j].source.get(), *rel, m.kind, m.container_path); !r) return r;
+      m.tmpfs = j;
+      m.rel = std::move(*rel);
+      break;
+    }
+  }
+  return {};
+}
+
+// The target of gpufrac's tmpfs may be the tmpfs a CDI spec of gpufrac mounted there (it holds the
+// shim): the CDI device's hook mounts its own over it. Nothing else is accepted off the mount rule.
+MountRootCheck accepted_mount_root(const std::vector<PreparedMount>& mounts, std::size_t i) {
+  if (!mounts[i].own_tmpfs) return {};
+  for (const auto& n : mounts)
+    if (n.tmpfs == i && n.container_path == GPUFRAC_CONTAINER_SHIM)
+      return [&n](int fd) { return is_spec_tmpfs(fd, n.rel, n.source.get()); };
+  return {};
+}
+
+Result<fs::UniqueFd> target_of(int root_fd, const std::vector<PreparedMount>& mounts, std::size_t i) {
+  const PreparedMount& m = mounts[i];
+  if (m.tmpfs) return open_tmpfs_target(mounts[*m.tmpfs].source.get(), m.rel, m.kind, m.container_path);
+  return ensure_target_in_root(root_fd, m.container_path, m.kind, accepted_mount_root(mounts, i));
+}
+
 // The container's mounts stop sending propagation (MS_SLAVE, recursively: a shared mount becomes a
 // slave that still receives from the host, a private one stays private), so nothing mounted here
 // reaches the host or another container through a shared bind or rootfsPropagation: rshared.
@@ -105,10 +145,10 @@ Result<> attach_all(const NamespaceTarget& target, const std::vector<PreparedMou
   if (auto r = keep_only({CAP_SYS_ADMIN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER}); !r) return r;
   if (auto r = stop_propagation_out(root.get(), target.rootfs); !r) return r;
   if (auto r = install_rootfs_seccomp(); !r) return r;
-  for (const auto& m : mounts) {
-    auto dst = ensure_target_in_root(root.get(), m.container_path, m.kind);
+  for (std::size_t i = 0; i < mounts.size(); ++i) {
+    auto dst = target_of(root.get(), mounts, i);
     if (!dst) return std::unexpected(dst.error());
-    if (auto r = attach_mount(m.source.get(), dst->get(), m.container_path); !r) return r;
+    if (auto r = attach_mount(mounts[i].source.get(), dst->get(), mounts[i].container_path); !r) return r;
   }
   return verify_mounts(root.get(), mounts);
 }
@@ -156,6 +196,7 @@ Result<std::vector<PreparedMount>> prepare_mounts(const Edits& edits) {
     if (!p) return std::unexpected(p.error());
     out.push_back(std::move(*p));
   }
+  if (auto r = nest_in_tmpfs(out); !r) return std::unexpected(r.error());
   return out;
 }
 

@@ -1,9 +1,13 @@
 // Applies the mounts and device nodes of an Edits value inside a container's mount namespace.
-// Sources are prepared as detached mounts in the host namespace; a forked child then joins the
-// container's namespace, narrows its capabilities, installs the seccomp allow-list and attaches
-// each source to a target reached by the rootfs walk (rootfs_path.hpp).
+// Sources are prepared as detached mounts in the host namespace, gpufrac's tmpfs with the mount
+// points of what nests in it already made through its fd (tmpfs_targets.hpp); a forked child then
+// joins the container's namespace, narrows its capabilities, installs the seccomp allow-list and
+// attaches each source: to a target reached by the rootfs walk under the mount rule
+// (rootfs_path.hpp), or, for a mount nested in gpufrac's tmpfs, to a target opened through the
+// tmpfs's own fd, never by a walk from the root.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,10 +28,15 @@ struct PreparedMount {
   fs::UniqueFd source;
   std::string container_path;
   TargetKind kind = TargetKind::file;
+  bool own_tmpfs = false;            // a tmpfs gpufrac made (fsmount)
+  std::optional<std::size_t> tmpfs;  // nested in that tmpfs (its index): reached through its fd
+  std::string rel;                   // then: the path beneath the tmpfs
 };
 
 // Opens every source of `edits` (mounts, then device nodes) in the current (host) namespace, in the
-// order they must be attached (parents before children).
+// order they must be attached (parents before children), and makes the mount points of the ones
+// nested in gpufrac's tmpfs inside it. A target inside a directory bind is refused: its mount point
+// would be made in the host's directory.
 Result<std::vector<PreparedMount>> prepare_mounts(const Edits& edits);
 // Each container path under root_fd (walked as the attach walks it) shows its mount's source, the
 // same device and inode: the last step of the attach, so that a directory exchanged into the rootfs

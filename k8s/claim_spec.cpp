@@ -31,10 +31,11 @@ Result<> write_claim_spec(const std::string& cdi_dir, const std::string& uid, co
   std::vector<Grant> grants;
   for (const auto& b : bookings) grants.push_back(grant_of(b));
   const bool with_driver = cfg.driver.inject != DriverInject::never && !inv.driver.empty();
-  auto edits = plan_container_edits(grants, inv, cfg, claim_files_key(uid), with_driver);
+  auto edits = plan_spec_edits(grants, inv, cfg, claim_files_key(uid), with_driver);
   if (!edits) return std::unexpected(edits.error());
   // One createRuntime hook: the host-PID policy for the claim's containers (the shim's accounting
-  // needs host pids) and, when gpufrac brings the driver, the loader cache.
+  // needs host pids), gpufrac's directory with the claim's files and, when gpufrac brings the
+  // driver, the loader cache.
   std::vector<std::string> hook_args{"--claim", uid};
   if (with_driver) hook_args.insert(hook_args.end(), {"--ld-cache", ld_cache_arg(inv.driver)});
   edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", hook_args));

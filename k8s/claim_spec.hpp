@@ -1,9 +1,10 @@
 // The transient CDI spec of one prepared claim: <cdi dir>/k8s.gpufrac.io-gpu_<claim uid>.yaml with
-// one device, k8s.gpufrac.io/gpu=<claim uid>, carrying the same Edits the hook and the wrapper
-// apply (core/plan.hpp: device nodes, the tmpfs with the shim, the claim's limits file and
-// accounting region, the preload file, the driver's files and the loader-cache hook). The claim's
-// files live under <state-dir>/containers/<uid>@dra: every container of a pod that uses the claim
-// shares its one limit and one region. A claim's name is never reused: the runtime's spec cache
+// one device, k8s.gpufrac.io/gpu=<claim uid>, carrying the same Edits as the wrapper's spec
+// (core/plan.hpp plan_spec_edits: device nodes, the preload file, the driver's files) and one
+// createRuntime hook (`--claim <uid>`: the host-PID policy, gpufrac's directory with the claim's
+// limits file and accounting region, the loader cache). The claim's files live under
+// <state-dir>/containers/<uid>@dra: every container of a pod that uses the claim shares its one
+// limit and one region. A claim's name is never reused: the runtime's spec cache
 // cannot hand out a stale one.
 #pragma once
 
@@ -18,7 +19,7 @@
 namespace gpufrac::dra {
 
 inline constexpr const char* kCdiKind = "k8s.gpufrac.io/gpu";
-inline constexpr const char* kClaimInstance = "dra";  // LedgerEntry::instance of claim bookings
+inline constexpr const char* kClaimInstance = gpufrac::kClaimInstance;
 
 std::string claim_spec_path(const std::string& cdi_dir, const std::string& claim_uid);
 std::string claim_cdi_id(const std::string& claim_uid);

@@ -87,16 +87,17 @@ Result<std::vector<LedgerEntry>> book(const Injection& inj, const std::vector<Wa
   return Ledger(LedgerOptions::from(cfg)).bookings_of(inj.container_id, inj.instance);
 }
 
-// The Edits for the bookings plus the wrapper's two hooks, both naming this instance (the first also
-// rebuilds the loader cache when gpufrac brings the driver). A spec that already holds a GPU gpufrac
-// did not grant is refused.
+// The Edits for the bookings plus the wrapper's two hooks, both naming this instance: the first
+// mounts gpufrac's directory (core/plan.hpp plan_gpufrac_dir: never in config.json) and rebuilds
+// the loader cache when gpufrac brings the driver. A spec that already holds a GPU gpufrac did not
+// grant is refused.
 Result<Edits> wrapper_edits(const std::vector<LedgerEntry>& bookings, const Inventory& inventory, const Config& cfg,
                             const Injection& inj, const hook::BundleSpec& bundle) {
   std::vector<Grant> grants;
   for (const auto& b : bookings) grants.push_back(grant_of(b));
   const hook::NvidiaEdits nvidia = hook::find_nvidia_edits(bundle);
   const bool with_driver = hook::injects_driver(cfg, inventory, nvidia);
-  auto edits = plan_container_edits(grants, inventory, cfg, container_key(inj.container_id, inj.instance), with_driver);
+  auto edits = plan_spec_edits(grants, inventory, cfg, container_key(inj.container_id, inj.instance), with_driver);
   if (!edits) return edits;
   if (auto r = hook::check_spec_gpu_nodes(bundle, edits->device_nodes); !r) return std::unexpected(r.error());
   std::vector<std::string> attach = {"--attach", "--instance", inj.instance};

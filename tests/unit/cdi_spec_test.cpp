@@ -60,14 +60,9 @@ TEST(CdiSpec, SpecLevelEditsAreWhatEveryContainerShares) {
   EXPECT_EQ(c.device_nodes[0], (EditDeviceNode{"/dev/nvidiactl", "/dev/nvidiactl", 'c', 195, 255, 0666u, "rw"}));
   EXPECT_EQ(c.device_nodes[1].path, "/dev/nvidia-uvm");
   EXPECT_EQ(c.device_nodes[2].path, "/dev/nvidia-uvm-tools");
-  ASSERT_EQ(c.mounts.size(), 3u);
-  EXPECT_EQ(c.mounts[0],
-            (EditMount{"tmpfs", "/run/gpufrac", "tmpfs", {"nosuid", "nodev", "noexec", "size=1m", "mode=755"}}));
-  EXPECT_EQ(c.mounts[1], (EditMount{"/usr/lib/x86_64-linux-gnu/gpufrac/libgpufrac-limits.so",
-                                    "/run/gpufrac/libgpufrac-limits.so",
-                                    "bind",
-                                    {"ro", "nosuid", "nodev", "bind"}}));
-  EXPECT_EQ(c.mounts[2], (EditMount{"/run/gpufrac/cdi/ld.so.preload",
+  // Only the preload: gpufrac's directory (/run/gpufrac) is mounted by each device's hook.
+  ASSERT_EQ(c.mounts.size(), 1u);
+  EXPECT_EQ(c.mounts[0], (EditMount{"/run/gpufrac/cdi/ld.so.preload",
                                     "/etc/ld.so.preload",
                                     "bind",
                                     {"ro", "nosuid", "nodev", "noexec", "bind"}}));
@@ -105,8 +100,8 @@ TEST(CdiSpec, TheDriverIsSpecLevelWhenTheNodeHasIt) {
   ASSERT_TRUE(b) << b.error().message;
   const Edits& c = b->spec.common;
   EXPECT_EQ(c.env, std::vector<std::string>{"NVIDIA_VISIBLE_DEVICES=void"});
-  ASSERT_EQ(c.mounts.size(), 5u);
-  EXPECT_EQ(c.mounts[4], (EditMount{"/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
+  ASSERT_EQ(c.mounts.size(), 3u);  // the preload, then the driver's two files
+  EXPECT_EQ(c.mounts[2], (EditMount{"/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
                                     "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
                                     "bind",
                                     {"ro", "nosuid", "nodev", "bind"}}));
@@ -117,7 +112,7 @@ TEST(CdiSpec, TheDriverIsSpecLevelWhenTheNodeHasIt) {
   never.driver.inject = DriverInject::never;
   auto without = build_spec(inv, never, kKind);
   ASSERT_TRUE(without);
-  EXPECT_EQ(without->spec.common.mounts.size(), 3u);
+  EXPECT_EQ(without->spec.common.mounts.size(), 1u);
   EXPECT_TRUE(without->spec.common.hooks.empty());
 }
 

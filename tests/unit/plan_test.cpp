@@ -102,6 +102,21 @@ TEST_F(PlanTest, ContainerEditsMountTmpfsShimAndState) {
   EXPECT_EQ(cdi["mounts"][0]["type"], "tmpfs");
 }
 
+// gpufrac's directory is the hook's to mount in every front-end: a spec (the wrapper's config.json,
+// a DRA claim's CDI spec) carries everything else, never /run/gpufrac or anything in it.
+TEST_F(PlanTest, SpecEditsLeaveGpufracsDirectoryToTheHook) {
+  auto full = plan_container_edits({share_of(0)}, inv_, cfg_, "c1", false);
+  auto spec = plan_spec_edits({share_of(0)}, inv_, cfg_, "c1", false);
+  ASSERT_TRUE(full && spec);
+  auto dir = plan_gpufrac_dir(cfg_, container_files(cfg_, "c1"));
+  ASSERT_EQ(dir.size(), 4u);
+  EXPECT_EQ(std::vector<EditMount>(full->mounts.begin(), full->mounts.begin() + 4), dir);
+  ASSERT_EQ(spec->mounts.size(), 1u);
+  EXPECT_EQ(spec->mounts[0].container_path, "/etc/ld.so.preload");
+  EXPECT_EQ(spec->device_nodes, full->device_nodes);
+  EXPECT_EQ(spec->env, full->env);
+}
+
 TEST_F(PlanTest, HooksCarryAnExplicitEnvironment) {
   cfg_.source = "/etc/gpufrac/config.yaml";
   cfg_.hook_path = "/usr/bin/gpufrac-hook";
