@@ -1,7 +1,6 @@
 #include "k8s/api_client.hpp"
 
 #include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 
@@ -9,13 +8,10 @@
 
 #include "core/fs.hpp"
 #include "core/text.hpp"
-#include "core/yaml_util.hpp"
 
 namespace gpufrac::dra {
 
 namespace {
-
-constexpr const char* kServiceAccount = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
@@ -25,57 +21,9 @@ std::string trimmed(std::string s) {
 Result<std::string> bearer(const ApiConfig& c) {
   if (c.token_file.empty()) return c.token;
   auto t = fs::read_file(c.token_file, 64u << 10);
-  if (!t) return std::unexpected(t.error().wrap("service account token"));
+  if (!t) return std::unexpected(t.error().wrap("bearer token"));
   return trimmed(*t);
 }
-
-}  // namespace
-
-Result<ApiConfig> in_cluster_config() {
-  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
-  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
-  if (!host || !*host || !port || !*port)
-    return user_error("not in a cluster (KUBERNETES_SERVICE_HOST/PORT unset); pass --kubeconfig FILE");
-  const std::string h = std::string(host).find(':') != std::string::npos ? text::cat("[", host, "]") : host;
-  return ApiConfig{text::cat("https://", h, ":", port), "", text::cat(kServiceAccount, "/token"),
-                   text::cat(kServiceAccount, "/ca.crt"), 10};
-}
-
-Result<ApiConfig> kubeconfig_config(const std::string& path) {
-  auto text = fs::read_file(path, 1u << 20);
-  if (!text) return std::unexpected(text.error().wrap("kubeconfig"));
-  try {
-    YAML::Node doc = YAML::Load(*text);
-    const std::string current = doc["current-context"] ? doc["current-context"].as<std::string>() : "";
-    auto pick = [&](const char* list, const std::string& name) -> YAML::Node {
-      for (const auto& item : doc[list])
-        if (name.empty() || item["name"].as<std::string>() == name) return item;
-      return YAML::Node();
-    };
-    std::string cluster_name, user_name;
-    if (auto ctx = pick("contexts", current); ctx && ctx["context"]) {
-      cluster_name = ctx["context"]["cluster"].as<std::string>();
-      user_name = ctx["context"]["user"] ? ctx["context"]["user"].as<std::string>() : "";
-    }
-    auto cluster = pick("clusters", cluster_name);
-    auto user = pick("users", user_name);
-    if (!cluster || !cluster["cluster"] || !cluster["cluster"]["server"])
-      return user_error(path + ": no cluster with a server in the current context");
-    ApiConfig c;
-    c.server = cluster["cluster"]["server"].as<std::string>();
-    if (cluster["cluster"]["certificate-authority"])
-      c.ca_file = cluster["cluster"]["certificate-authority"].as<std::string>();
-    if (user && user["user"] && user["user"]["token"]) c.token = user["user"]["token"].as<std::string>();
-    if (user && user["user"] && user["user"]["tokenFile"]) c.token_file = user["user"]["tokenFile"].as<std::string>();
-    return c;
-  } catch (const std::exception& e) {
-    return user_error(path + ": not a kubeconfig (" + e.what() + ")");
-  }
-}
-
-ApiClient::ApiClient(ApiConfig config) : config_(std::move(config)) {}
-
-namespace {
 
 // The answer's body as it arrives: refused past max_bytes (announced by Content-Length, or counted)
 // or past the deadline; `problem` says which.
@@ -114,51 +62,82 @@ class BodySink {
   std::chrono::steady_clock::time_point deadline_;
 };
 
-std::unique_ptr<httplib::Client> client_for(const ApiConfig& c, const std::string& token) {
-  auto cli = std::make_unique<httplib::Client>(c.server);
-  cli->set_connection_timeout(c.timeout_s);
-  cli->set_read_timeout(c.timeout_s);
-  cli->set_write_timeout(c.timeout_s);
-  if (!c.ca_file.empty()) cli->set_ca_cert_path(c.ca_file);
-  if (!token.empty()) cli->set_bearer_token_auth(token);
-  return cli;
+httplib::Request request(const std::string& method, const std::string& path, const nlohmann::json& body,
+                         const ServerUrl& url, BodySink& sink) {
+  httplib::Request req;
+  req.method = method;
+  req.path = url.base_path + path;
+  req.headers = {{"Accept", "application/json"}};
+  if (url.host.find(':') != std::string::npos)  // cpp-httplib would write an IPv6 host without brackets
+    req.headers.emplace("Host", text::cat("[", url.host, "]:", url.port));
+  if (!body.is_null()) {
+    req.body = body.dump();
+    req.headers.emplace("Content-Type", "application/json");
+  }
+  req.response_handler = [&sink](const httplib::Response& r) { return sink.headers(r); };
+  req.content_receiver = [&sink](const char* d, std::size_t n, std::uint64_t, std::uint64_t) {
+    return sink.append(d, n);
+  };
+  return req;
 }
 
 }  // namespace
+
+Result<ApiClient> ApiClient::create(ApiConfig config, std::time_t now) {
+  auto url = parse_server_url(config.server);
+  if (!url) return std::unexpected(url.error());
+  auto tls = load_tls_material(config, now);
+  if (!tls) return std::unexpected(tls.error());
+  return ApiClient(std::move(config), std::move(*url), std::move(*tls));
+}
+
+ApiClient::ApiClient(ApiConfig config, ServerUrl url, TlsMaterial tls)
+    : config_(std::move(config)), url_(std::move(url)), tls_(std::move(tls)) {}
+
+std::expected<ApiResponse, CallFailure> ApiClient::exchange(const std::string& method, const std::string& path,
+                                                            const nlohmann::json& body, std::size_t max_bytes) const {
+  const std::string what = text::cat(method, " ", path);
+  auto token = bearer(config_);
+  if (!token) return std::unexpected(CallFailure{token.error().message});
+  BodySink sink(max_bytes, config_.deadline_s);
+  httplib::Response res;
+  try {  // cpp-httplib's own exceptions end here, as one line
+    auto cli = make_client(url_, tls_, config_);
+    if (!cli) return std::unexpected(CallFailure{cli.error().message});
+    if (!token->empty()) (*cli)->set_bearer_token_auth(*token);
+    httplib::Request req = request(method, path, body, url_, sink);
+    httplib::Error error = httplib::Error::Success;
+    reset_call_state();
+    if (!(*cli)->send(req, res, error)) {
+      if (!sink.problem.empty()) return std::unexpected(CallFailure{what + ": " + sink.problem});
+      CallFailure f = transport_failure(error, url_, config_);
+      if (f.line.empty()) f.line = text::cat(what, ": ", httplib::to_string(error));
+      return std::unexpected(std::move(f));
+    }
+  } catch (const std::exception& e) {
+    return std::unexpected(CallFailure{text::cat(what, ": the HTTP client failed: ", e.what())});
+  }
+  if (res.status == 401)
+    return std::unexpected(
+        CallFailure{"401 from the API server: " + config_.credentials_label + " is not accepted", true});
+  auto out = read_response(res.status, sink.body, max_bytes);
+  if (!out) return std::unexpected(CallFailure{out.error().wrap(what).message});
+  return std::move(*out);
+}
 
 Result<ApiResponse> ApiClient::call(const std::string& method, const std::string& path, const nlohmann::json& body,
                                     std::size_t max_bytes) const {
   if (method != "GET" && method != "POST" && method != "PUT" && method != "DELETE")
     throw std::logic_error("ApiClient::call: method " + method);  // a bug, not input
-  auto token = bearer(config_);
-  if (!token) return std::unexpected(token.error());
-  const std::string what = text::cat(method, " ", path);
-  BodySink sink(max_bytes, config_.deadline_s);
-  httplib::Response res;
-  try {  // cpp-httplib's own exceptions end here, as one line
-    auto cli = client_for(config_, *token);
-    if (!cli->is_valid()) return user_error(text::cat("API server ", text::quote(config_.server), " is not a URL"));
-    httplib::Request req;
-    req.method = method;
-    req.path = path;
-    req.headers = {{"Accept", "application/json"}};
-    if (!body.is_null()) {
-      req.body = body.dump();
-      req.headers.emplace("Content-Type", "application/json");
-    }
-    req.response_handler = [&](const httplib::Response& r) { return sink.headers(r); };
-    req.content_receiver = [&](const char* d, std::size_t n, std::uint64_t, std::uint64_t) {
-      return sink.append(d, n);
-    };
-    httplib::Error error = httplib::Error::Success;
-    if (!cli->send(req, res, error))
-      return user_error(text::cat(what, ": ", sink.problem.empty() ? httplib::to_string(error) : sink.problem));
-  } catch (const std::exception& e) {
-    return user_error(text::cat(what, ": the HTTP client failed: ", e.what()));
-  }
-  auto out = read_response(res.status, sink.body, max_bytes);
-  if (!out) return std::unexpected(out.error().wrap(what));
-  return out;
+  auto r = exchange(method, path, body, max_bytes);
+  if (!r) return user_error(std::move(r.error().line));
+  return std::move(*r);
+}
+
+std::optional<ApiClient::Trouble> ApiClient::check(const std::string& path, std::size_t max_bytes) const {
+  auto r = exchange("GET", path, nullptr, max_bytes);
+  if (r) return std::nullopt;
+  return Trouble{Error{std::move(r.error().line), 0, ErrorKind::internal}, r.error().credentials};
 }
 
 }  // namespace gpufrac::dra

@@ -1,49 +1,60 @@
-// The few Kubernetes API calls gpufrac-dra makes, over HTTPS (or HTTP for a test server) with a
-// bearer token: in-cluster (KUBERNETES_SERVICE_HOST/PORT, the service account's token, re-read on
-// every call since the kubelet rotates it, and CA), or from a kubeconfig (server, token or
-// token-file, certificate-authority). Every call is bounded (10 s connect, 10 s per read, 20 s for
-// the whole answer once its headers are in; the body at most max_bytes, k8s/api_response.hpp), so
-// a hung or endless API server fails a prepare well inside the kubelet's 45 s. The answer is parsed
-// without exceptions (k8s/api_response.hpp); errors are one line with the method, the path and the
-// status or transport error.
+// The few Kubernetes API calls gpufrac-dra makes, over HTTPS (or HTTP for a test server), with the
+// identity of its ApiConfig (k8s/api_config.hpp): in cluster, the service account's token (re-read
+// on every call, since the kubelet rotates it) and CA; from a kubeconfig (k8s/kubeconfig.hpp), a
+// token, a token file or a client certificate, and the cluster's CA, all from memory
+// (k8s/api_transport.hpp). Every call is bounded (10 s connect, 10 s per read, 20 s for the whole
+// answer once its headers are in; the body at most max_bytes, k8s/api_response.hpp), so a hung or
+// endless API server fails a prepare well inside the kubelet's 45 s. The answer is parsed without
+// exceptions (k8s/api_response.hpp). A call that gets no usable answer is one line: the server's
+// certificate, the credentials refused ("401 from the API server: the token of user "admin" in
+// FILE is not accepted"), the server unreachable, or the method, the path and what went wrong.
 #pragma once
 
-#include <memory>
+#include <ctime>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "k8s/api_config.hpp"
 #include "k8s/api_response.hpp"
+#include "k8s/api_transport.hpp"
+#include "k8s/tls_material.hpp"
 
 namespace gpufrac::dra {
 
-struct ApiConfig {
-  std::string server;      // https://host:port or http://host:port
-  std::string token;       // bearer token, or
-  std::string token_file;  // a file holding it (read on every call)
-  std::string ca_file;     // PEM bundle for https ("": the system's)
-  int timeout_s = 10;
-  int deadline_s = 20;  // the whole answer, from its headers on
-};
-
-// In-cluster configuration; an error names what is missing.
-Result<ApiConfig> in_cluster_config();
-// The current context's cluster and user of a kubeconfig file (token auth only).
-Result<ApiConfig> kubeconfig_config(const std::string& path);
-
 class ApiClient {
  public:
-  explicit ApiClient(ApiConfig config);
-  // `body` null: no body. Transport failures, an answer over max_bytes and one that outlasts the
-  // deadline are errors; any HTTP status is a response. Never throws for what the server sends.
+  // Checks the server URL and parses the TLS material (k8s/tls_material.hpp) with `now` for the
+  // client certificate's validity; an error is one line naming the kubeconfig entry.
+  static Result<ApiClient> create(ApiConfig config, std::time_t now);
+
+  // `body` null: no body. Transport failures, a 401, an answer over max_bytes and one that outlasts
+  // the deadline are errors; any other HTTP status is a response. Never throws for what the server
+  // sends.
   Result<ApiResponse> call(const std::string& method, const std::string& path, const nlohmann::json& body = nullptr,
                            std::size_t max_bytes = kMaxObjectBytes) const;
+
+  // The start check: GET `path` once. nullopt when the server answered with anything but 401;
+  // otherwise the call's error, fatal when waiting will not mend it (the server's certificate does
+  // not verify, the credentials are refused).
+  struct Trouble {
+    Error error;
+    bool fatal = false;
+  };
+  std::optional<Trouble> check(const std::string& path, std::size_t max_bytes = kMaxListBytes) const;
+
   const ApiConfig& config() const { return config_; }
 
  private:
+  ApiClient(ApiConfig config, ServerUrl url, TlsMaterial tls);
+  std::expected<ApiResponse, CallFailure> exchange(const std::string& method, const std::string& path,
+                                                   const nlohmann::json& body, std::size_t max_bytes) const;
+
   ApiConfig config_;
+  ServerUrl url_;
+  TlsMaterial tls_;
 };
 
 }  // namespace gpufrac::dra

@@ -1,6 +1,7 @@
 #include "k8s/claim.hpp"
 
 #include "core/mig_profile_name.hpp"
+#include "core/quantity.hpp"
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"
 
@@ -25,14 +26,18 @@ const json* path(const json& j, std::initializer_list<const char*> keys) {
   return at;
 }
 
-// The booking for a result on device d: a share of its memory, or the whole device.
-Request booking_for(const DraDevice& d, std::uint64_t bytes) {
+// The booking for a result on device d: the larger of its consumed memory and its consumed fraction
+// of the GPU (a claim names one; the scheduler fills the other with its default), or the whole device.
+Request booking_for(const DraDevice& d, std::uint64_t bytes, Ppm ppm) {
   Request r;
   r.gpu = GpuPin{d.gpu->index, "", d.mig ? d.mig->uuid : ""};
   if (d.whole()) {
     r.kind = SizeKind::mig_profile;
     r.mig_profile = canonical_mig_profile_or_same(d.mig ? d.mig->profile_name : d.profile->name);
     if (d.profile) r.gpu->mig_start = d.placement_start;
+  } else if (ppm != 0 && (ppm == kWholeGpuPpm || fraction_bytes(d.gpu->memory_bytes, ppm) > bytes)) {
+    r.kind = SizeKind::fraction;
+    r.fraction = ppm;
   } else if (bytes == 0 || bytes == d.gpu->memory_bytes) {
     r.kind = SizeKind::fraction;
     r.fraction = kWholeGpuPpm;
@@ -41,6 +46,29 @@ Request booking_for(const DraDevice& d, std::uint64_t bytes) {
     r.memory_bytes = bytes;
   }
   return r;
+}
+
+// consumedCapacity.memory: a quantity of bytes, above 0 and within the device.
+Result<std::uint64_t> consumed_memory(const json& mem, const std::string& where, const DraDevice& d) {
+  const std::string at = where + ".consumedCapacity.memory: ";
+  if (!mem.is_string()) return user_error(at + "not a quantity string");
+  auto bytes = parse_k8s_quantity(mem.get<std::string>());
+  if (!bytes) return user_error(at + bytes.error().message);
+  if (*bytes == 0 || *bytes > d.memory_bytes())
+    return user_error(
+        text::cat(at, k8s_quantity(*bytes), " is beyond ", d.name, " (", k8s_quantity(d.memory_bytes()), ")"));
+  return bytes;
+}
+
+// consumedCapacity.fraction: parts per million of the GPU, 1 to 1M.
+Result<Ppm> consumed_fraction(const json& value, const std::string& where, const DraDevice& d) {
+  const std::string at = where + ".consumedCapacity.fraction: ";
+  if (!value.is_string()) return user_error(at + "not a quantity string");
+  auto n = parse_k8s_quantity(value.get<std::string>());
+  if (!n || *n == 0 || *n > kWholeGpuPpm)
+    return user_error(text::cat(at, text::quote(value.get<std::string>()), " is not a share of ", d.name,
+                                "; a fraction is 1 to 1M parts per million (250k is a quarter)"));
+  return static_cast<Ppm>(*n);
 }
 
 Result<ClaimShare> share_of(const json& result, const ClaimRef& ref, const std::string& node, const Inventory& inv,
@@ -61,16 +89,13 @@ Result<ClaimShare> share_of(const json& result, const ClaimRef& ref, const std::
     return user_error(text::cat(where, ".shareID: ", text::quote(s.share_id),
                                 device->whole() ? " on a device allocated whole" : " is not a UUID"));
   s.bytes = device->memory_bytes();
-  if (const json* mem = path(result, {"consumedCapacity", "memory"}); mem && !device->whole()) {
-    if (!mem->is_string()) return user_error(text::cat(where, ".consumedCapacity.memory: not a quantity string"));
-    auto bytes = parse_k8s_quantity(mem->get<std::string>());
-    if (!bytes) return user_error(text::cat(where, ".consumedCapacity.memory: ", bytes.error().message));
-    if (*bytes == 0 || *bytes > device->memory_bytes())
-      return user_error(text::cat(where, ".consumedCapacity.memory: ", k8s_quantity(*bytes), " is beyond ", s.device,
-                                  " (", k8s_quantity(device->memory_bytes()), ")"));
-    s.bytes = *bytes;
-  }
-  s.booking = booking_for(*device, s.bytes);
+  Ppm ppm = 0;
+  if (const json* mem = path(result, {"consumedCapacity", "memory"}); mem && !device->whole())
+    GPUFRAC_TRY_ASSIGN(s.bytes, consumed_memory(*mem, where, *device));
+  if (const json* f = path(result, {"consumedCapacity", kFractionCapacity}); f && !device->whole())
+    GPUFRAC_TRY_ASSIGN(ppm, consumed_fraction(*f, where, *device));
+  s.booking = booking_for(*device, s.bytes, ppm);
+  if (ppm != 0 && s.booking.kind == SizeKind::fraction) s.bytes = fraction_bytes(device->memory_bytes(), ppm);
   s.dynamic_mig = device->profile != nullptr;
   return s;
 }

@@ -27,10 +27,10 @@ struct ClaimRef {
 
 // One allocation result of gpufrac.io, resolved against the inventory.
 struct ClaimShare {
-  std::string request;   // results[].request, subrequest suffix removed ("main/sub" -> "main")
-  std::string device;    // results[].device, a name from dra_devices()
-  std::string share_id;  // results[].shareID ("" for a device allocated whole)
-  std::uint64_t bytes = 0;
+  std::string request;       // results[].request, subrequest suffix removed ("main/sub" -> "main")
+  std::string device;        // results[].device, a name from dra_devices()
+  std::string share_id;      // results[].shareID ("" for a device allocated whole)
+  std::uint64_t bytes = 0;   // what the share holds of the device's memory
   Request booking;           // what the ledger books: pinned to the device (and placement)
   bool dynamic_mig = false;  // a dynamic-MIG profile device: the provisioner may create it
   // The ledger's device key for this share: "<device>" or "<device>/<shareID>".
@@ -39,7 +39,9 @@ struct ClaimShare {
 
 // The claim's results for gpufrac.io in pool `node`; refuses a claim whose uid differs from the
 // kubelet's, one without status.allocation, a result naming another pool or an unknown device, a
-// consumed memory beyond the device, more than 32 results. Results of other drivers are skipped.
+// consumed memory beyond the device, a consumed fraction outside 1 to 1M, more than 32 results.
+// Results of other drivers are skipped. A share books the larger of its consumed memory and its
+// consumed fraction of the GPU's memory (fraction_bytes, as gpufrac.io/fraction books it).
 Result<std::vector<ClaimShare>> claim_shares(const nlohmann::json& claim, const ClaimRef& ref, const std::string& node,
                                              const Inventory& inventory, const MigConfig& mig = {});
 

@@ -21,6 +21,9 @@
 namespace gpufrac::dra {
 
 inline constexpr const char* kDriverName = "gpufrac.io";
+// A shareable GPU's second capacity: an exact share of the whole GPU in parts per million (250k is a
+// quarter), booked as gpufrac.io/fraction books it. The scheduler counts it beside `memory`.
+inline constexpr const char* kFractionCapacity = "fraction";
 
 struct DraDevice {
   std::string name;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 
@@ -18,6 +19,7 @@
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"
 #include "k8s/dra_driver.hpp"
+#include "k8s/kubeconfig.hpp"
 #include "k8s/last_resort.hpp"
 #include "k8s/plugin_server.hpp"
 #include "k8s/publish_state.hpp"
@@ -33,16 +35,51 @@ struct Options {
   std::string kubelet_dir = "/var/lib/kubelet";
   std::string cdi_dir = "/var/run/cdi";
   std::string kubeconfig;
+  std::string context;
   std::string config;
   std::string share_step = "1Gi";
   std::string pod_uid;  // set: rolling-update sockets
   double resync_s = 10;
 };
 
-int fail(const Error& e) {
+int fail(const Error& e, std::optional<int> code = std::nullopt) {
   std::fprintf(stderr, "gpufrac-dra: %s\n", e.message.c_str());
   log::error(e.message);
-  return e.kind == ErrorKind::user ? 1 : 2;
+  return code ? *code : e.kind == ErrorKind::user ? 1 : 2;
+}
+
+void warn(const std::string& line) {
+  std::fprintf(stderr, "gpufrac-dra: warning: %s\n", line.c_str());
+  log::warn(line);
+}
+
+// Where the API server is: --kubeconfig, else $KUBECONFIG, else the pod's service account.
+Result<ApiConfig> api_config(const Options& o) {
+  if (!o.kubeconfig.empty()) return kubeconfig_config({{o.kubeconfig}, false, o.context});
+  if (const char* env = std::getenv("KUBECONFIG"); env && *env)
+    return kubeconfig_config({kubeconfig_files(env), true, o.context});
+  if (!o.context.empty())
+    return user_error("--context " + o.context + ": no kubeconfig to take it from; pass --kubeconfig FILE");
+  return in_cluster_config();
+}
+
+// The API client, once its configuration holds and the API server lets it in (gpufrac-dra(8)
+// "Connecting"): a configuration that cannot work, a certificate that does not verify or
+// credentials the server refuses stop gpufrac-dra; a server it cannot reach yet is logged (once,
+// through `state`) and tried again every resync.
+Result<ApiClient> connect(const Options& o, PublishState& state) {
+  auto cfg = api_config(o);
+  if (!cfg) return std::unexpected(cfg.error());
+  if (cfg->insecure)
+    warn(text::cat(cfg->cluster_label, " sets insecure-skip-tls-verify: the API server's certificate is not checked, ",
+                   "so whoever answers at ", cfg->server, " gets the credentials; give its certificate-authority"));
+  auto api = ApiClient::create(std::move(*cfg), std::time(nullptr));
+  if (!api) return api;
+  if (auto trouble = api->check(slice_list_path(o.node))) {
+    if (trouble->fatal) return std::unexpected(std::move(trouble->error));
+    if (auto line = state.after(std::unexpected(trouble->error))) warn(line->text);
+  }
+  return api;
 }
 
 // Waits for SIGTERM/SIGINT up to `seconds`; true when one came.
@@ -52,6 +89,9 @@ bool stop_requested(const sigset_t& set, double seconds) {
 }
 
 int run(const Options& o) {
+  // A peer that closes a TLS connection while OpenSSL writes to it is an error of that call, not
+  // the end of the plugin.
+  ::signal(SIGPIPE, SIG_IGN);
   auto cfg = select_config(o.config);
   if (!cfg) return fail(cfg.error());
   log::init(cfg->log, "gpufrac-dra");
@@ -60,13 +100,13 @@ int run(const Options& o) {
   auto step = parse_k8s_quantity(o.share_step);
   if (!step || *step == 0)
     return fail(user_error("--share-step: " + (step ? std::string("must be above 0") : step.error().message)).error());
-  auto api_cfg = o.kubeconfig.empty() ? in_cluster_config() : kubeconfig_config(o.kubeconfig);
-  if (!api_cfg) return fail(api_cfg.error());
-  ApiClient api(*api_cfg);
   if (!o.pod_uid.empty())
     if (auto r = validate_kube_uid(o.pod_uid, "pod uid"); !r) return fail(r.error().wrap("--pod-uid (or POD_UID)"));
+  PublishState state;  // one log line per change of state, not per resync
+  auto api = connect(o, state);
+  if (!api) return fail(api.error(), 2);
   const SocketPaths paths = socket_paths(o.kubelet_dir, o.pod_uid);
-  DraDriver driver(*cfg, {o.node, o.cdi_dir, fs::dirname(paths.dra) + "/checkpoint.json"}, api);
+  DraDriver driver(*cfg, {o.node, o.cdi_dir, fs::dirname(paths.dra) + "/checkpoint.json"}, *api);
   if (auto r = driver.start(); !r) return fail(r.error());
   sigset_t set;
   sigemptyset(&set);
@@ -78,10 +118,9 @@ int run(const Options& o) {
   std::fprintf(stderr, "gpufrac-dra: serving %s and %s for node %s\n", paths.registration.c_str(), paths.dra.c_str(),
                o.node.c_str());
   SliceOptions slices{o.node, "", *step, 1, cfg->mig};
-  PublishState state;  // one log line per change of state, not per resync
   do {
     last_resort("the resync loop", [&] {
-      if (auto line = state.after(publish_slices(api, *cfg, slices)))
+      if (auto line = state.after(publish_slices(*api, *cfg, slices)))
         line->warning ? log::warn(line->text) : log::info(line->text);
       driver.sync();
     });
@@ -102,7 +141,9 @@ int main(int argc, char** argv) {
   app.add_option("--node-name", o.node, "This node's name (default: $NODE_NAME)");
   app.add_option("--kubelet-dir", o.kubelet_dir, "The kubelet's directory")->capture_default_str();
   app.add_option("--cdi-dir", o.cdi_dir, "Where claims' CDI specs are written")->capture_default_str();
-  app.add_option("--kubeconfig", o.kubeconfig, "A kubeconfig (default: the in-cluster service account)");
+  app.add_option("--kubeconfig", o.kubeconfig,
+                 "A kubeconfig (default: $KUBECONFIG, else the in-cluster service account)");
+  app.add_option("--context", o.context, "The kubeconfig's context to use (default: its current-context)");
   app.add_option("--config", o.config, "gpufrac's config (default: $GPUFRAC_CONFIG, else /etc/gpufrac/config.yaml)");
   app.add_option("--share-step", o.share_step, "Memory a share is rounded up to (the slices' request policy)")
       ->capture_default_str();

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "core/quantity.hpp"
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"
 
@@ -34,6 +35,16 @@ json counter_sets(const std::vector<const Gpu*>& gpus) {
   return sets;
 }
 
+// The `fraction` capacity (parts per million of the GPU): any count from 1 to 1M, so that four
+// quarters (250k) or eight eighths (125k) fit every GPU whatever its memory. A claim that names only
+// memory consumes the default, 1. "1M" is kWholeGpuPpm as the API server writes it back (canonical),
+// so the publisher finds what it sent.
+json fraction_capacity() {
+  static_assert(kWholeGpuPpm == 1'000'000);
+  return {{"value", "1M"},
+          {"requestPolicy", {{"default", "1"}, {"validRange", {{"min", "1"}, {"max", "1M"}, {"step", "1"}}}}}};
+}
+
 json gpu_device(const DraDevice& d, const Inventory& inv, std::uint64_t step) {
   const Gpu& g = *d.gpu;
   json attrs = {{"type", {{"string", "gpu"}}},
@@ -53,7 +64,7 @@ json gpu_device(const DraDevice& d, const Inventory& inv, std::uint64_t step) {
   return {{"name", d.name},
           {"allowMultipleAllocations", true},
           {"attributes", std::move(attrs)},
-          {"capacity", {{"memory", std::move(capacity)}}},
+          {"capacity", {{"memory", std::move(capacity)}, {kFractionCapacity, fraction_capacity()}}},
           {"consumesCounters",
            json::array({{{"counterSet", counter_set(g)}, {"counters", {{"memory", quantity(g.memory_bytes)}}}}})}};
 }

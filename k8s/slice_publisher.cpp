@@ -15,10 +15,6 @@ namespace {
 using json = nlohmann::json;
 constexpr const char* kSlices = "/apis/resource.k8s.io/v1/resourceslices";
 
-std::string list_path(const std::string& node) {
-  return text::cat(kSlices, "?fieldSelector=spec.driver%3D", kDriverName, "%2Cspec.nodeName%3D", node);
-}
-
 // "00003-gpufrac.io-node-1-x7k2p" -> 3; -1 for a name not made from our generateName.
 long index_of(const std::string& name, const std::string& node) {
   const std::string tail = text::cat("-", kDriverName, "-", node, "-");
@@ -37,7 +33,7 @@ Result<> succeeded(const Result<ApiResponse>& r, const std::string& method, cons
 
 // The node's slices on the API server, every field the publisher uses checked.
 Result<std::vector<ListedSlice>> list_slices(const ApiClient& api, const std::string& node) {
-  const std::string path = list_path(node);
+  const std::string path = slice_list_path(node);
   auto r = api.call("GET", path, nullptr, kMaxListBytes);
   if (!r) return std::unexpected(r.error());
   auto list = object_answer(*r, "GET", path);
@@ -113,6 +109,10 @@ Result<> delete_slice(const ApiClient& api, const ListedSlice& item, PublishRepo
 }
 
 }  // namespace
+
+std::string slice_list_path(const std::string& node) {
+  return text::cat(kSlices, "?fieldSelector=spec.driver%3D", kDriverName, "%2Cspec.nodeName%3D", node);
+}
 
 Result<PublishReport> publish_slices(const ApiClient& api, const Config& cfg, SliceOptions o) {
   auto inventory = inventory_for_allocation(cfg);

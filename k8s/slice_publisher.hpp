@@ -21,6 +21,9 @@ struct PublishReport {
   bool changed() const { return created + updated + deleted > 0; }
 };
 
+// The LIST of the node's slices (driver gpufrac.io): the first call of every pass, and the start check.
+std::string slice_list_path(const std::string& node);
+
 // One reconcile pass. `options.generation` is ignored: it follows the slices found.
 Result<PublishReport> publish_slices(const ApiClient& api, const Config& cfg, SliceOptions options);
 

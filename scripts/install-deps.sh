@@ -4,6 +4,7 @@
 set -eu
 PACKAGES="build-essential cmake ninja-build pkg-config git ca-certificates
   libseccomp-dev libcap-dev nlohmann-json3-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev libcpp-httplib-dev
+  libssl-dev openssl
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-19 libclang-rt-19-dev clang-format
   runc crun podman containerd busybox-static jq procps iproute2 util-linux kmod

@@ -116,6 +116,9 @@ TEST(DraSlices, AShareableGpuAndTheRequestPolicy) {
   // max is the largest multiple of the step within the device (the API server's rule).
   EXPECT_EQ(gpu["capacity"]["memory"], json::parse(R"({"value":"40536Mi","requestPolicy":{"default":"1Gi",
       "validRange":{"min":"1Gi","max":"39Gi","step":"1Gi"}}})"));
+  // A share of the whole GPU in parts per million, in the form the API server writes back.
+  EXPECT_EQ(gpu["capacity"]["fraction"], json::parse(R"({"value":"1M","requestPolicy":{"default":"1",
+      "validRange":{"min":"1","max":"1M","step":"1"}}})"));
   EXPECT_EQ(gpu["attributes"]["uuid"]["string"], inv.gpus[0].uuid);
   EXPECT_EQ(gpu["attributes"]["cudaComputeCapability"]["version"], "8.0.0");
 }
@@ -174,7 +177,7 @@ TEST(DraManifests, ResourceObjectsPassTheSchema) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 3u);
+  EXPECT_EQ(checked, 4u);
 }
 
 TEST(DraQuantity, FormatAndParse) {

@@ -7,12 +7,14 @@ describes them.
   wire difference between gpufrac's .proto files and the kubelet's shows up here. Registration
   (GetInfo within 1 s, NotifyRegistrationStatus), NodePrepareResources / NodeUnprepareResources
   with the kubelet's 45 s deadline, v1 and v1beta1.
-- API server: HTTP on 127.0.0.1 with a bearer token; serves ResourceClaims the test puts in and
-  stores ResourceSlices (list with field selectors, create with generateName, update with a
-  resourceVersion check, delete with preconditions). Every body the driver sends is checked
-  against the resource.k8s.io/v1 OpenAPI excerpt (tests/fixtures/kubernetes-openapi) and the
-  slice limits; violations are kept for the test to assert on. Faults can be switched on per claim,
-  and for the slice LIST (an answer cut short, one of the wrong types, one announcing 1 GiB).
+- API server: HTTPS on 127.0.0.1 with a test CA (pki.py), authenticating by client certificate
+  or bearer token as kube-apiserver does (HTTP when the test asks); serves ResourceClaims the test
+  puts in and stores ResourceSlices (list with field selectors, create with generateName, update
+  with a resourceVersion check, delete with preconditions). Every body the driver sends is checked
+  against the resource.k8s.io/v1 OpenAPI excerpt (tests/fixtures/kubernetes-openapi), the slice
+  limits and the request-policy rules (schema.py); violations are kept for the test to assert on.
+  Faults can be switched on per claim, and for the slice LIST (an answer cut short, one of the
+  wrong types, one announcing 1 GiB).
 """
 import atexit
 import http.server
@@ -20,6 +22,7 @@ import json
 import os
 import random
 import shutil
+import ssl
 import string
 import subprocess
 import sys
@@ -29,6 +32,10 @@ import time
 import urllib.parse
 
 import grpc
+
+sys.path.insert(0, os.path.dirname(__file__))
+import pki  # noqa: E402
+from schema import REF, slice_limits, violations  # noqa: E402
 
 SOURCE = os.environ["GPUFRAC_SOURCE_DIR"]
 FIXTURES = os.path.join(SOURCE, "tests", "fixtures")
@@ -99,74 +106,6 @@ class Kubelet:
         return self._call(version, "NodeUnprepareResources", claims)
 
 
-# ---------------------------------------------------------------- OpenAPI structural check
-
-SCHEMAS = json.load(open(os.path.join(FIXTURES, "kubernetes-openapi",
-                                      "resource.k8s.io-v1-schemas.json")))["components"]["schemas"]
-REF = "#/components/schemas/"
-TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
-
-
-def _type_ok(value, t):
-    if t == "integer":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if t == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    return isinstance(value, TYPES[t])
-
-
-def violations(value, schema, at="$"):
-    out = []
-    if "$ref" in schema:
-        name = schema["$ref"][len(REF):]
-        if name not in SCHEMAS:
-            return [] if isinstance(value, dict) else [at + ": not an object"]
-        return violations(value, SCHEMAS[name], at)
-    for s in schema.get("allOf", []):
-        out += violations(value, s, at)
-    if "oneOf" in schema:
-        if sum(1 for s in schema["oneOf"] if not violations(value, s, at)) != 1:
-            out.append(at + ": not exactly one of oneOf")
-    if "type" in schema and not _type_ok(value, schema["type"]):
-        return out + [at + ": not of type " + schema["type"]]
-    if isinstance(value, dict):
-        for r in schema.get("required", []):
-            if r not in value:
-                out.append(at + ": missing required " + r)
-        props = schema.get("properties")
-        for k, v in value.items():
-            if props is not None and k in props:
-                out += violations(v, props[k], at + "." + k)
-            elif isinstance(schema.get("additionalProperties"), dict):
-                out += violations(v, schema["additionalProperties"], at + "." + k)
-            elif props is not None:
-                out.append(at + "." + k + ": unknown field")
-    if isinstance(value, list) and "items" in schema:
-        for i, v in enumerate(value):
-            out += violations(v, schema["items"], "%s[%d]" % (at, i))
-    return out
-
-
-def slice_limits(obj):
-    """The limits the API server enforces beyond the schema (resource/v1 types.go, 1.36)."""
-    out = []
-    spec = obj.get("spec", {})
-    if ("devices" in spec) == ("sharedCounters" in spec):
-        out.append("spec: exactly one of devices and sharedCounters")
-    devices = spec.get("devices", [])
-    consumes = any(d.get("consumesCounters") for d in devices)
-    if len(devices) > (64 if consumes else 128):
-        out.append("spec.devices: %d devices" % len(devices))
-    if len(spec.get("sharedCounters", [])) > 8:
-        out.append("spec.sharedCounters: more than 8 sets")
-    for d in devices:
-        if len(d.get("attributes", {})) + len(d.get("capacity", {})) > 32:
-            out.append(d["name"] + ": more than 32 attributes and capacities")
-        if len(d.get("consumesCounters", [])) > 2:
-            out.append(d["name"] + ": more than 2 counter consumptions")
-    return out
-
-
 # ---------------------------------------------------------------- the API server
 
 def status(code, reason, message):
@@ -179,8 +118,12 @@ class ApiServer:
 
     SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 
-    def __init__(self):
-        self.token = "".join(random.choice(string.ascii_letters) for _ in range(32))
+    def __init__(self, tls=True, port=0, pki_of=None):
+        """pki_of: another ApiServer whose certificates and token this one takes (the same API
+        server, started again)."""
+        self.token = pki_of.token if pki_of else "".join(random.choice(string.ascii_letters) for _ in range(32))
+        self.pki = pki_of.pki if pki_of else pki.Pki() if tls else None
+        self.identities = set()   # who the server let in: "token", or "cert:<CN>"
         self.slices = {}
         self.claims = {}          # (namespace, name) -> ResourceClaim
         self.faults = {}          # (namespace, name) -> 401 | 403 | 500 | "hang" | "malformed"
@@ -197,6 +140,19 @@ class ApiServer:
             def log_message(self, *args):
                 pass
 
+            def setup(self):
+                if isinstance(self.request, ssl.SSLSocket):
+                    self.request.do_handshake()  # in this connection's thread, not the accepting one
+                super().setup()
+
+            def _identity(self):
+                cert = self.request.getpeercert() if isinstance(self.request, ssl.SSLSocket) else None
+                if cert:
+                    if dict(x[0] for x in cert["issuer"])["commonName"] != "gpufrac-test-ca":
+                        return None  # another CA's: the handshake took it, the authenticator does not
+                    return "cert:" + dict(x[0] for x in cert["subject"])["commonName"]
+                return "token" if self.headers.get("Authorization") == "Bearer " + server.token else None
+
             def _send(self, code, body, raw=None):
                 data = raw if raw is not None else json.dumps(body).encode()
                 self.send_response(code)
@@ -209,8 +165,10 @@ class ApiServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 body = json.loads(raw) if raw else None
-                if self.headers.get("Authorization") != "Bearer " + server.token:
+                identity = self._identity()
+                if identity is None:
                     return self._send(*status(401, "Unauthorized", "Unauthorized"))
+                server.identities.add(identity)
                 result = server.handle(method, self.path, body)
                 if result == "hang":
                     time.sleep(30)
@@ -241,17 +199,41 @@ class ApiServer:
             def do_DELETE(self):
                 self._handle("DELETE")
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
+        plain_handle_error = self.httpd.handle_error
+
+        def handle_error(request, address):  # a refused handshake ends its connection quietly
+            if not isinstance(sys.exc_info()[1], (ssl.SSLError, OSError)):
+                plain_handle_error(request, address)
+        self.httpd.handle_error = handle_error
+        if self.pki:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*self.pki.server)
+            # As kube-apiserver: the handshake takes a client certificate of any CA it knows, and the
+            # authenticator (_identity) accepts only the cluster CA's; the other is then a 401.
+            ctx.load_verify_locations(self.pki.ca)
+            ctx.load_verify_locations(self.pki.other_ca)
+            ctx.verify_mode = ssl.CERT_OPTIONAL
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True, do_handshake_on_connect=False)
         self.port = self.httpd.server_address[1]
+        self.url = "%s://127.0.0.1:%d" % ("https" if self.pki else "http", self.port)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
-    def kubeconfig(self, path):
-        with open(path, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: test\n"
-                    "clusters:\n- name: test\n  cluster:\n    server: http://127.0.0.1:%d\n"
-                    "users:\n- name: test\n  user:\n    token: %s\n"
-                    "contexts:\n- name: test\n  context:\n    cluster: test\n    user: test\n" % (self.port, self.token))
+    def kubeconfig(self, path, user="token"):
+        """A kubeconfig for this server as kubeadm, kind and k3s write it: the CA inline
+        (certificate-authority-data), and the user's token, or ("client-cert") its client
+        certificate and key inline."""
+        cluster = {"certificate-authority-data": self.pki.data(self.pki.ca)} if self.pki else {}
+        creds = {"token": self.token}
+        if user == "client-cert":
+            creds = {"client-certificate-data": self.pki.data(self.pki.client[0]),
+                     "client-key-data": self.pki.data(self.pki.client[1])}
+        return pki.kubeconfig(path, self.url, cluster, creds)
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
     def next_rv(self):
         self.rv += 1
@@ -345,7 +327,7 @@ class ApiServer:
             return 200, {"kind": "Status", "status": "Success"}
         return status(405, "MethodNotAllowed", method)
 
-    def put_claim(self, namespace, name, results, uid=None, allocated=True):
+    def put_claim(self, namespace, name, results, uid=None, allocated=True, capacity=None):
         uid = uid or "%08x-%04x-4%03x-8%03x-%012x" % (random.getrandbits(32), random.getrandbits(16),
                                                      random.getrandbits(12), random.getrandbits(12),
                                                      random.getrandbits(48))
@@ -354,6 +336,8 @@ class ApiServer:
                  "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
                      "deviceClassName": "gpufrac.io", "allocationMode": "ExactCount", "count": 1}}]}},
                  "status": {"reservedFor": [{"resource": "pods", "name": name + "-pod", "uid": uid[::-1]}]}}
+        if capacity:
+            claim["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {"requests": capacity}
         if allocated:
             claim["status"]["allocation"] = {"devices": {"results": results}}
         problems = violations(claim, {"$ref": REF + "io.k8s.api.resource.v1.ResourceClaim"})

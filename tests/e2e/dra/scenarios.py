@@ -11,6 +11,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
+import scheduler  # noqa: E402
 
 TMP = os.environ["E2E_TMP"]
 BIN = os.environ["BIN_DIR"]
@@ -18,7 +19,7 @@ GPUFRAC = os.path.join(BIN, "gpufrac")
 DRA = os.path.join(BIN, "gpufrac-dra")
 CONFIG = os.environ["GPUFRAC_CONFIG"]
 KUBELET_DIR = os.path.join(TMP, "kubelet")
-CDI_DIR = "/var/run/cdi"   # podman 4.3.1 reads no other directory
+CDI_DIR = os.environ.get("DRA_CDI_DIR", "/var/run/cdi")   # podman 4.3.1 reads no other directory
 LEDGER = os.path.join(TMP, "state", "ledger.json")
 CHECKPOINT = os.path.join(KUBELET_DIR, "plugins", "gpufrac.io", "checkpoint.json")
 QUARTER = "%dMi" % (40536 // 4)
@@ -41,16 +42,22 @@ def spec_path(uid):
 
 
 class Plugin:
-    def __init__(self, api, env=None, pod_uid=None):
-        api.kubeconfig(os.path.join(TMP, "kubeconfig"))
-        self.log = open(os.path.join(TMP, "dra.stderr"), "a")
-        env = dict(os.environ, **(env or {}))
-        env.pop("POD_UID", None)
+    """gpufrac-dra on the harness's kubelet directory. kubeconfig: the file for --kubeconfig (by
+    default one the API server writes: its CA inline and a token), or None for none (env then sets
+    KUBECONFIG)."""
+
+    def __init__(self, api, env=None, pod_uid=None, kubeconfig="", stderr="dra.stderr"):
+        if kubeconfig == "":
+            kubeconfig = api.kubeconfig(os.path.join(TMP, "kubeconfig"))
+        self.stderr = os.path.join(TMP, stderr)
+        self.log = open(self.stderr, "a")
+        base = {k: v for k, v in os.environ.items() if k not in ("POD_UID", "KUBECONFIG")}
+        env = dict(base, **(env or {}))
         if pod_uid:
             env["POD_UID"] = pod_uid
         self.proc = subprocess.Popen(
-            [DRA, "--node-name", "node-1", "--kubelet-dir", KUBELET_DIR, "--cdi-dir", CDI_DIR,
-             "--kubeconfig", os.path.join(TMP, "kubeconfig"), "--config", CONFIG, "--resync", "0.5"],
+            [DRA, "--node-name", "node-1", "--kubelet-dir", KUBELET_DIR, "--cdi-dir", CDI_DIR, "--config", CONFIG,
+             "--resync", "0.5"] + (["--kubeconfig", kubeconfig] if kubeconfig else []),
             stdout=self.log, stderr=self.log, env=env)
         name = "gpufrac.io-%s-reg.sock" % pod_uid if pod_uid else "gpufrac.io-reg.sock"
         self.registration = os.path.join(KUBELET_DIR, "plugins_registry", name)
@@ -111,7 +118,13 @@ def registration_and_slices(api, plugin):
 
 
 def four_quarters(api, kubelet):
-    claims = [api.put_claim("team-a", "q%d" % i, [harness.share("gpu-0", QUARTER)]) for i in range(4)]
+    """Four claims of a quarter of the GPU (capacity fraction 250k, placed by the harness's
+    scheduler from the published request policies): all four fit the A100-40GB, each books a
+    quarter of its 40536 MiB (by memory, 10134Mi rounds up to the 1Gi step: three would fit)."""
+    claims = [scheduler.allocate(api, "team-a", "q%d" % i, {"fraction": "250k"}) for i in range(4)]
+    check(all(claims), "the scheduler places four quarters on gpu-0: %s" % claims)
+    check(scheduler.place(api, {"fraction": "250k"}) is None and scheduler.place(api, {"memory": "1Gi"}) is None,
+          "and nothing more: the quarters consumed the whole fraction")
     for c in claims:
         resp = kubelet.prepare([c])
         entry = resp.claims[c["uid"]]
@@ -217,10 +230,12 @@ def faults(api, kubelet):
     cases.append((api.put_claim("f", "pool", [harness.share("gpu-0", "1Gi", node="node-2")]), "is not this node's pool"))
     cases.append((api.put_claim("f", "beyond", [harness.share("gpu-0", "41Gi")]), "41Gi is beyond gpu-0"))
     cases.append(({"namespace": "f", "name": "missing", "uid": "22222222-2222-4222-8222-222222222222"}, "HTTP 404"))
+    expected = {401: '401 from the API server: the token of user "test" in %s is not accepted' %
+                os.path.join(TMP, "kubeconfig"), 403: "HTTP 403", 500: "HTTP 500"}
     for code in (401, 403, 500):
         c = api.put_claim("f", "fault%d" % code, gpu)
         api.faults[("f", c["name"])] = code
-        cases.append((c, "HTTP %d" % code))
+        cases.append((c, expected[code]))
     bad = api.put_claim("f", "malformed", gpu)
     api.faults[("f", "malformed")] = "malformed"
     cases.append((bad, "not a JSON object"))
@@ -255,8 +270,10 @@ def crash_between_phases(api):
         pass
     check(plugin.proc.wait(timeout=10) == -signal.SIGKILL, "killed between the phases")
     check(any(e["container_id"] == claim["uid"] for e in ledger_entries()), "the booking was made before the kill")
-    plugin = Plugin(api)
+    # Restarted with a kubeconfig as kubeadm's admin.conf is: a client certificate and key inline.
+    plugin = Plugin(api, kubeconfig=api.kubeconfig(os.path.join(TMP, "kubeconfig-cert"), user="client-cert"))
     check(plugin.wait_registered(), "restarted")
+    check(wait_for(lambda: "cert:gpufrac-dra" in api.identities), "the API server knows it by its client certificate")
     check(not any(e["container_id"] == claim["uid"] for e in ledger_entries()), "the restart rolled the claim back")
     check(not os.path.exists(spec_path(claim["uid"])), "no orphaned spec")
     return plugin
