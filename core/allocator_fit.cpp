@@ -50,7 +50,7 @@ std::string memory_refusal(const Request& r, const std::vector<ShareFit>& fits, 
       items.push_back(text::cat("GPU ", f.gpu->index, " ", text::format_bytes(f.free), " free (needs ",
                                 text::format_bytes(f.bytes), ")"));
   }
-  std::string head = "no GPU can take " + size_text(r);
+  std::string head = "no GPU can take " + share_text(r);
   if (all_whole)
     head = "no GPU is free for a whole GPU";
   else if (needs.size() == 1) {

@@ -205,7 +205,7 @@ TEST(ComputeAlloc, MigInstancesCarryNoCompute) {
   EXPECT_EQ(g.compute_ppm, 0u);
   // A request about time is never served by a MIG instance.
   EXPECT_EQ(refusal(req({{"gpufrac.io/fraction", "0.25"}, {"gpufrac.io/compute", "30"}}), inv, {}, cfg),
-            "no GPU can take fraction=0.25: GPU 0 is in MIG mode");
+            "no GPU can take fraction=0.25 compute=30: GPU 0 is in MIG mode");
   EXPECT_EQ(refusal(req({{"gpufrac.io/fraction", "0.25"}, {"gpufrac.io/priority", "high"}}), inv, {}, cfg),
             "no GPU can take fraction=0.25: GPU 0 is in MIG mode");
   MigConfig dynamic;

@@ -187,9 +187,9 @@ TEST(StatusModel, ComputeShares) {
   whole.exclusive = true;
   whole.compute_ppm = kWholeGpuComputePpm;
   LedgerState ledger{{web, batch, whole}, {}};
-  auto report = build_status(
-      inv, ledger, AllocationConfig{}, 1125, state_of, {},
-      [](const LedgerEntry& e) { return e.container_id == "web" ? std::optional<std::uint32_t>(212'500) : std::nullopt; });
+  auto report = build_status(inv, ledger, AllocationConfig{}, 1125, state_of, {}, [](const LedgerEntry& e) {
+    return e.container_id == "web" ? std::optional<std::uint32_t>(212'500) : std::nullopt;
+  });
   EXPECT_EQ(report.devices[0].compute_booked, 550'000u);
   EXPECT_EQ(report.devices[0].compute_free, 450'000u);
   EXPECT_EQ(report.devices[1].compute_booked, 1'000'000u);
