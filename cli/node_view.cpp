@@ -41,6 +41,14 @@ UsageOf live_usage(const Config& cfg) {
   };
 }
 
+// The share of its GPU's time each booking's work held over the last 10 s
+// (ShareStatus::compute_achieved_ppm). The per-GPU arbiter (limits/, the enforcing side of
+// docs/architecture.md "Compute share") knows it; until it reports here nothing does, and status,
+// its JSON and the metrics show it as unknown.
+ComputeAchievedOf compute_achieved(const Config&) {
+  return {};
+}
+
 std::uint64_t file_size(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
@@ -60,7 +68,7 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
   v.ledger_file_bytes = file_size(options.path);
   v.report = build_status(
       v.inventory, v.ledger, cfg.allocation, now, [&](const LedgerEntry& e) { return share_state(e, cfg, now); },
-      live_usage(cfg));
+      live_usage(cfg), compute_achieved(cfg));
   return v;
 }
 

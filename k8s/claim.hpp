@@ -39,9 +39,11 @@ struct ClaimShare {
 
 // The claim's results for gpufrac.io in pool `node`; refuses a claim whose uid differs from the
 // kubelet's, one without status.allocation, a result naming another pool or an unknown device, a
-// consumed memory beyond the device, a consumed fraction outside 1 to 1M, more than 32 results.
-// Results of other drivers are skipped. A share books the larger of its consumed memory and its
-// consumed fraction of the GPU's memory (fraction_bytes, as gpufrac.io/fraction books it).
+// consumed memory beyond the device, a consumed fraction outside 1 to 1M, a consumed compute that is
+// not a percent (or on a MIG device), more than 32 results. Results of other drivers are skipped. A
+// share books the larger of its consumed memory and its consumed fraction of the GPU's memory
+// (fraction_bytes, as gpufrac.io/fraction books it); a consumed compute above 0 is the booking's
+// gpufrac.io/compute, 0 or none leaves it to the default share (allocation.compute).
 Result<std::vector<ClaimShare>> claim_shares(const nlohmann::json& claim, const ClaimRef& ref, const std::string& node,
                                              const Inventory& inventory, const MigConfig& mig = {});
 

@@ -45,6 +45,14 @@ json fraction_capacity() {
           {"requestPolicy", {{"default", "1"}, {"validRange", {{"min", "1"}, {"max", "1M"}, {"step", "1"}}}}}};
 }
 
+// The GPU's time in percent (k8s/dra_devices.hpp kComputeCapacity): a claim may ask for 1 to 100;
+// one that does not consumes 0 here and prepare books its default share (the memory share).
+json compute_capacity() {
+  return {{"value", text::cat(kComputeCapacity)},
+          {"requestPolicy",
+           {{"default", "0"}, {"validRange", {{"min", "0"}, {"max", text::cat(kComputeCapacity)}, {"step", "1"}}}}}};
+}
+
 json gpu_device(const DraDevice& d, const Inventory& inv, std::uint64_t step) {
   const Gpu& g = *d.gpu;
   json attrs = {{"type", {{"string", "gpu"}}},
@@ -61,12 +69,14 @@ json gpu_device(const DraDevice& d, const Inventory& inv, std::uint64_t step) {
     capacity["requestPolicy"] = {
         {"default", k8s_quantity(step)},
         {"validRange", {{"min", k8s_quantity(step)}, {"max", k8s_quantity(max)}, {"step", k8s_quantity(step)}}}};
-  return {{"name", d.name},
-          {"allowMultipleAllocations", true},
-          {"attributes", std::move(attrs)},
-          {"capacity", {{"memory", std::move(capacity)}, {kFractionCapacity, fraction_capacity()}}},
-          {"consumesCounters",
-           json::array({{{"counterSet", counter_set(g)}, {"counters", {{"memory", quantity(g.memory_bytes)}}}}})}};
+  return {
+      {"name", d.name},
+      {"allowMultipleAllocations", true},
+      {"attributes", std::move(attrs)},
+      {"capacity",
+       {{"memory", std::move(capacity)}, {kFractionCapacity, fraction_capacity()}, {"compute", compute_capacity()}}},
+      {"consumesCounters",
+       json::array({{{"counterSet", counter_set(g)}, {"counters", {{"memory", quantity(g.memory_bytes)}}}}})}};
 }
 
 // A MIG device: an existing instance, or (dynamic MIG) a profile at a placement that prepare makes.

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Crash safety: the reserving process is SIGKILLed at each ledger fault point (GPUFRAC_FAULT), 500
-# times. The ledger must always be valid JSON of version 1 holding exactly the committed bookings,
+# times. The ledger must always be valid JSON of version 4 (its shares book compute; version 1 while
+# empty) holding exactly the committed bookings,
 # and after `gpufrac gc` it must hold no booking of a dead process and no stale temp file.
 source "$(dirname "$0")/lib.sh"
 e2e_tmp
@@ -20,7 +21,8 @@ e2e_on_exit() { kill "${POOL[@]}" 2>/dev/null || true; }
 temp_files() { find "$E2E_TMP/state" -name '.ledger.json.tmp.*' | wc -l; }
 
 valid_ledger() {
-  jq -e '.version == 1 and (.entries | type == "array") and (keys == ["entries", "version"])' "$LEDGER" >/dev/null
+  jq -e '(.entries | type == "array") and ((.version == 4 and keys == ["entries", "mig_idle", "version"])
+    or (.version == 1 and keys == ["entries", "version"] and (.entries | length) == 0))' "$LEDGER" >/dev/null
 }
 
 crashed=0
@@ -32,7 +34,7 @@ for i in $(seq 0 $((RUNS - 1))); do
     --annotation gpufrac.io/fraction=0.01 --pid "${POOL[(i + 1) % 4]}"
   [ "$RC" = 137 ] || fail "run $i ($point): expected SIGKILL (137), got $RC: $OUT"
   [ "$point" = ledger-after-lock ] || crashed=$((crashed + 1))
-  valid_ledger || fail "run $i ($point): ledger is not a valid version-1 ledger: $(head -c 300 "$LEDGER")"
+  valid_ledger || fail "run $i ($point): ledger is not a valid ledger: $(head -c 300 "$LEDGER")"
   state=$(jq -r --arg ok "ok$i" --arg crash "crash$i" \
     '[any(.entries[]; .container_id == $ok), any(.entries[]; .container_id == $crash)] | @tsv' "$LEDGER")
   assert_eq "$state" "true	false" "run $i ($point): committed booking kept, crashed one absent"

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "core/quantity.hpp"
 #include "core/text.hpp"
@@ -52,15 +53,17 @@ json claim(const json& result) {
 }
 
 // What one share consumes of a capacity, as the 1.36 scheduler computes it (KEP-5075): the
-// request, else the default; raised to min, rounded up to min + n * step; 0 above max.
-std::uint64_t consumed(const json& capacity, const std::string& requested) {
+// request, else the default; raised to min, rounded up to min + n * step; nothing above max (the
+// device cannot take the request). A capacity whose default is 0 (compute) consumes 0 when not asked.
+std::optional<std::uint64_t> consumed(const json& capacity, const std::string& requested) {
   const json& policy = capacity["requestPolicy"];
   const json& range = policy["validRange"];
   auto q = [](const json& v) { return *parse_k8s_quantity(v.get<std::string>()); };
   const std::uint64_t min = q(range["min"]), step = q(range["step"]);
   std::uint64_t amount = std::max(requested.empty() ? q(policy["default"]) : *parse_k8s_quantity(requested), min);
   amount = min + (amount - min + step - 1) / step * step;
-  return amount > q(range["max"]) ? 0 : amount;
+  if (amount > q(range["max"])) return std::nullopt;
+  return amount;
 }
 
 // How many shares asking `requests` the scheduler places on an empty shareable device.
@@ -71,8 +74,8 @@ std::size_t shares_that_fit(const json& device, const std::map<std::string, std:
   for (std::size_t n = 0;; ++n)
     for (const auto& [name, cap] : device["capacity"].items()) {
       auto r = requests.find(name);
-      const std::uint64_t c = consumed(cap, r == requests.end() ? "" : r->second);
-      if (c == 0 || (used[name] += c) > *parse_k8s_quantity(cap["value"].get<std::string>())) return n;
+      const auto c = consumed(cap, r == requests.end() ? "" : r->second);
+      if (!c || (used[name] += *c) > *parse_k8s_quantity(cap["value"].get<std::string>())) return n;
     }
 }
 
