@@ -19,6 +19,7 @@ GPUFRAC_FAKE_CUDA_CLIENT=a "$LOAD" -k sleep_1ms async:1 >"$E2E_TMP/a.out" &
 GPUFRAC_FAKE_CUDA_CLIENT=b "$LOAD" -k sleep_2ms async:1 >"$E2E_TMP/b.out"
 wait
 run "$GPUTOOL" gaps "$SIMGPU" $((t0 + 200000000)) $((t0 + 1000000000))
+OUT=$(head -1 <<<"$OUT")
 assert_eq "$OUT" "max_gap_ns=0 runs=$(sed -n 's/.*runs=\([0-9]*\).*/\1/p' <<<"$OUT") complete=1" \
   "two processes: the device never idles while work is queued"
 for c in a:1 b:2; do

@@ -7,7 +7,8 @@
  *   fake_gpu_tool total FILE TAG              "runs=<runs submitted> gpu_ns=<achieved by now>"
  *   fake_gpu_tool wait FILE TAG N [SECONDS]   until client TAG submitted N runs (default 30 s): 0, or 1
  *   fake_gpu_tool gaps FILE T0 T1             the longest time in [T0, T1] (ns) no run covered:
- *       "max_gap_ns=<ns> runs=<runs that overlap> complete=<0 when older runs left the ring>" */
+ *       "max_gap_ns=<ns> runs=<runs that overlap> complete=<0 when older runs left the ring>", then
+ *       "gaps <10us=N ... >=5ms=N": the idle gaps by size */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,6 +91,23 @@ static int cmp_start(const void* a, const void* b) {
   return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* How many idle gaps of each size runs[0..n) (sorted by start) leave after t0. */
+static void histogram(const struct fake_gpu_run* runs, size_t n, uint64_t t0) {
+  static const uint64_t kUpTo[] = {10000, 50000, 100000, 200000, 500000, 1000000, 5000000, UINT64_MAX};
+  static const char* const kName[] = {"<10us", "<50us", "<100us", "<200us", "<500us", "<1ms", "<5ms", ">=5ms"};
+  unsigned long long count[8] = {0};
+  uint64_t covered = t0;
+  for (size_t i = 0; i < n; i++) {
+    int b = 0;
+    while (runs[i].start > covered && runs[i].start - covered >= kUpTo[b]) b++;
+    if (runs[i].start > covered) count[b]++;
+    if (runs[i].end > covered) covered = runs[i].end;
+  }
+  printf("gaps");
+  for (int b = 0; b < 8; b++) printf(" %s=%llu", kName[b], count[b]);
+  printf("\n");
+}
+
 static int gaps(const struct fake_gpu_file* g, uint64_t t0, uint64_t t1) {
   static struct fake_gpu_run runs[FAKE_GPU_RING];
   size_t n = 0;
@@ -109,6 +127,7 @@ static int gaps(const struct fake_gpu_file* g, uint64_t t0, uint64_t t1) {
   /* A window older than the ring's oldest run is not fully known: complete=0. */
   int complete = g->ring_next <= FAKE_GPU_RING || oldest <= t0;
   printf("max_gap_ns=%llu runs=%zu complete=%d\n", (unsigned long long)max_gap, n, complete);
+  histogram(runs, n, t0);
   return 0;
 }
 
