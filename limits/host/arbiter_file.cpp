@@ -141,14 +141,13 @@ Result<std::uint64_t> attach_arbiter_slot(const std::string& path, const std::st
                                     " characters; accepted: 1 to ", GPUFRAC_ARBITER_KEY - 1));
   auto m = map_checked(path, true);
   if (!m) return std::unexpected(m.error());
-  const std::uint64_t token = random_token();
-  const int i = gf_arbiter_setup(m->get(), key.c_str(), token, weight_ppm, flags_of(mode, priority),
+  const int i = gf_arbiter_setup(m->get(), key.c_str(), random_token(), weight_ppm, flags_of(mode, priority),
                                  static_cast<std::uint64_t>(std::time(nullptr)));
   if (i < 0)
     return user_error(text::cat("compute arbiter ", path, ": all ", GPUFRAC_ARBITER_SLOTS,
                                 " container slots of this GPU are taken; accepted: at most ", GPUFRAC_ARBITER_SLOTS,
                                 " containers with a compute share per GPU"));
-  return token;
+  return __atomic_load_n(&m->get()->slots[i].token, __ATOMIC_SEQ_CST);
 }
 
 Result<unsigned> release_arbiter_slots(const std::string& path, const std::string& key) {

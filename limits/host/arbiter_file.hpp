@@ -18,8 +18,9 @@ namespace gpufrac::limits {
 // that is not a valid arbiter is replaced (containers that mapped it keep their copy).
 Result<> ensure_arbiter(const std::string& path, const std::string& gpu_uuid);
 
-// Sets up the container's slot (the one already holding key, or a free one): key, a fresh random
-// token, weight, mode and priority. Returns the token for the limit file's arbiter line.
+// Sets up the container's slot (the one already holding key, which keeps its token, or a free one
+// with a fresh random token): key, weight, mode and priority. Returns the token for the limit file's
+// arbiter line.
 Result<std::uint64_t> attach_arbiter_slot(const std::string& path, const std::string& key, std::uint32_t weight_ppm,
                                           ComputeMode mode, ComputePriority priority);
 

@@ -55,9 +55,8 @@ int gf_arbiter_setup(struct gpufrac_arbiter* a, const char* key, uint64_t token,
     struct gpufrac_arbiter_slot* s = &a->slots[i];
     if (__atomic_load_n(&s->state, __ATOMIC_SEQ_CST) == GPUFRAC_ARBITER_ACTIVE && key_is(s, key) &&
         cas32(&s->state, GPUFRAC_ARBITER_ACTIVE, GPUFRAC_ARBITER_SETUP)) {
-      s->weight_ppm = weight_ppm; /* the same container booked again: keep its history and vtime */
+      s->weight_ppm = weight_ppm; /* the same container again: keep its token, history and vtime */
       s->flags = flags;
-      s->token = token;
       __atomic_store_n(&s->state, GPUFRAC_ARBITER_ACTIVE, __ATOMIC_SEQ_CST);
       return (int)i;
     }

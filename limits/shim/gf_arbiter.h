@@ -34,8 +34,8 @@ static inline int gf_vt_before(uint64_t a, uint64_t b) {
 }
 
 /* ---- arbiter_slots.c: the host's slot setup and release, lookup ---- */
-/* Sets up a slot for key (the slot already holding key is set up again, in place). Index, or -1
- * when every slot is taken. */
+/* Sets up a slot for key with token (the slot already holding key is updated in place and keeps
+ * its token: read it back). Index, or -1 when every slot is taken. */
 int gf_arbiter_setup(struct gpufrac_arbiter* a, const char* key, uint64_t token, uint32_t weight_ppm, uint32_t flags,
                      uint64_t created_s);
 /* Frees every ACTIVE or SETUP slot whose key is key. Returns how many. */

@@ -134,6 +134,20 @@ static int holder_idle(const struct gf_lease* l, uint64_t w, uint64_t now) {
   return i.valid && i.busy != gpufrac_lease_epoch(w) + 1 && (int64_t)(now - i.active) > (int64_t)l->p.idle_us * 1000;
 }
 
+/* A takeover ends the lease as its holder would have: to the slot the queue says is next. When
+ * that is another slot, CAS to a designation of it (charging the ended lease) and wait. */
+static int designate_next(struct gf_lease* l, uint64_t w, uint64_t now) {
+  int pick = gf_lease_pick(l, now);
+  if (pick < 0 || pick == (int)l->slot) return 0;
+  struct gpufrac_arbiter* a = l->arb;
+  struct gf_info info = read_info(a, w);
+  uint64_t next = gpufrac_lease_word((uint32_t)pick + 1, 0, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.claim_ms);
+  if (!cas_lease(a, w, next)) return -1;
+  charge_taken(l, w, info);
+  wake_all(a);
+  return 1;
+}
+
 /* 1: claimed; 0: not this process's to take now; -1: the word moved under the CAS. */
 static int try_take(struct gf_lease* l, uint64_t w, uint64_t now) {
   uint32_t holder = gpufrac_lease_holder(w);
@@ -142,9 +156,11 @@ static int try_take(struct gf_lease* l, uint64_t w, uint64_t now) {
   int taken = 0;
   if (holder != 0 && holder <= GPUFRAC_ARBITER_SLOTS && !gpufrac_lease_claimed(w)) {
     int mine = holder == l->slot + 1 && w != l->skip;
-    if (!mine && past <= 0 && !implausible) return 0;
+    if (!mine && past <= 0 && !implausible) return 0; /* past its deadline: first come (its slot did not) */
   } else if (holder != 0 && holder <= GPUFRAC_ARBITER_SLOTS) {
     if (past <= (int32_t)l->p.grace_ms && !implausible && !holder_idle(l, w, now)) return 0;
+    int d = designate_next(l, w, now);
+    if (d != 0) return d > 0 ? 0 : -1;
     taken = 1;
   }
   return try_claim(l, w, now, taken) ? 1 : -1;
@@ -165,17 +181,20 @@ static uint64_t wait_ns(const struct gf_lease* l, uint64_t w, uint64_t now) {
   return t < 50000 ? 50000 : t;
 }
 
-/* Says this process waits (slot runnable); a slot coming back from idle joins at vclock. */
+/* Says this process waits (slot runnable). A slot coming back from idle joins at vclock; one that
+ * stayed runnable is never more than one lease of its own behind it (in the queue's order it
+ * cannot be: a lag beyond that comes from leases taken over out of turn, and is not owed). */
 static void heartbeat(struct gf_lease* l, uint64_t now) {
   if (l->seen_ns != 0 && now - l->seen_ns < (uint64_t)l->p.heartbeat_us * 500) return;
   struct gpufrac_arbiter_slot* s = &l->arb->slots[l->slot];
   uint64_t prev = __atomic_exchange_n(&s->seen_ns, now, __ATOMIC_SEQ_CST);
   l->seen_ns = now;
-  if (prev != 0 && (int64_t)(now - prev) < (int64_t)l->p.runnable_us * 1000) return;
-  uint64_t vclock = __atomic_load_n(&l->arb->vclock, __ATOMIC_SEQ_CST);
+  int runnable = prev != 0 && (int64_t)(now - prev) < (int64_t)l->p.runnable_us * 1000;
+  uint64_t floor = __atomic_load_n(&l->arb->vclock, __ATOMIC_SEQ_CST);
+  if (runnable) floor -= (uint64_t)l->p.lease_ms * 1000000u * 1000u / l->weight;
   uint64_t vt = __atomic_load_n(&s->vtime, __ATOMIC_SEQ_CST);
-  while (gf_vt_before(vt, vclock) &&
-         !__atomic_compare_exchange_n(&s->vtime, &vt, vclock, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  while (gf_vt_before(vt, floor) &&
+         !__atomic_compare_exchange_n(&s->vtime, &vt, floor, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
   }
 }
 

@@ -58,14 +58,18 @@
  *     deadline + grace_ms (killed, stopped, or stuck in a kernel longer than the lease), or idle:
  *     info_epoch matches, busy does not (busy = epoch + 1 while the holder waits for its own GPU
  *     work: in the launch gate, in cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize) and
- *     active_ns is more than idle_us old. The process that ends a lease by CAS (release, renewal
- *     or takeover) charges it, so each lease is charged once; a taker charges s for start_ns ..
+ *     active_ns is more than idle_us old. Like a release, a takeover goes to the slot the queue
+ *     picks next: when that is another slot, the taker CASes to DESIGNATED(pick) and waits.
+ *     The process that ends a lease by CAS (release, renewal or takeover) charges it, so each
+ *     lease is charged once; a taker charges s for start_ns ..
  *     active_ns when info_epoch matches, else nothing. A holder that finds its word gone charges
  *     nothing and waits again.
  *   - Runnable. A waiting process stores now into its slot's seen_ns at least every heartbeat_us;
  *     a slot is runnable while seen_ns is less than runnable_us old (and, strict, past
  *     not_before). A slot that becomes runnable after being idle takes vtime = max(vtime, vclock):
- *     start-time fair queuing; idle time earns no credit. The holder's own slot counts as runnable
+ *     start-time fair queuing; idle time earns no credit. One that stayed runnable is kept within
+ *     one lease of its own weight behind vclock (lease_ms x 1e9 / weight): in the queue's order
+ *     it cannot lag more, so a larger lag comes from leases taken over out of turn. The holder's own slot counts as runnable
  *     only when seen_ns is newer than the holder's start (another of its processes waits).
  *   - Preemption. A high-priority waiting process whose slot is within its credit sets preempt =
  *     slot + 1 (CAS from 0, or from a request that is no longer valid). A normal-priority holder
