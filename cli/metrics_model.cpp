@@ -30,10 +30,13 @@ std::vector<Family> memory_families(const StatusReport& r) {
   Family shares("gpufrac_gpu_shares", Type::gauge, "Bookings on the device");
   Family limit("gpufrac_share_limit_bytes", Type::gauge, "Memory booked by one share (its limit)");
   Family used("gpufrac_share_used_bytes", Type::gauge, "Memory the share's processes hold now (accounting region)");
+  Family compute("gpufrac_compute_achieved_ratio", Type::gauge,
+                 "GPU time the share was charged over the last 10 s, 0 to 1 (its compute arbiter slot)");
   std::string gpu_uuid;
   auto add_share = [&](const ShareStatus& s) {
     limit.add(share_labels(s.entry), s.entry.bytes);
     if (s.used_bytes) used.add(share_labels(s.entry), *s.used_bytes);
+    if (s.compute_achieved) compute.add_double(share_labels(s.entry), *s.compute_achieved);
   };
   for (const auto& d : r.devices) {
     if (!d.mig) gpu_uuid = d.uuid;
@@ -45,7 +48,7 @@ std::vector<Family> memory_families(const StatusReport& r) {
     for (const auto& s : d.shares) add_share(s);
   }
   for (const auto& s : r.unknown) add_share(s);
-  return {total, reserved, free, shares, limit, used};
+  return {total, reserved, free, shares, limit, used, compute};
 }
 
 Family gpu_info(const Inventory& inv) {

@@ -7,7 +7,9 @@
 
 #include "core/container_state.hpp"
 #include "core/ledger.hpp"
+#include "core/plan.hpp"
 #include "core/process.hpp"
+#include "limits/host/arbiter_file.hpp"
 #include "limits/host/region_file.hpp"
 #include "nvml/inventory_cache.hpp"
 
@@ -41,6 +43,21 @@ UsageOf live_usage(const Config& cfg) {
   };
 }
 
+// Achieved compute over the last 10 s, from the container's slot in its GPU's compute arbiter;
+// nullopt without one (no compute share, or not set up yet).
+ComputeOf achieved_compute(const Config& cfg) {
+  auto cache = std::make_shared<std::map<std::string, std::optional<limits::ArbiterView>>>();
+  return [cache, &cfg](const LedgerEntry& e) -> std::optional<double> {
+    auto [it, fresh] = cache->try_emplace(e.device_uuid);
+    if (fresh)
+      if (auto v = limits::read_arbiter(compute_arbiter_path(cfg, e.device_uuid))) it->second = std::move(*v);
+    if (!it->second) return std::nullopt;
+    for (const auto& s : it->second->slots)
+      if (s.key == container_key(e)) return s.achieved();
+    return std::nullopt;
+  };
+}
+
 std::uint64_t file_size(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
@@ -60,7 +77,7 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
   v.ledger_file_bytes = file_size(options.path);
   v.report = build_status(
       v.inventory, v.ledger, cfg.allocation, now, [&](const LedgerEntry& e) { return share_state(e, cfg, now); },
-      live_usage(cfg));
+      live_usage(cfg), achieved_compute(cfg));
   return v;
 }
 

@@ -13,12 +13,19 @@ namespace gpufrac::cli {
 
 namespace {
 
+struct Sources {
+  const StateOf& state_of;
+  const UsageOf& usage_of;
+  const ComputeOf& compute_of;
+};
+
 std::vector<ShareStatus> shares_of(const std::vector<const LedgerEntry*>& entries, std::int64_t now,
-                                   const StateOf& state_of, const UsageOf& usage_of) {
+                                   const Sources& src) {
   std::vector<ShareStatus> out;
   for (const LedgerEntry* e : entries)
-    out.push_back(ShareStatus{*e, state_of(*e), std::max<std::int64_t>(0, now - e->created),
-                              usage_of ? usage_of(*e) : std::nullopt});
+    out.push_back(ShareStatus{*e, src.state_of(*e), std::max<std::int64_t>(0, now - e->created),
+                              src.usage_of ? src.usage_of(*e) : std::nullopt,
+                              src.compute_of ? src.compute_of(*e) : std::nullopt});
   std::sort(out.begin(), out.end(), [](const ShareStatus& a, const ShareStatus& b) {
     return std::tie(a.entry.created, a.entry.container_id, a.entry.device_key) <
            std::tie(b.entry.created, b.entry.container_id, b.entry.device_key);
@@ -44,13 +51,16 @@ nlohmann::json share_json(const ShareStatus& s) {
   j["state"] = s.state;
   j["age_s"] = s.age_s;
   j["used_bytes"] = s.used_bytes ? nlohmann::json(*s.used_bytes) : nlohmann::json(nullptr);
+  j["compute_achieved"] = s.compute_achieved ? nlohmann::json(*s.compute_achieved) : nlohmann::json(nullptr);
   return j;
 }
 
 }  // namespace
 
 StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const AllocationConfig& cfg,
-                          std::int64_t now, const StateOf& state_of, const UsageOf& usage_of) {
+                          std::int64_t now, const StateOf& state_of, const UsageOf& usage_of,
+                          const ComputeOf& compute_of) {
+  const Sources src{state_of, usage_of, compute_of};
   const Load load = compute_load(inv, ledger.entries);
   StatusReport r;
   r.overcommit = cfg.overcommit;
@@ -59,7 +69,7 @@ StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const
   std::sort(gpus.begin(), gpus.end(), [](const Gpu* a, const Gpu* b) { return a->index < b->index; });
   for (const Gpu* g : gpus) {
     r.devices.push_back(gpu_status(*g, load.of(g->uuid), cfg));
-    r.devices.back().shares = shares_of(load.of(g->uuid).entries, now, state_of, usage_of);
+    r.devices.back().shares = shares_of(load.of(g->uuid).entries, now, src);
     std::vector<const MigInstance*> instances;
     for (const auto& m : g->mig_instances) instances.push_back(&m);
     std::sort(instances.begin(), instances.end(), [](const MigInstance* a, const MigInstance* b) {
@@ -67,12 +77,12 @@ StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const
     });
     for (const MigInstance* m : instances) {
       r.devices.push_back(instance_status(*g, *m, load.of(m->uuid)));
-      r.devices.back().shares = shares_of(load.of(m->uuid).entries, now, state_of, usage_of);
+      r.devices.back().shares = shares_of(load.of(m->uuid).entries, now, src);
       if (const MigIdleRecord* rec = find_idle_record(ledger, m->uuid); rec && load.of(m->uuid).entries.empty())
         r.devices.back().idle_s = std::max<std::int64_t>(0, now - rec->since);
     }
   }
-  r.unknown = shares_of(load.unknown, now, state_of, usage_of);
+  r.unknown = shares_of(load.unknown, now, src);
   return r;
 }
 

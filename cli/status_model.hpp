@@ -25,6 +25,9 @@ struct ShareStatus {
   std::string state;  // "running", "pending", "pending (expired)", "exited", "pid reused"
   std::int64_t age_s = 0;
   std::optional<std::uint64_t> used_bytes;  // live usage; nullopt = not known
+  // The share's achieved compute over the last 10 s (0..1, from its slot in the GPU's compute
+  // arbiter); nullopt = no compute share, or no arbiter slot (yet).
+  std::optional<double> compute_achieved;
 };
 
 struct DeviceStatus {
@@ -46,9 +49,11 @@ struct StatusReport {
 
 using StateOf = std::function<std::string(const LedgerEntry&)>;
 using UsageOf = std::function<std::optional<std::uint64_t>(const LedgerEntry&)>;
+using ComputeOf = std::function<std::optional<double>(const LedgerEntry&)>;
 
 StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const AllocationConfig& cfg,
-                          std::int64_t now, const StateOf& state_of, const UsageOf& usage_of = {});
+                          std::int64_t now, const StateOf& state_of, const UsageOf& usage_of = {},
+                          const ComputeOf& compute_of = {});
 nlohmann::json status_json(const StatusReport& report);
 // "45s", "2m05s", "3h02m", "2d03h"
 std::string format_age(std::int64_t seconds);

@@ -120,12 +120,21 @@ struct ShareRow {
   const ShareStatus* share;
 };
 
+// "31.2%", or "-" for a share without a compute slot.
+std::string compute_text(const std::optional<double>& achieved) {
+  return achieved ? text::format_fixed(*achieved * 100, 1) + "%" : std::string("-");
+}
+
 std::string render_shares(const std::vector<ShareRow>& rows, bool mig, const StatusStyle& st) {
   const bool keys =
       std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return !r.share->entry.device_key.empty(); });
+  const bool compute =
+      std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return r.share->compute_achieved.has_value(); });
   std::vector<std::string> rest{"CONTAINER"};
   if (keys) rest.push_back("CDI DEVICE");
-  for (const char* h : {"REQUEST", "RESERVED", "USED", "SOURCE", "PID", "STATE", "AGE"}) rest.push_back(h);
+  for (const char* h : {"REQUEST", "RESERVED", "USED"}) rest.push_back(h);
+  if (compute) rest.push_back("COMPUTE (10 S)");
+  for (const char* h : {"SOURCE", "PID", "STATE", "AGE"}) rest.push_back(h);
   auto h = header(rest, mig);
   h.insert(h.begin(), "SHARE");
   Table t(h);
@@ -136,8 +145,10 @@ std::string render_shares(const std::vector<ShareRow>& rows, bool mig, const Sta
     row.push_back(owner_text(e, st.no_trunc));
     if (keys) row.push_back(e.device_key.empty() ? "-" : e.device_key);
     for (auto v : {e.request, text::format_bytes(e.bytes),
-                   r.share->used_bytes ? text::format_bytes(*r.share->used_bytes) : std::string("-"),
-                   std::string(to_string(e.source)), e.pending() ? std::string("-") : text::cat(e.pid),
+                   r.share->used_bytes ? text::format_bytes(*r.share->used_bytes) : std::string("-")})
+      row.push_back(v);
+    if (compute) row.push_back(compute_text(r.share->compute_achieved));
+    for (auto v : {std::string(to_string(e.source)), e.pending() ? std::string("-") : text::cat(e.pid),
                    state_text(r.share->state, st), format_age(r.share->age_s)})
       row.push_back(v);
     t.add(std::move(row));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "core/compute_slots.hpp"
 #include "core/fs.hpp"
 #include "core/quantity.hpp"
 #include "core/text.hpp"
@@ -62,6 +63,7 @@ Result<ContainerFiles> write_container_files(const Config& cfg, const std::strin
   ContainerFiles files = container_files(cfg, container_key);
   if (auto r = fs::make_dirs(files.dir, 0755); !r) return std::unexpected(r.error());
   LimitFile limit_file = limit_file_for(bookings.front().container_id, bookings);
+  if (auto r = attach_compute_slots(cfg, container_key, limit_file); !r) return std::unexpected(r.error());
   if (auto r = write_file(files.limits, render_limit_file(limit_file), update); !r) return std::unexpected(r.error());
   if (!fs::exists(files.usage))
     if (auto r = create_region(files.usage, limit_file); !r) return std::unexpected(r.error());
@@ -71,9 +73,11 @@ Result<ContainerFiles> write_container_files(const Config& cfg, const std::strin
 
 Result<> remove_container_files(const Config& cfg, const std::string& container_key) {
   if (auto r = validate_container_key(container_key); !r) return r;
+  auto released = release_compute_slots(cfg, container_key);  // the files go even if this fails
   std::error_code ec;
   std::filesystem::remove_all(cfg.container_dir(container_key), ec);
   if (ec) return internal_error("cannot remove " + cfg.container_dir(container_key) + ": " + ec.message());
+  if (!released) return std::unexpected(released.error());
   return {};
 }
 

@@ -24,6 +24,14 @@ struct ContainerFiles {
 };
 ContainerFiles container_files(const Config& cfg, const std::string& container_key);
 
+// The compute arbiter of a GPU (limits/include/gpufrac/arbiter_abi.h): <state-dir>/compute/<uuid> on
+// the host, GPUFRAC_CONTAINER_COMPUTE/<uuid> in a container (the shim finds it beside its region).
+std::string compute_arbiter_path(const Config& cfg, const std::string& device_uuid);
+// The arbiter of each granted device with a compute share (compute_ppm > 0), bound read-write
+// (nosuid, nodev, noexec) into the container (hook, wrapper, DRA claims, and the CDI hook beside
+// the limit file). Grants of the same device share one.
+std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, const Config& cfg);
+
 // Device nodes of the granted GPUs / MIG instances plus the control nodes, with explicit numbers and
 // host paths under host-root. Fails when the driver's majors or a MIG instance's capability minors
 // are unknown (the container could not open its GPU).
@@ -55,7 +63,8 @@ inline constexpr int kHookTimeoutS = 30;
 EditHook plan_hook(const Config& cfg, const std::string& oci_stage, const std::string& hook_stage,
                    const std::vector<std::string>& extra_args = {});
 
-// Everything one container gets on the hook and wrapper paths (no hooks: front-ends add their own);
+// Everything one container gets on the hook and wrapper paths (no hooks: front-ends add their own;
+// the compute arbiters of grants with a compute share are among the mounts);
 // with_driver adds the driver's files (the front-end decided with injects_driver).
 Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inventory& inv, const Config& cfg,
                                    const std::string& container_id, bool with_driver);

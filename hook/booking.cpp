@@ -139,7 +139,18 @@ Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& booking
   if (auto r = check_spec_gpu_nodes(inv.spec, *granted); !r) return std::unexpected(r.error());
   Edits e;
   auto state = plan_state_mounts(container_files(inv.cfg, inv.key()));
-  e.mounts.assign(state.begin(), state.begin() + 2);  // limits and usage; the spec mounts the rest
+  e.mounts.assign(state.begin(), state.begin() + 2);                 // limits and usage; the spec mounts the rest
+  auto compute = plan_compute_mounts(grants_of(bookings), inv.cfg);  // the static spec cannot name them
+  e.mounts.insert(e.mounts.end(), compute.begin(), compute.end());
+  return e;
+}
+
+Edits added_cdi_device_edits(const Invocation& inv, const std::vector<LedgerEntry>& bookings) {
+  std::vector<Grant> added;
+  for (const auto& b : bookings)
+    if (b.device_key == inv.args.cdi_device) added.push_back(grant_of(b));
+  Edits e;
+  e.mounts = plan_compute_mounts(added, inv.cfg);
   return e;
 }
 

@@ -36,8 +36,12 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv);
 // The wrapper's createRuntime hook: give the container's pending bookings their pid.
 Result<> attach_pid(const Invocation& inv);
 // What to apply in the namespace: everything for annotation requests (the driver's files when
-// injects_driver says so); for CDI devices only the per-container limits and usage files (the CDI
-// spec already carries the rest). Refuses a spec holding a GPU node gpufrac did not grant.
+// injects_driver says so); for CDI devices only the per-container limits and usage files and the
+// compute arbiters of shares that have one (the CDI spec already carries the rest: it is static,
+// and an arbiter exists once a share on its GPU was booked). Refuses a spec holding a GPU node
+// gpufrac did not grant.
 Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& bookings);
+// A later CDI device's hook (the files are mounted): the compute arbiter of the device it booked.
+Edits added_cdi_device_edits(const Invocation& inv, const std::vector<LedgerEntry>& bookings);
 
 }  // namespace gpufrac::hook

@@ -82,7 +82,10 @@ Result<> book_and_apply(Invocation& inv) {
     auto files = write_container_files(inv.cfg, inv.key(), *bookings, image_preload(inv),
                                        mounted ? FileUpdate::in_place : FileUpdate::replace);
     if (!files) return std::unexpected(files.error());
-    if (mounted) return {};
+    if (mounted) {
+      Edits added = added_cdi_device_edits(inv, *bookings);
+      return added.empty() ? Result<>{} : apply(inv, added);
+    }
     auto edits = edits_for(inv, *bookings);
     if (!edits) return std::unexpected(edits.error());
     if (auto r = apply(inv, *edits); !r) return r;

@@ -86,7 +86,8 @@ TEST(NodeMetrics, Golden) {
   node.ledger_file_bytes = 1234;
   node.report = cli::build_status(
       node.inventory, node.ledger, AllocationConfig{}, 100, [](const LedgerEntry&) { return std::string("running"); },
-      [](const LedgerEntry& e) { return e.pending() ? std::nullopt : std::optional<std::uint64_t>(3 * kGiB); });
+      [](const LedgerEntry& e) { return e.pending() ? std::nullopt : std::optional<std::uint64_t>(3 * kGiB); },
+      [](const LedgerEntry& e) { return e.container_id == "web" ? std::optional<double>(0.3125) : std::nullopt; });
   metrics::CounterSnapshot c;
   c.refusals[0][static_cast<std::size_t>(metrics::Refusal::capacity)] = 1;
   c.latency[static_cast<std::size_t>(metrics::Timer::hook_create_runtime)].buckets[2] = 2;

@@ -102,6 +102,21 @@ TEST_F(PlanTest, ContainerEditsMountTmpfsShimAndState) {
   EXPECT_EQ(cdi["mounts"][0]["type"], "tmpfs");
 }
 
+TEST_F(PlanTest, ComputeSharesMountTheirGpusArbiter) {
+  Grant a = share_of(0), b = share_of(0), c = share_of(1);
+  a.compute_ppm = 300000;
+  b.compute_ppm = 200000;  // a second share of the same GPU: one arbiter
+  auto e = plan_container_edits({a, b, c}, inv_, cfg_, "c1", false);
+  ASSERT_TRUE(e) << e.error().message;
+  ASSERT_EQ(e->mounts.size(), 6u) << "c has no compute share: no arbiter";
+  EXPECT_EQ(e->mounts[5], (EditMount{"/run/gpufrac-test/compute/" + inv_.gpus[0].uuid,
+                                     "/run/gpufrac/compute/" + inv_.gpus[0].uuid,
+                                     "bind",
+                                     {"nosuid", "nodev", "noexec", "bind"}}));
+  EXPECT_EQ(compute_arbiter_path(cfg_, "GPU-x"), "/run/gpufrac-test/compute/GPU-x");
+  EXPECT_TRUE(plan_compute_mounts({c}, cfg_).empty());
+}
+
 TEST_F(PlanTest, HooksCarryAnExplicitEnvironment) {
   cfg_.source = "/etc/gpufrac/config.yaml";
   cfg_.hook_path = "/usr/bin/gpufrac-hook";

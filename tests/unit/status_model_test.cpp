@@ -85,6 +85,22 @@ TEST(StatusModel, MigInstancesAndUsage) {
   EXPECT_EQ(j["devices"][4]["state"], "idle");
 }
 
+TEST(StatusModel, ComputeAchievedPerShare) {
+  auto inv = machine("a100-40gb-x2.yaml");
+  LedgerState ledger{{entry("web", inv.gpus[0].uuid, kGiB, 7, 1000), entry("batch", inv.gpus[0].uuid, kGiB, 8, 1000)}};
+  auto report = build_status(inv, ledger, AllocationConfig{}, 1125, state_of, {}, [](const LedgerEntry& e) {
+    return e.container_id == "web" ? std::optional<double>(0.3125) : std::nullopt;
+  });
+  auto j = status_json(report);
+  EXPECT_EQ(j["devices"][0]["shares"][1]["compute_achieved"], 0.3125);
+  EXPECT_TRUE(j["devices"][0]["shares"][0]["compute_achieved"].is_null());
+  const std::string text = render_status(report);
+  EXPECT_NE(text.find("COMPUTE (10 S)"), std::string::npos) << text;
+  EXPECT_NE(text.find("31.2%"), std::string::npos) << text;
+  auto none = build_status(inv, ledger, AllocationConfig{}, 1125, state_of);
+  EXPECT_EQ(render_status(none).find("COMPUTE"), std::string::npos) << "no column without compute shares";
+}
+
 TEST(StatusModel, OvercommitAndEmpty) {
   auto inv = machine("a100-40gb-x2.yaml");
   AllocationConfig cfg;
