@@ -19,6 +19,7 @@ static void reset(struct gpufrac_arbiter* a, struct gpufrac_arbiter_slot* s) {
   __atomic_store_n(&s->not_before_ns, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&s->charged_ns, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&s->leases, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->claimed_ns, 0, __ATOMIC_SEQ_CST);
   for (int k = 0; k < GPUFRAC_ARBITER_HISTORY; k++) __atomic_store_n(&s->history[k], 0, __ATOMIC_SEQ_CST);
 }
 

@@ -85,6 +85,13 @@ static inline void gf_lease_touch(struct gf_lease* l, uint64_t now_ns) {
   __atomic_store_n(&l->arb->active_ns, now_ns, __ATOMIC_RELAXED);
 }
 
+/* The slot is still this container's (the host did not free or give it to another meanwhile). */
+static inline int gf_lease_slot_ok(const struct gf_lease* l) {
+  const struct gpufrac_arbiter_slot* s = &l->arb->slots[l->slot];
+  return __atomic_load_n(&s->state, __ATOMIC_SEQ_CST) == GPUFRAC_ARBITER_ACTIVE &&
+         __atomic_load_n(&s->token, __ATOMIC_SEQ_CST) == l->token;
+}
+
 enum gf_lease_state { GF_LEASE_HOLD = 0, GF_LEASE_END = 1, GF_LEASE_LOST = 2 };
 /* Where this process's lease stands: held, due to end (deadline or a valid preemption request;
  * an invalid request is cleared), or lost (word is then 0). */
@@ -104,12 +111,13 @@ void gf_lease_busy(struct gf_lease* l, int busy);
 void gf_lease_drop(struct gf_lease* l);
 
 /* lease_pick.c (internal to the protocol, exposed for tests): the slot the next lease goes to
- * (arbiter_abi.h, "End of a lease"), or -1 when no slot but the holder's own is runnable;
- * own_waits: the holder's slot counts (another of its processes waits). */
+ * (arbiter_abi.h, "End of a lease"), or -1 when none is runnable (the holder's own slot is, when
+ * another of its processes waits). */
 int gf_lease_pick(const struct gf_lease* l, uint64_t now_ns);
 /* A valid preemption request against this holder: a high-priority runnable slot not its own. */
 int gf_lease_preempted(const struct gf_lease* l, uint64_t now_ns);
-/* Slot i is runnable at now (seen recently; a strict slot past its not_before). */
+/* Slot i is runnable at now: a process of it waits (seen recently, and since the slot's last
+ * claim); a strict slot only past its not_before. */
 int gf_lease_runnable(const struct gf_lease* l, unsigned i, uint64_t now_ns);
 /* Slot i is high priority and within its credit. */
 int gf_lease_high_eligible(const struct gf_lease* l, unsigned i);

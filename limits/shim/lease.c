@@ -116,6 +116,7 @@ static int try_claim(struct gf_lease* l, uint64_t w, uint64_t now, int taken) {
   struct gf_info info = taken ? read_info(a, w) : (struct gf_info){0, 0, 0, 0};
   uint64_t next = gpufrac_lease_word(l->slot + 1, 1, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.lease_ms);
   if (!cas_lease(a, w, next)) return 0;
+  __atomic_store_n(&a->slots[l->slot].claimed_ns, now, __ATOMIC_SEQ_CST);
   publish(l, next, now, now);
   if (taken) {
     charge_taken(l, w, info);
@@ -212,16 +213,10 @@ static void request_preempt(struct gf_lease* l, uint64_t w, uint64_t now) {
   __atomic_compare_exchange_n(&a->preempt, &p, mine, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
-static int slot_still_mine(const struct gf_lease* l) {
-  const struct gpufrac_arbiter_slot* s = &l->arb->slots[l->slot];
-  return __atomic_load_n(&s->state, __ATOMIC_SEQ_CST) == GPUFRAC_ARBITER_ACTIVE &&
-         __atomic_load_n(&s->token, __ATOMIC_SEQ_CST) == l->token;
-}
-
 int gf_lease_acquire(struct gf_lease* l) {
   struct gpufrac_arbiter* a = l->arb;
   for (;;) {
-    if (!slot_still_mine(l)) return -1;
+    if (!gf_lease_slot_ok(l)) return -1;
     uint64_t now = gf_now_ns();
     uint64_t nb = l->strict ? __atomic_load_n(&a->slots[l->slot].not_before_ns, __ATOMIC_SEQ_CST) : 0;
     if (l->strict && (int64_t)(nb - now) > 0) { /* paced: not runnable until then */

@@ -65,7 +65,7 @@ static int renew(struct gf_lease* l, uint64_t now) {
 /* A fair holder keeps the GPU while no runnable slot is behind it in virtual time (its own vtime
  * counted with the time it has held the lease so far). */
 static int keeps(const struct gf_lease* l, int pick, uint64_t now) {
-  if (l->strict || gf_lease_preempted(l, now)) return 0;
+  if (l->strict || gf_lease_preempted(l, now) || !gf_lease_slot_ok(l)) return 0; /* a freed slot: give it up */
   if (pick < 0) return 1;
   if (pick == (int)l->slot) return 0; /* another of its processes waits: its turn */
   if (!l->high && gf_lease_high_eligible(l, (unsigned)pick)) return 0;

@@ -9,6 +9,8 @@ int gf_lease_runnable(const struct gf_lease* l, unsigned i, uint64_t now_ns) {
   if (__atomic_load_n(&s->state, __ATOMIC_SEQ_CST) != GPUFRAC_ARBITER_ACTIVE) return 0;
   uint64_t seen = __atomic_load_n(&s->seen_ns, __ATOMIC_SEQ_CST);
   if (seen == 0 || (int64_t)(now_ns - seen) >= (int64_t)l->p.runnable_us * 1000) return 0;
+  /* Served since it last waited (the lease went to it): nobody of it waits now. */
+  if ((int64_t)(seen - __atomic_load_n(&s->claimed_ns, __ATOMIC_SEQ_CST)) <= 0) return 0;
   if (!(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & GPUFRAC_ARBITER_STRICT)) return 1;
   return (int64_t)(now_ns - __atomic_load_n(&s->not_before_ns, __ATOMIC_SEQ_CST)) >= 0;
 }
@@ -29,8 +31,6 @@ int gf_lease_pick(const struct gf_lease* l, uint64_t now_ns) {
   uint64_t best_vt = 0;
   for (unsigned i = 0; i < hw; i++) {
     if (!gf_lease_runnable(l, i, now_ns)) continue;
-    /* The holder's own slot only when another of its processes waits (seen since its start). */
-    if (i == l->slot && (int64_t)(__atomic_load_n(&a->slots[i].seen_ns, __ATOMIC_SEQ_CST) - l->start_ns) <= 0) continue;
     int high = gf_lease_high_eligible(l, i);
     uint64_t vt = __atomic_load_n(&a->slots[i].vtime, __ATOMIC_SEQ_CST);
     if (best < 0 || high > best_high || (high == best_high && gf_vt_before(vt, best_vt))) {

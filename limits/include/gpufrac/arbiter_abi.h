@@ -49,11 +49,11 @@
  *     becomes max(not_before, start - charge) + charge x 1e6 / weight: never more than its share,
  *     alone or not (a start up to one lease late is made good; idle time earns nothing).
  *   - Claim. A waiting process may CAS FREE, DESIGNATED(its slot), or a DESIGNATED past its
- *     deadline to HELD(its slot) with deadline now + lease_ms. It then writes start_ns,
- *     active_ns, holder_pid and, last, info_epoch = epoch + 1 (a reader trusts those fields only
- *     while info_epoch matches the lease's epoch), raises vclock to its slot's vtime (CAS max),
- *     and clears a preemption request of its own. A process that designated its own slot (another
- *     process of the container waits) does not claim that designation itself.
+ *     deadline to HELD(its slot) with deadline now + lease_ms. It stores now into its slot's
+ *     claimed_ns, then writes start_ns, active_ns, holder_pid and, last, info_epoch = epoch + 1 (a reader trusts those
+ * fields only while info_epoch matches the lease's epoch), raises vclock to its slot's vtime (CAS max), and clears a
+ * preemption request of its own. A process that designated its own slot (another process of the container waits) does
+ * not claim that designation itself.
  *   - Takeover. A waiting process may CAS HELD(s) to HELD(its slot) when the holder is past
  *     deadline + grace_ms (killed, stopped, or stuck in a kernel longer than the lease), or idle:
  *     info_epoch matches, busy does not (busy = epoch + 1 while the holder waits for its own GPU
@@ -65,12 +65,11 @@
  *     active_ns when info_epoch matches, else nothing. A holder that finds its word gone charges
  *     nothing and waits again.
  *   - Runnable. A waiting process stores now into its slot's seen_ns at least every heartbeat_us;
- *     a slot is runnable while seen_ns is less than runnable_us old (and, strict, past
- *     not_before). A slot that becomes runnable after being idle takes vtime = max(vtime, vclock):
- *     start-time fair queuing; idle time earns no credit. One that stayed runnable is kept within
- *     one lease of its own weight behind vclock (lease_ms x 1e9 / weight): in the queue's order
- *     it cannot lag more, so a larger lag comes from leases taken over out of turn. The holder's own slot counts as runnable
- *     only when seen_ns is newer than the holder's start (another of its processes waits).
+ *     a slot is runnable while seen_ns is less than runnable_us old and newer than its claimed_ns
+ *     (a process of it waits since the slot last got the lease; strict: also past not_before). A slot that becomes
+ * runnable after being idle takes vtime = max(vtime, vclock): start-time fair queuing; idle time earns no credit. One
+ * that stayed runnable is kept within one lease of its own weight behind vclock (lease_ms x 1e9 / weight): in the
+ * queue's order it cannot lag more, so a larger lag comes from leases taken over out of turn.
  *   - Preemption. A high-priority waiting process whose slot is within its credit sets preempt =
  *     slot + 1 (CAS from 0, or from a request that is no longer valid). A normal-priority holder
  *     that finds a valid request (a high-priority, runnable slot other than its own) ends its
@@ -157,7 +156,8 @@ struct gpufrac_arbiter_slot {
   uint64_t not_before_ns; /* atomic: a strict slot is not runnable before then */
   uint64_t charged_ns;    /* atomic: GPU time charged, ever */
   uint64_t leases;        /* atomic: leases charged, ever */
-  uint64_t pad2[3];
+  uint64_t claimed_ns;    /* atomic: a process of the slot last claimed the lease then */
+  uint64_t pad2[2];
   uint64_t history[GPUFRAC_ARBITER_HISTORY]; /* atomic: (second mod 2^24) << 40 | ns charged */
 };
 

@@ -1,7 +1,8 @@
 // Test helper around the host library's compute arbiter (limits/host/arbiter_file.hpp):
-//   share DIR NAME UUID=BYTES:PPM:MODE:PRIO...  a container NAME with compute shares: DIR/NAME.limits,
-//                                                its region DIR/NAME.usage, the arbiters DIR/compute/<uuid>
-//                                                (created if absent) and its slots (key NAME)
+//   share DIR NAME [--region PATH] UUID=BYTES:PPM:MODE:PRIO...
+//                       a container NAME with compute shares: DIR/NAME.limits, its region DIR/NAME.usage
+//                       (named PATH in the limit file: where a container sees it), the arbiters
+//                       DIR/compute/<uuid> (created if absent) and its slots (key NAME)
 //   show ARBITER        "lease holder=<slot+1> claimed=<0|1> pid=<pid>", then per slot
 //                       "slot <i> key=<key> weight=<ppm> achieved=<0..1> leases=<n> charged_ns=<ns>"
 //   holder ARBITER      the pid of the process holding the lease, or 0
@@ -50,9 +51,10 @@ limits::DeviceLimit device_of(const std::string& a) {
 }
 
 int share(int argc, char** argv) {
-  const std::string dir = argv[2], name = argv[3];
-  limits::LimitFile f{name, dir + "/" + name + ".usage", {}};
-  for (int i = 4; i < argc; i++) {
+  const std::string dir = argv[2], name = argv[3], region = dir + "/" + name + ".usage";
+  const bool renamed = argc > 5 && std::strcmp(argv[4], "--region") == 0;
+  limits::LimitFile f{name, renamed ? argv[5] : region, {}};
+  for (int i = renamed ? 6 : 4; i < argc; i++) {
     limits::DeviceLimit d = device_of(argv[i]);
     if (d.compute_ppm != 0) {
       const std::string path = dir + "/compute/" + d.uuid;
@@ -63,7 +65,7 @@ int share(int argc, char** argv) {
     }
     f.devices.push_back(d);
   }
-  if (auto r = limits::create_region(f.region, f); !r) return fail(r.error());
+  if (auto r = limits::create_region(region, f); !r) return fail(r.error());
   if (auto w = fs::write_file_atomic(dir + "/" + name + ".limits", limits::render_limit_file(f), 0644); !w)
     return fail(w.error());
   return 0;

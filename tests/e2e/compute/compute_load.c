@@ -11,10 +11,12 @@
  *   coop       cuLaunchCooperativeKernel          ex      cuLaunchKernelEx
  *   ptsz       cuLaunchKernel_ptsz on the per-thread default stream
  *   procaddr   cuLaunchKernel found with cuGetProcAddress
+ *   dlsym      cuLaunchKernel found with dlsym(dlopen("libcuda.so.1"), ...)
  *   multi      cuLaunchCooperativeKernelMultiDevice of one device
  *   probe:N:THINK_US  N launches, each waited for, THINK_US apart; prints the time from each launch
  *              call to its kernel's start on the simulated GPU (test-only gpufracFakeEventTime):
  *              "probe n=N p50_us=.. p99_us=.. max_us=.."
+ *   wait       no launches (a pause between phases)
  *   elapsed, burst:N, capture   checks of the simulated GPU itself (compute_checks.c)
  * After each phase: "phase MODE launches=N rc=R" (R: the first error, 0 if none). */
 #include <stdio.h>
@@ -50,6 +52,7 @@ static CUresult one_launch(const char* mode) {
   }
   if (strcmp(mode, "ptsz") == 0) return cuLaunchKernel_ptsz(g.fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
   if (strcmp(mode, "procaddr") == 0) return g.launch_pa(g.fn, 1, 1, 1, 1, 1, 1, 0, g.stream, NULL, NULL);
+  if (strcmp(mode, "dlsym") == 0) return g.launch_dl(g.fn, 1, 1, 1, 1, 1, 1, 0, g.stream, NULL, NULL);
   if (strcmp(mode, "multi") == 0) {
     CUDA_LAUNCH_PARAMS p = {g.fn, 1, 1, 1, 1, 1, 1, 0, g.stream, NULL};
     return cuLaunchCooperativeKernelMultiDevice(&p, 1, 0);
@@ -76,6 +79,7 @@ static int run_phase(const char* phase, uint64_t start, uint64_t end) {
   snprintf(mode, sizeof mode, "%.*s", (int)strcspn(phase, ":"), phase);
   load_sleep_until(start);
   if (strcmp(mode, "probe") == 0) return load_probe(&g, phase);
+  if (strcmp(mode, "wait") == 0) return load_sleep_until(end), 0;
   if (strcmp(mode, "elapsed") == 0 || strcmp(mode, "burst") == 0 || strcmp(mode, "capture") == 0)
     return load_check(&g, phase);
   unsigned long long launches = 0;

@@ -16,6 +16,7 @@ struct load {
   uint64_t kernel_ns;  /* the kernel's duration on the simulated GPU */
   CUgraphExec exec;    /* the captured graph, once made */
   launch_fn launch_pa; /* cuLaunchKernel as cuGetProcAddress hands it out */
+  launch_fn launch_dl; /* and as dlsym does */
 };
 
 uint64_t load_now_ns(void);

@@ -1,4 +1,5 @@
 /* compute_load's setup and its latency probe. */
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,9 @@ int load_setup(struct load* g, int dev, const char* kernel) {
     fprintf(stderr, "compute_load: setup failed: %d\n", (int)rc);
     return -1;
   }
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW);
+  g->launch_dl = lib != NULL ? (launch_fn)dlsym(lib, "cuLaunchKernel") : NULL;
+  if (g->launch_dl == NULL) return fprintf(stderr, "compute_load: no cuLaunchKernel by dlsym\n"), -1;
   g->kernel_ns = kernel_ns(kernel);
   return 0;
 }

@@ -3,7 +3,8 @@
  *   fake_gpu_tool now                         CLOCK_MONOTONIC in ns
  *   fake_gpu_tool window FILE SECONDS [TAG..] achieved GPU time per client over the next SECONDS:
  *       "<tag> gpu_ns=<ns> share=<% of the clients' sum> busy=<% of the window>", one line each, then
- *       "total gpu_ns=<ns> busy=<% of the window>"; with TAGs, those clients in that order
+ *       "total gpu_ns=<ns> busy=<% of the window>"; with TAGs, those clients in that order (the sum
+ *       is theirs)
  *   fake_gpu_tool total FILE TAG              "runs=<runs submitted> gpu_ns=<achieved by now>"
  *   fake_gpu_tool wait FILE TAG N [SECONDS]   until client TAG submitted N runs (default 30 s): 0, or 1
  *   fake_gpu_tool gaps FILE T0 T1             the longest time in [T0, T1] (ns) no run covered:
@@ -54,7 +55,11 @@ static int window(const struct fake_gpu_file* g, double seconds, int ntags, char
   nanosleep(&d, NULL);
   uint64_t t1 = now_ns(), sum = 0, span = t1 - t0;
   fake_gpu_achieved(g, t1, after);
-  for (uint32_t c = 0; c < FAKE_GPU_CLIENTS; c++) sum += after[c] -= before[c];
+  for (uint32_t c = 0; c < FAKE_GPU_CLIENTS; c++) after[c] -= before[c];
+  for (int i = 0; i < (ntags > 0 ? ntags : FAKE_GPU_CLIENTS); i++) {
+    int c = ntags > 0 ? client_index(g, tags[i]) : i;
+    if (c >= 0) sum += after[c];
+  }
   for (int i = 0; i < (ntags > 0 ? ntags : FAKE_GPU_CLIENTS); i++) {
     int c = ntags > 0 ? client_index(g, tags[i]) : i;
     if (ntags == 0 && __atomic_load_n(&g->clients[c].state, __ATOMIC_ACQUIRE) != 2) continue;
