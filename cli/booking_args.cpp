@@ -46,6 +46,9 @@ nlohmann::json grant_json(const Grant& g, bool existing) {
           {"bytes", g.bytes},
           {"exclusive", g.exclusive},
           {"reason", g.reason},
+          {"compute_ppm", g.compute_ppm},
+          {"compute_mode", to_string(g.compute_mode)},
+          {"priority", to_string(g.priority)},
           {"existing", existing}};
 }
 

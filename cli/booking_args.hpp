@@ -28,7 +28,8 @@ void add_booking_options(CLI::App& cmd, BookingOptions& o);
 Result<ReserveArgs> reserve_args_from(const BookingOptions& o, const Config& cfg, const std::string& example);
 // Only the request, for subcommands that book nothing (`gpufrac mig plan`).
 Result<Request> request_from(const std::vector<std::string>& pairs, bool aliases, const std::string& example);
-// {"device_uuid", "gpu_index", "gpu_uuid", "mig", "bytes", "exclusive", "reason", "existing"}.
+// {"device_uuid", "gpu_index", "gpu_uuid", "mig", "bytes", "exclusive", "reason", "compute_ppm" (0: no
+// compute share), "compute_mode", "priority", "existing"}.
 nlohmann::json grant_json(const Grant& g, bool existing);
 
 }  // namespace gpufrac::cli

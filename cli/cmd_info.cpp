@@ -61,12 +61,21 @@ std::string render_profiles(const Inventory& inv) {
   return out;
 }
 
-std::string render(const Inventory& inv) {
+// How a share without gpufrac.io/compute shares the GPU's time on this node (allocation.compute).
+std::string compute_text(const AllocationConfig& allocation) {
+  if (allocation.compute == ComputeManagement::unmanaged)
+    return "Compute shares: unmanaged (allocation.compute): only shares with gpufrac.io/compute book the GPU's "
+           "time\n";
+  return "Compute shares: managed (allocation.compute): a share without gpufrac.io/compute books its memory share "
+         "of the GPU's time\n";
+}
+
+std::string render(const Inventory& inv, const Config& cfg) {
   std::string out = text::cat("Driver ", inv.driver_version, "  (", inv.source, ")\n\n");
   out += render_gpus(inv) + render_instances(inv) + render_profiles(inv);
   std::vector<std::string> control;
   for (const auto& n : inv.control_nodes) control.push_back(node_text(n));
-  return out + "\nControl nodes: " + text::join(control, ", ") + "\n";
+  return out + "\nControl nodes: " + text::join(control, ", ") + "\n" + compute_text(cfg.allocation);
 }
 
 int run_info(Context& ctx, const std::string& machine, bool json, bool refresh) {
@@ -76,7 +85,7 @@ int run_info(Context& ctx, const std::string& machine, bool json, bool refresh) 
   if (!inv) return ctx.fail(inv.error());
   if (refresh)
     if (auto r = write_inventory_cache(*cfg, *inv); !r) return ctx.fail(r.error());
-  std::string out = json ? to_json(*inv).dump(2) + "\n" : render(*inv);
+  std::string out = json ? to_json(*inv).dump(2) + "\n" : render(*inv, *cfg);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   if (refresh) std::fprintf(stderr, "gpufrac: inventory cache written to %s\n", cfg->inventory_cache_path().c_str());

@@ -7,6 +7,7 @@
 
 #include "cli/booking_args.hpp"
 #include "cli/context.hpp"
+#include "core/compute_share.hpp"
 #include "core/ledger.hpp"
 #include "core/ledger_json.hpp"
 #include "core/text.hpp"
@@ -34,9 +35,10 @@ int run_reserve(Context& ctx, const ReserveOptions& o) {
     j["reclaimed"] = booking->reclaimed.size();
     std::printf("%s\n", j.dump().c_str());
   } else {
+    const Grant& g = booking->grant;
     std::printf("%s %s on %s for %s: %s\n", booking->existing ? "already booked" : "booked",
-                text::format_bytes(booking->grant.bytes).c_str(), booking->grant.device_uuid.c_str(),
-                o.container.c_str(), booking->grant.reason.c_str());
+                booked_text(g.bytes, g.compute_ppm).c_str(), g.device_uuid.c_str(), o.container.c_str(),
+                g.reason.c_str());
   }
   return 0;
 }

@@ -30,13 +30,10 @@ std::vector<Family> memory_families(const StatusReport& r) {
   Family shares("gpufrac_gpu_shares", Type::gauge, "Bookings on the device");
   Family limit("gpufrac_share_limit_bytes", Type::gauge, "Memory booked by one share (its limit)");
   Family used("gpufrac_share_used_bytes", Type::gauge, "Memory the share's processes hold now (accounting region)");
-  Family compute("gpufrac_compute_achieved_ratio", Type::gauge,
-                 "GPU time the share was charged over the last 10 s, 0 to 1 (its compute arbiter slot)");
   std::string gpu_uuid;
   auto add_share = [&](const ShareStatus& s) {
     limit.add(share_labels(s.entry), s.entry.bytes);
     if (s.used_bytes) used.add(share_labels(s.entry), *s.used_bytes);
-    if (s.compute_achieved) compute.add_double(share_labels(s.entry), *s.compute_achieved);
   };
   for (const auto& d : r.devices) {
     if (!d.mig) gpu_uuid = d.uuid;
@@ -48,7 +45,33 @@ std::vector<Family> memory_families(const StatusReport& r) {
     for (const auto& s : d.shares) add_share(s);
   }
   for (const auto& s : r.unknown) add_share(s);
-  return {total, reserved, free, shares, limit, used, compute};
+  return {total, reserved, free, shares, limit, used};
+}
+
+// The GPU's time: booked and free per GPU not in MIG mode, booked per share that holds a compute
+// share, and what a share achieved over the last 10 s where the enforcing side knows it. Ratios of
+// the whole GPU (ppm / 10^6).
+std::vector<Family> compute_families(const StatusReport& r) {
+  Family booked("gpufrac_gpu_compute_booked_ratio", Type::gauge,
+                "Share of the GPU's time booked by its shares (1 = all of it)");
+  Family free("gpufrac_gpu_compute_free_ratio", Type::gauge, "Share of the GPU's time a new share may still book");
+  Family share("gpufrac_share_compute_booked_ratio", Type::gauge, "Share of the GPU's time booked by one share");
+  Family achieved("gpufrac_share_compute_achieved_ratio", Type::gauge,
+                  "Share of the GPU's time one share's work held over the last 10 s");
+  auto ratio = [](std::uint64_t ppm) { return static_cast<double>(ppm) / kWholeGpuComputePpm; };
+  auto add_share = [&](const ShareStatus& s) {
+    if (s.entry.compute_ppm != 0) share.add_double(share_labels(s.entry), ratio(s.entry.compute_ppm));
+    if (s.compute_achieved_ppm) achieved.add_double(share_labels(s.entry), ratio(*s.compute_achieved_ppm));
+  };
+  for (const auto& d : r.devices) {
+    if (!d.mig && !d.mig_mode) {
+      booked.add_double(device_labels(d, d.uuid), ratio(d.compute_booked));
+      free.add_double(device_labels(d, d.uuid), ratio(d.compute_free));
+    }
+    for (const auto& s : d.shares) add_share(s);
+  }
+  for (const auto& s : r.unknown) add_share(s);
+  return {booked, free, share, achieved};
 }
 
 Family gpu_info(const Inventory& inv) {
@@ -120,6 +143,7 @@ std::vector<Family> node_metrics(const NodeView& node, const metrics::CounterSna
                     .add({{"version", std::string(version)}}, 1));
   out.push_back(gpu_info(node.inventory));
   for (auto& f : memory_families(node.report)) out.push_back(std::move(f));
+  for (auto& f : compute_families(node.report)) out.push_back(std::move(f));
   out.push_back(mig_instances(node.report));
   for (auto& f : counter_families(counters)) out.push_back(std::move(f));
   out.push_back(

@@ -9,6 +9,10 @@
 //       instance (device_uuid = MIG-...); a GPU in MIG mode has only gpu_info and mig_instances
 //   gpufrac_share_{limit,used}_bytes{gpu_index,gpu_uuid,device_uuid,container_id,device_key,request}
 //       per booking; used only where the container's accounting region says (not when pending)
+//   gpufrac_gpu_compute_{booked,free}_ratio{gpu_index,gpu_uuid,device_uuid}
+//       the GPU's time booked by its shares and still free (0 to 1), per GPU not in MIG mode
+//   gpufrac_share_compute_booked_ratio{<share labels>}            per booking with a compute share
+//   gpufrac_share_compute_achieved_ratio{<share labels>}          its time over the last 10 s, where known
 //   gpufrac_mig_instances{gpu_index,gpu_uuid,state}               in_use, idle (kept for reuse), free
 //   gpufrac_refusals_total{frontend,reason}                       hook|wrapper x capacity|malformed|host_pid|other
 //   gpufrac_hook_duration_seconds{stage}                          histogram: prestart, createRuntime, poststop

@@ -43,17 +43,18 @@ UsageOf live_usage(const Config& cfg) {
   };
 }
 
-// Achieved compute over the last 10 s, from the container's slot in its GPU's compute arbiter;
-// nullopt without one (no compute share, or not set up yet).
-ComputeOf achieved_compute(const Config& cfg) {
+// The share of its GPU's time each booking's work held over the last 10 s
+// (ShareStatus::compute_achieved_ppm): what its slot in the GPU's compute arbiter was charged
+// (limits/host/arbiter_file.hpp). Unknown without a slot (no compute share, or not started yet).
+ComputeAchievedOf compute_achieved(const Config& cfg) {
   auto cache = std::make_shared<std::map<std::string, std::optional<limits::ArbiterView>>>();
-  return [cache, &cfg](const LedgerEntry& e) -> std::optional<double> {
+  return [cache, &cfg](const LedgerEntry& e) -> std::optional<std::uint32_t> {
     auto [it, fresh] = cache->try_emplace(e.device_uuid);
     if (fresh)
       if (auto v = limits::read_arbiter(compute_arbiter_path(cfg, e.device_uuid))) it->second = std::move(*v);
     if (!it->second) return std::nullopt;
     for (const auto& s : it->second->slots)
-      if (s.key == container_key(e)) return s.achieved();
+      if (s.key == container_key(e)) return s.achieved_ppm();
     return std::nullopt;
   };
 }
@@ -77,7 +78,7 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
   v.ledger_file_bytes = file_size(options.path);
   v.report = build_status(
       v.inventory, v.ledger, cfg.allocation, now, [&](const LedgerEntry& e) { return share_state(e, cfg, now); },
-      live_usage(cfg), achieved_compute(cfg));
+      live_usage(cfg), compute_achieved(cfg));
   return v;
 }
 

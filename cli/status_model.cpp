@@ -13,19 +13,20 @@ namespace gpufrac::cli {
 
 namespace {
 
+// How each booking stands: its state, age, live memory use and (when known) the time it achieved.
 struct Sources {
+  std::int64_t now = 0;
   const StateOf& state_of;
   const UsageOf& usage_of;
-  const ComputeOf& compute_of;
+  const ComputeAchievedOf& achieved_of;
 };
 
-std::vector<ShareStatus> shares_of(const std::vector<const LedgerEntry*>& entries, std::int64_t now,
-                                   const Sources& src) {
+std::vector<ShareStatus> shares_of(const std::vector<const LedgerEntry*>& entries, const Sources& src) {
   std::vector<ShareStatus> out;
   for (const LedgerEntry* e : entries)
-    out.push_back(ShareStatus{*e, src.state_of(*e), std::max<std::int64_t>(0, now - e->created),
+    out.push_back(ShareStatus{*e, src.state_of(*e), std::max<std::int64_t>(0, src.now - e->created),
                               src.usage_of ? src.usage_of(*e) : std::nullopt,
-                              src.compute_of ? src.compute_of(*e) : std::nullopt});
+                              src.achieved_of ? src.achieved_of(*e) : std::nullopt});
   std::sort(out.begin(), out.end(), [](const ShareStatus& a, const ShareStatus& b) {
     return std::tie(a.entry.created, a.entry.container_id, a.entry.device_key) <
            std::tie(b.entry.created, b.entry.container_id, b.entry.device_key);
@@ -38,6 +39,10 @@ DeviceStatus gpu_status(const Gpu& g, const DeviceLoad& d, const AllocationConfi
       g.index,    g.uuid, g.name, std::nullopt, g.mig_enabled, g.memory_bytes, gpu_capacity(g, cfg.overcommit),
       d.reserved, 0,      {}};
   if (d.exclusive == nullptr && !g.mig_enabled && s.capacity > d.reserved) s.free = s.capacity - d.reserved;
+  if (!g.mig_enabled) {
+    s.compute_booked = d.compute;
+    s.compute_free = d.exclusive == nullptr ? compute_free(d) : 0;
+  }
   return s;
 }
 
@@ -51,7 +56,8 @@ nlohmann::json share_json(const ShareStatus& s) {
   j["state"] = s.state;
   j["age_s"] = s.age_s;
   j["used_bytes"] = s.used_bytes ? nlohmann::json(*s.used_bytes) : nlohmann::json(nullptr);
-  j["compute_achieved"] = s.compute_achieved ? nlohmann::json(*s.compute_achieved) : nlohmann::json(nullptr);
+  j["compute_achieved_ppm"] =
+      s.compute_achieved_ppm ? nlohmann::json(*s.compute_achieved_ppm) : nlohmann::json(nullptr);
   return j;
 }
 
@@ -59,9 +65,9 @@ nlohmann::json share_json(const ShareStatus& s) {
 
 StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const AllocationConfig& cfg,
                           std::int64_t now, const StateOf& state_of, const UsageOf& usage_of,
-                          const ComputeOf& compute_of) {
-  const Sources src{state_of, usage_of, compute_of};
+                          const ComputeAchievedOf& achieved_of) {
   const Load load = compute_load(inv, ledger.entries);
+  const Sources src{now, state_of, usage_of, achieved_of};
   StatusReport r;
   r.overcommit = cfg.overcommit;
   std::vector<const Gpu*> gpus;
@@ -69,7 +75,7 @@ StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const
   std::sort(gpus.begin(), gpus.end(), [](const Gpu* a, const Gpu* b) { return a->index < b->index; });
   for (const Gpu* g : gpus) {
     r.devices.push_back(gpu_status(*g, load.of(g->uuid), cfg));
-    r.devices.back().shares = shares_of(load.of(g->uuid).entries, now, src);
+    r.devices.back().shares = shares_of(load.of(g->uuid).entries, src);
     std::vector<const MigInstance*> instances;
     for (const auto& m : g->mig_instances) instances.push_back(&m);
     std::sort(instances.begin(), instances.end(), [](const MigInstance* a, const MigInstance* b) {
@@ -77,12 +83,12 @@ StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const
     });
     for (const MigInstance* m : instances) {
       r.devices.push_back(instance_status(*g, *m, load.of(m->uuid)));
-      r.devices.back().shares = shares_of(load.of(m->uuid).entries, now, src);
+      r.devices.back().shares = shares_of(load.of(m->uuid).entries, src);
       if (const MigIdleRecord* rec = find_idle_record(ledger, m->uuid); rec && load.of(m->uuid).entries.empty())
         r.devices.back().idle_s = std::max<std::int64_t>(0, now - rec->since);
     }
   }
-  r.unknown = shares_of(load.unknown, now, src);
+  r.unknown = shares_of(load.unknown, src);
   return r;
 }
 
@@ -102,6 +108,10 @@ nlohmann::json status_json(const StatusReport& r) {
                      {"free", d.free},
                      {"shares", std::move(shares)}};
     if (d.mig) j["mig"] = {{"gi", d.mig->gi}, {"ci", d.mig->ci}, {"profile", d.mig->profile}};
+    if (!d.mig && !d.mig_mode) {
+      j["compute_booked_ppm"] = d.compute_booked;
+      j["compute_free_ppm"] = d.compute_free;
+    }
     if (d.idle_s) {
       j["state"] = "idle";
       j["idle_s"] = *d.idle_s;

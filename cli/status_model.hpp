@@ -1,6 +1,6 @@
-// `gpufrac status` as data: per device (GPU, or MIG instance) total, reserved and free memory
-// and its shares (and, for dynamic MIG instances kept for reuse, state "idle" and the idle age),
-// built purely from the inventory and the ledger, then rendered as JSON here, for people in
+// `gpufrac status` as data: per device (GPU, or MIG instance) total, reserved and free memory,
+// the GPU's time booked and free, and its shares (and, for dynamic MIG instances kept for reuse, state "idle" and the
+// idle age), built purely from the inventory and the ledger, then rendered as JSON here, for people in
 // status_render.hpp, and as Prometheus series by metrics_model.hpp. Liveness and live usage come
 // in as functions so tests need no processes: a share's used_bytes stays nullopt when no usage
 // source knows it (e.g. a pending booking, whose container has no accounting region yet).
@@ -25,9 +25,9 @@ struct ShareStatus {
   std::string state;  // "running", "pending", "pending (expired)", "exited", "pid reused"
   std::int64_t age_s = 0;
   std::optional<std::uint64_t> used_bytes;  // live usage; nullopt = not known
-  // The share's achieved compute over the last 10 s (0..1, from its slot in the GPU's compute
-  // arbiter); nullopt = no compute share, or no arbiter slot (yet).
-  std::optional<double> compute_achieved;
+  // The share of the GPU's time its work held over the last 10 s, in ppm (the enforcing side's
+  // per-GPU arbiter knows it); nullopt = not known ("-" in the text, null in JSON).
+  std::optional<std::uint32_t> compute_achieved_ppm;
 };
 
 struct DeviceStatus {
@@ -39,6 +39,9 @@ struct DeviceStatus {
   std::uint64_t total = 0, capacity = 0, reserved = 0, free = 0;
   std::vector<ShareStatus> shares;
   std::optional<std::int64_t> idle_s;  // a dynamic MIG instance kept for reuse: idle for this long
+  // The GPU's time (GPUs not in MIG mode): ppm booked by its shares, and what a new share may still
+  // book (0 while the GPU is used whole).
+  std::uint64_t compute_booked = 0, compute_free = 0;
 };
 
 struct StatusReport {
@@ -49,11 +52,12 @@ struct StatusReport {
 
 using StateOf = std::function<std::string(const LedgerEntry&)>;
 using UsageOf = std::function<std::optional<std::uint64_t>(const LedgerEntry&)>;
-using ComputeOf = std::function<std::optional<double>(const LedgerEntry&)>;
+// ShareStatus::compute_achieved_ppm of a booking; empty: nothing knows it yet.
+using ComputeAchievedOf = std::function<std::optional<std::uint32_t>(const LedgerEntry&)>;
 
 StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const AllocationConfig& cfg,
                           std::int64_t now, const StateOf& state_of, const UsageOf& usage_of = {},
-                          const ComputeOf& compute_of = {});
+                          const ComputeAchievedOf& achieved_of = {});
 nlohmann::json status_json(const StatusReport& report);
 // "45s", "2m05s", "3h02m", "2d03h"
 std::string format_age(std::int64_t seconds);

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "cli/table.hpp"
+#include "core/compute_share.hpp"
 #include "core/quantity.hpp"
 #include "core/text.hpp"
 
@@ -63,6 +64,24 @@ bool any_mig(const StatusReport& r) {
   return std::any_of(r.devices.begin(), r.devices.end(), [](const DeviceStatus& d) { return d.mig.has_value(); });
 }
 
+// Compute columns appear once any booking holds a compute share (allocation.compute managed, or
+// an explicit gpufrac.io/compute).
+bool any_compute(const StatusReport& r) {
+  auto has = [](const ShareStatus& s) { return s.entry.compute_ppm != 0; };
+  for (const auto& d : r.devices)
+    if (std::any_of(d.shares.begin(), d.shares.end(), has)) return true;
+  return std::any_of(r.unknown.begin(), r.unknown.end(), has);
+}
+
+// "30 %", "30 % strict", "30 % strict high"; "-" without a compute share.
+std::string compute_text(const LedgerEntry& e) {
+  if (e.compute_ppm == 0) return "-";
+  std::string out = format_compute(e.compute_ppm);
+  if (e.compute_mode != ComputeMode::fair) out += text::cat(" ", to_string(e.compute_mode));
+  if (e.priority != ComputePriority::normal) out += text::cat(" ", to_string(e.priority));
+  return out;
+}
+
 // The GPU (and GI, CI) cells of a device or share.
 std::vector<std::string> where(std::uint32_t gpu, const std::optional<MigRef>& mig, bool mig_columns) {
   std::vector<std::string> out{text::cat(gpu)};
@@ -81,16 +100,21 @@ std::vector<std::string> header(std::vector<std::string> rest, bool mig_columns)
 }
 
 std::string render_devices(const StatusReport& r, const StatusStyle& st) {
-  const bool mig = any_mig(r);
-  Table t(header({"NAME", "UUID", "USED", "RESERVED", "FREE", "TOTAL", "SHARES"}, mig));
+  const bool mig = any_mig(r), compute = any_compute(r);
+  std::vector<std::string> columns{"NAME", "UUID", "USED", "RESERVED", "FREE", "TOTAL", "SHARES"};
+  if (compute) columns.insert(columns.end() - 1, "COMPUTE");
+  Table t(header(columns, mig));
   for (const auto& d : r.devices) {
     auto row = where(d.gpu_index, d.mig, mig);
     row.insert(row.end(), {paint(st, "1", device_name(d)), short_id(d.uuid, st.no_trunc)});
     if (d.mig_mode)
-      row.insert(row.end(), {"-", "-", "-", text::format_bytes(d.total), "-"});
+      row.insert(row.end(), {"-", "-", "-", text::format_bytes(d.total)});
     else
       row.insert(row.end(), {used_text(d), text::format_bytes(d.reserved), text::format_bytes(d.free),
-                             text::format_bytes(d.total), text::cat(d.shares.size())});
+                             text::format_bytes(d.total)});
+    // The GPU's time booked (GPUs not in MIG mode; a MIG instance's time is its own).
+    if (compute) row.push_back(d.mig || d.mig_mode ? "-" : format_compute(d.compute_booked));
+    row.push_back(d.mig_mode ? "-" : text::cat(d.shares.size()));
     t.add(std::move(row));
   }
   auto lines = t.lines();
@@ -120,20 +144,19 @@ struct ShareRow {
   const ShareStatus* share;
 };
 
-// "31.2%", or "-" for a share without a compute slot.
-std::string compute_text(const std::optional<double>& achieved) {
-  return achieved ? text::format_fixed(*achieved * 100, 1) + "%" : std::string("-");
+// The share's compute columns: booked (with a mode or priority other than fair, normal) and what it
+// achieved over the last 10 s ("-" while nothing knows).
+std::vector<std::string> compute_cells(const ShareStatus& s) {
+  return {compute_text(s.entry), s.compute_achieved_ppm ? format_compute(*s.compute_achieved_ppm) : "-"};
 }
 
-std::string render_shares(const std::vector<ShareRow>& rows, bool mig, const StatusStyle& st) {
+std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool compute, const StatusStyle& st) {
   const bool keys =
       std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return !r.share->entry.device_key.empty(); });
-  const bool compute =
-      std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return r.share->compute_achieved.has_value(); });
   std::vector<std::string> rest{"CONTAINER"};
   if (keys) rest.push_back("CDI DEVICE");
   for (const char* h : {"REQUEST", "RESERVED", "USED"}) rest.push_back(h);
-  if (compute) rest.push_back("COMPUTE (10 S)");
+  if (compute) rest.insert(rest.end(), {"COMPUTE", "ACHIEVED (10 s)"});
   for (const char* h : {"SOURCE", "PID", "STATE", "AGE"}) rest.push_back(h);
   auto h = header(rest, mig);
   h.insert(h.begin(), "SHARE");
@@ -147,7 +170,8 @@ std::string render_shares(const std::vector<ShareRow>& rows, bool mig, const Sta
     for (auto v : {e.request, text::format_bytes(e.bytes),
                    r.share->used_bytes ? text::format_bytes(*r.share->used_bytes) : std::string("-")})
       row.push_back(v);
-    if (compute) row.push_back(compute_text(r.share->compute_achieved));
+    if (compute)
+      for (auto& v : compute_cells(*r.share)) row.push_back(std::move(v));
     for (auto v : {std::string(to_string(e.source)), e.pending() ? std::string("-") : text::cat(e.pid),
                    state_text(r.share->state, st), format_age(r.share->age_s)})
       row.push_back(v);
@@ -219,7 +243,7 @@ std::string render_status(const StatusReport& r, const StatusStyle& st) {
     if (mig) cell.insert(cell.end(), {"-", "-"});
     rows.push_back({"-", cell, &s});
   }
-  out += rows.empty() ? "\nNo shares.\n" : "\n" + render_shares(rows, mig, st) + render_unknown(r);
+  out += rows.empty() ? "\nNo shares.\n" : "\n" + render_shares(rows, mig, any_compute(r), st) + render_unknown(r);
   return out + render_idle(r, st);
 }
 

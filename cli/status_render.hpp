@@ -1,5 +1,7 @@
 // `gpufrac status` for people: one row per GPU and MIG instance (GPU, GI, CI, NAME, UUID, USED,
-// RESERVED, FREE, TOTAL, SHARES), each followed by a bar of its memory, then one row per share.
+// RESERVED, FREE, TOTAL, COMPUTE, SHARES), each followed by a bar of its memory, then one row per
+// share (with COMPUTE booked and ACHIEVED (10 s), "-" while unknown). The COMPUTE columns appear
+// once a booking holds a compute share.
 // The bar gives every share on the device a run of cells in proportion to its reserved bytes,
 // labelled with the share's letter (SHARE column): upper case where its processes use the memory
 // now, lower case where it is reserved but unused; '.' is free memory. Colour (ANSI) only when

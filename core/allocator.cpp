@@ -11,17 +11,6 @@ using namespace alloc_detail;
 
 namespace {
 
-// How one GPU stands against a share or whole-GPU request.
-struct Fit {
-  const Gpu* gpu = nullptr;
-  bool ok = false;
-  bool whole = false;
-  std::uint64_t bytes = 0;  // what the request takes on this GPU
-  std::uint64_t free = 0;   // capacity - reserved
-  std::uint64_t reserved = 0;
-  std::string why_not;  // set when the GPU is unusable for a reason other than free memory
-};
-
 std::string size_text(const Request& r) {
   return text::split(r.describe(), ' ')[0];
 }
@@ -30,7 +19,7 @@ bool wants_whole(const Request& r, const Gpu& g) {
   return r.kind == SizeKind::fraction ? r.fraction >= kWholeGpuPpm : r.memory_bytes == g.memory_bytes;
 }
 
-std::string why_not(const Fit& f, const Request& r, const DeviceLoad& d, const AllocationConfig& cfg) {
+std::string why_not(const ShareFit& f, const Request& r, const DeviceLoad& d, const AllocationConfig& cfg) {
   const Gpu& g = *f.gpu;
   const std::string name = text::cat("GPU ", g.index);
   const std::uint32_t n = d.shares();
@@ -45,8 +34,8 @@ std::string why_not(const Fit& f, const Request& r, const DeviceLoad& d, const A
   return "";
 }
 
-Fit evaluate(const Gpu& g, const Request& r, const DeviceLoad& d, const AllocationConfig& cfg) {
-  Fit f;
+ShareFit evaluate(const Gpu& g, const Request& r, const DeviceLoad& d, const AllocationConfig& cfg) {
+  ShareFit f;
   f.gpu = &g;
   f.whole = wants_whole(r, g);
   if (f.whole)
@@ -58,48 +47,21 @@ Fit evaluate(const Gpu& g, const Request& r, const DeviceLoad& d, const Allocati
   f.reserved = d.reserved;
   const std::uint64_t cap = gpu_capacity(g, cfg.overcommit);
   f.free = cap > d.reserved ? cap - d.reserved : 0;
+  f.compute = share_compute_ppm(r, g, f.bytes, f.whole, cfg);
+  f.compute_free = compute_free(d);
   f.why_not = why_not(f, r, d, cfg);
-  f.ok = f.why_not.empty() && (f.whole || f.bytes <= f.free);
+  f.ok = f.why_not.empty() && f.memory_fits() && f.compute_fits();
   return f;
 }
 
 // a is strictly better than b: binpack prefers the higher reserved/total, spread the lower.
-bool better(const Fit& a, const Fit& b, Policy policy) {
+bool better(const ShareFit& a, const ShareFit& b, Policy policy) {
   const auto lhs = static_cast<unsigned __int128>(a.reserved) * b.gpu->memory_bytes;
   const auto rhs = static_cast<unsigned __int128>(b.reserved) * a.gpu->memory_bytes;
   return policy == Policy::binpack ? lhs > rhs : lhs < rhs;
 }
 
-std::string refusal(const Request& r, const std::vector<Fit>& fits, bool pinned) {
-  bool all_whole = true;
-  std::vector<std::uint64_t> needs;
-  for (const auto& f : fits) {
-    all_whole = all_whole && f.whole;
-    if (f.why_not.empty() && !f.whole && std::find(needs.begin(), needs.end(), f.bytes) == needs.end())
-      needs.push_back(f.bytes);
-  }
-  std::vector<std::string> items;
-  for (const auto& f : fits) {
-    if (!f.why_not.empty())
-      items.push_back(f.why_not);
-    else if (needs.size() == 1)
-      items.push_back(text::cat("GPU ", f.gpu->index, " ", text::format_bytes(f.free)));
-    else
-      items.push_back(text::cat("GPU ", f.gpu->index, " ", text::format_bytes(f.free), " free (needs ",
-                                text::format_bytes(f.bytes), ")"));
-  }
-  std::string head = "no GPU can take " + size_text(r);
-  if (all_whole)
-    head = "no GPU is free for a whole GPU";
-  else if (needs.size() == 1) {
-    head = "no GPU has " + text::format_bytes(needs[0]) + " free";
-    if (r.kind == SizeKind::fraction) head += " for " + size_text(r);
-  } else if (needs.size() > 1)
-    head = "no GPU has room for " + size_text(r);
-  return head + ": " + text::join(items, ", ") + (pinned ? " (pinned by gpufrac.io/gpu)" : "");
-}
-
-std::string reason(const Fit& f, Policy policy, bool pinned) {
+std::string reason(const ShareFit& f, Policy policy, bool pinned) {
   const Gpu& g = *f.gpu;
   if (f.whole) return text::cat("whole GPU ", g.index, ": no other bookings");
   const std::string state =
@@ -111,15 +73,24 @@ std::string reason(const Fit& f, Policy policy, bool pinned) {
 
 Result<Grant> allocate_share(const Request& r, const Candidates& gpus, const Load& load, const AllocationConfig& cfg) {
   const Policy policy = r.policy.value_or(cfg.policy);
-  std::vector<Fit> fits;
-  const Fit* best = nullptr;
+  std::vector<ShareFit> fits;
+  const ShareFit* best = nullptr;
   for (const Gpu* g : gpus) fits.push_back(evaluate(*g, r, load.of(g->uuid), cfg));
   for (const auto& f : fits)
     if (f.ok && (best == nullptr || better(f, *best, policy))) best = &f;
-  if (best == nullptr) return user_error(refusal(r, fits, r.gpu.has_value()));
+  if (best == nullptr) return user_error(share_refusal(r, fits, r.gpu.has_value()));
   const Gpu& g = *best->gpu;
-  return Grant{
-      g.uuid, g.index, g.uuid, std::nullopt, best->bytes, best->whole, reason(*best, policy, r.gpu.has_value())};
+  const bool compute = best->compute != 0;
+  return Grant{g.uuid,
+               g.index,
+               g.uuid,
+               std::nullopt,
+               best->bytes,
+               best->whole,
+               reason(*best, policy, r.gpu.has_value()),
+               best->compute,
+               compute ? r.compute_mode.value_or(ComputeMode::fair) : ComputeMode::fair,
+               compute ? r.priority.value_or(ComputePriority::normal) : ComputePriority::normal};
 }
 
 std::string index_list(const Inventory& inv) {
@@ -168,8 +139,9 @@ Result<Grant> allocate(const Request& r, const Inventory& inv, const std::vector
   if (!gpus) return std::unexpected(gpus.error());
   const Load load = compute_load(inv, live);
   if (r.kind == SizeKind::mig_profile) return allocate_mig(r, *gpus, load, live, dyn);
+  if (auto ok = check_compute_intent(r, cfg); !ok) return std::unexpected(ok.error());
   auto share = allocate_share(r, *gpus, load, cfg);
-  if (share || !cfg.mig_serves_fractions) return share;
+  if (share || !cfg.mig_serves_fractions || r.compute_intent()) return share;
   auto mig = allocate_mig(r, *gpus, load, live, dyn);
   if (mig) return mig;
   return user_error(share.error().message + "; " + mig.error().message);

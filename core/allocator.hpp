@@ -5,8 +5,13 @@
 //  - Shares (fraction < 1, or memory < the GPU's total) go on a GPU not in MIG mode, not used
 //    whole, with fewer than max-shares-per-gpu shares (0 = unlimited), when reserved + request
 //    <= total x overcommit. A fraction is fraction_bytes(total, f): whole MiB, rounded down.
+//  - A share or whole GPU also books a compute weight (ppm of the GPU's time): gpufrac.io/compute,
+//    else with allocation.compute managed its memory share (bytes x 10^6 / (total x overcommit),
+//    rounded down, at least 1; a whole GPU 10^6), else none. A GPU fits only when the weights
+//    booked on it plus this one stay within 10^6. compute-mode or priority with no weight to carry
+//    them is refused; a request with any of the three never takes a MIG instance.
 //  - binpack (default) picks the fullest GPU that fits (reserved / total, highest), so empty GPUs
-//    stay whole; spread picks the emptiest. Ties go to the lowest index.
+//    stay whole; spread picks the emptiest. Ties go to the lowest index. Compute only filters.
 //  - A whole GPU (fraction 1, or memory equal to the total) needs a GPU with no booking at all and
 //    blocks every other booking there.
 //  - gpufrac.io/gpu restricts every choice to that GPU (index or UUID). A CDI MIG device's pin
@@ -19,7 +24,8 @@
 //    then memory); a memory amount needs the profile's memory (memorySizeMB) >= the amount
 //    (compare memory, then slices). Then fewer compute slices, lowest GPU, GI, CI.
 // A refusal is a user_error naming the numbers, e.g.
-//   "no GPU has 10.0 GiB free: GPU 0 4.0 GiB, GPU 1 2.0 GiB".
+//   "no GPU has 10.0 GiB free: GPU 0 4.0 GiB, GPU 1 2.0 GiB",
+//   "no GPU has 30 % of its time free for compute=30: GPU 0 20 %, GPU 1 0 %".
 #pragma once
 
 #include <vector>

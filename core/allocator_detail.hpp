@@ -11,6 +11,34 @@ namespace gpufrac::alloc_detail {
 // GPUs the request may use (the pinned one, or all), by index.
 using Candidates = std::vector<const Gpu*>;
 
+// How one GPU stands against a share or whole-GPU request (allocator.cpp decides, allocator_fit.cpp
+// words a refusal).
+struct ShareFit {
+  const Gpu* gpu = nullptr;
+  bool ok = false;
+  bool whole = false;
+  std::uint64_t bytes = 0;  // what the request takes on this GPU
+  std::uint64_t free = 0;   // capacity - reserved
+  std::uint64_t reserved = 0;
+  std::uint32_t compute = 0;       // ppm of the GPU's time the request books here (0: none)
+  std::uint32_t compute_free = 0;  // ppm not booked yet
+  std::string why_not;             // set when the GPU is unusable for a reason other than free memory or time
+  bool memory_fits() const { return whole || bytes <= free; }
+  bool compute_fits() const { return compute <= compute_free; }
+};
+
+// The compute a share or whole GPU of `bytes` books on g: the request's own, else by
+// allocation.compute its memory share (default_compute_ppm of g's capacity; a whole GPU all of it)
+// or none.
+std::uint32_t share_compute_ppm(const Request& r, const Gpu& g, std::uint64_t bytes, bool whole,
+                                const AllocationConfig& cfg);
+// compute-mode or priority with nothing to carry them (allocation.compute unmanaged and no
+// gpufrac.io/compute): refused rather than dropped.
+Result<> check_compute_intent(const Request& r, const AllocationConfig& cfg);
+// The one-line refusal when no GPU fits: by memory as before compute shares where memory is short,
+// by the GPU's time where only that is, both named where GPUs differ.
+std::string share_refusal(const Request& r, const std::vector<ShareFit>& fits, bool pinned);
+
 // An existing MIG instance for a mig-profile request.
 Result<Grant> mig_by_profile(const Request& request, const Candidates& gpus, const Load& load);
 // The smallest idle MIG instance that holds a fraction/memory request (mig-serves-fractions).

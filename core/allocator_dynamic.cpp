@@ -15,7 +15,7 @@ bool DynamicMig::dynamic(const Gpu& gpu) const {
 
 bool dynamic_mig_applies(const Request& r, const Inventory& inv, const AllocationConfig& allocation,
                          const MigConfig& mig) {
-  if (r.kind != SizeKind::mig_profile && !allocation.mig_serves_fractions) return false;
+  if (r.kind != SizeKind::mig_profile && (!allocation.mig_serves_fractions || r.compute_intent())) return false;
   const DynamicMig dyn{&mig, nullptr};
   for (const Gpu& g : inv.gpus) {
     if (r.gpu && (r.gpu->index ? g.index != *r.gpu->index : g.uuid != r.gpu->uuid)) continue;

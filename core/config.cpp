@@ -32,6 +32,10 @@ const char* to_string(DriverInject d) {
   return d == DriverInject::always ? "always" : d == DriverInject::never ? "never" : "auto";
 }
 
+const char* to_string(ComputeManagement c) {
+  return c == ComputeManagement::unmanaged ? "unmanaged" : "managed";
+}
+
 Config default_config() {
   Config c;
   c.shim_path = std::string(build::kShimDir) + "/libgpufrac-limits.so";
@@ -93,7 +97,7 @@ Result<> parse_driver(const Located& n, DriverConfig& out) {
 
 Result<> parse_allocation(const Located& n, AllocationConfig& out) {
   if (auto r = yaml::check_keys(
-          n, {"policy", "overcommit", "max-shares-per-gpu", "mig-serves-fractions", "pending-timeout"});
+          n, {"policy", "overcommit", "max-shares-per-gpu", "mig-serves-fractions", "pending-timeout", "compute"});
       !r)
     return r;
   if (n.node["policy"]) {
@@ -119,6 +123,11 @@ Result<> parse_allocation(const Located& n, AllocationConfig& out) {
     GPUFRAC_TRY_ASSIGN(v, yaml::as_u64(n.child("pending-timeout")));
     if (v < 5 || v > 86400) return n.child("pending-timeout").fail("must be 5 to 86400 seconds");
     out.pending_timeout_s = static_cast<std::uint32_t>(v);
+  }
+  if (n.node["compute"]) {
+    auto c = yaml::as_choice(n.child("compute"), {"managed", "unmanaged"});
+    if (!c) return std::unexpected(c.error());
+    out.compute = *c == "unmanaged" ? ComputeManagement::unmanaged : ComputeManagement::managed;
   }
   return {};
 }

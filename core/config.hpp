@@ -19,6 +19,9 @@ enum class NvmlBackend { auto_detect, nvml, simulated };
 enum class MigMode { static_, dynamic };
 enum class LogTarget { file, journal, stderr_ };
 enum class DriverInject { auto_detect, always, never };
+// allocation.compute: whether a share without gpufrac.io/compute books a compute weight equal to its
+// memory share (managed) or none, leaving the GPU's time to its own time-slicing (unmanaged).
+enum class ComputeManagement { managed, unmanaged };
 
 struct NvmlConfig {
   NvmlBackend backend = NvmlBackend::auto_detect;
@@ -32,6 +35,7 @@ struct AllocationConfig {
   std::uint32_t max_shares_per_gpu = 16;  // 0 = unlimited
   bool mig_serves_fractions = false;      // fraction/memory requests may take an idle MIG instance
   std::uint32_t pending_timeout_s = 120;  // a booking with no container pid yet is reclaimed after this
+  ComputeManagement compute = ComputeManagement::managed;  // the default compute share of a share
 };
 
 struct MigConfig {
@@ -107,5 +111,6 @@ Result<Config> select_config(const std::string& flag_path);
 const char* to_string(Policy p);
 const char* to_string(MigMode m);
 const char* to_string(DriverInject d);
+const char* to_string(ComputeManagement c);
 
 }  // namespace gpufrac

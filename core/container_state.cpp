@@ -22,6 +22,17 @@ using limits::render_limit_file;
 
 namespace {
 
+// Adds a booking's compute share to its device's limit: weights add up (at most the whole GPU);
+// the mode and priority are those of the device's first booking with a share.
+void add_compute(limits::DeviceLimit& d, const LedgerEntry& b) {
+  if (b.compute_ppm == 0) return;
+  if (d.compute_ppm == 0) {
+    d.compute_mode = b.compute_mode;
+    d.priority = b.priority;
+  }
+  d.compute_ppm = std::min(kWholeGpuComputePpm, d.compute_ppm + b.compute_ppm);
+}
+
 LimitFile limit_file_for(const std::string& container_id, const std::vector<LedgerEntry>& bookings) {
   LimitFile f;
   f.container = container_id;
@@ -30,10 +41,9 @@ LimitFile limit_file_for(const std::string& container_id, const std::vector<Ledg
   for (const auto& b : bookings) {
     auto same =
         std::find_if(f.devices.begin(), f.devices.end(), [&](const auto& d) { return d.uuid == b.device_uuid; });
-    if (same != f.devices.end())
-      same->bytes = saturating_add(same->bytes, b.bytes);
-    else
-      f.devices.push_back({b.device_uuid, b.bytes});
+    if (same == f.devices.end()) same = f.devices.insert(f.devices.end(), limits::DeviceLimit{b.device_uuid, 0});
+    same->bytes = saturating_add(same->bytes, b.bytes);
+    add_compute(*same, b);
   }
   return f;
 }

@@ -45,9 +45,9 @@ LedgerEntry* find(LedgerState& s, const ReserveArgs& a) {
 }
 
 LedgerEntry entry_for(const ReserveArgs& a, const Grant& g, std::uint64_t pid_start, std::int64_t now) {
-  return LedgerEntry{a.container_id, a.device_key, g.device_uuid, g.gpu_index,          g.gpu_uuid,
-                     g.mig,          g.bytes,      g.exclusive,   a.request.describe(), a.source,
-                     a.pid,          pid_start,    now,           a.instance,           a.claim};
+  return LedgerEntry{a.container_id, a.device_key,         g.device_uuid,  g.gpu_index, g.gpu_uuid, g.mig, g.bytes,
+                     g.exclusive,    a.request.describe(), a.source,       a.pid,       pid_start,  now,   a.instance,
+                     a.claim,        g.compute_ppm,        g.compute_mode, g.priority};
 }
 
 // Finds the booking of (container id, instance, device key) or allocates a new one in state.

@@ -9,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/compute_share.hpp"
 #include "core/ledger_json.hpp"
 
 namespace gpufrac {
@@ -113,6 +114,16 @@ std::optional<MigRef> scan_mig(Scanner& sc) {
   return m;
 }
 
+// `,"compute":<ppm>,"compute_mode":"<mode>","priority":"<priority>"`, written only for a share.
+void scan_compute(Scanner& sc, LedgerEntry& e) {
+  e.compute_ppm = static_cast<std::uint32_t>(sc.u64("compute", kWholeGpuComputePpm));
+  const auto mode = compute_mode_from(sc.str("compute_mode", ledger_max::kSource));
+  const auto priority = compute_priority_from(sc.str("priority", ledger_max::kSource));
+  if (e.compute_ppm == 0 || !mode || !priority) return static_cast<void>(sc.fail());
+  e.compute_mode = *mode;
+  e.priority = *priority;
+}
+
 LedgerEntry scan_entry(Scanner& sc, std::optional<BookingSource>& source) {
   LedgerEntry e;
   e.container_id = sc.str("container_id", ledger_max::kId, true);
@@ -132,6 +143,7 @@ LedgerEntry scan_entry(Scanner& sc, std::optional<BookingSource>& source) {
   // The writer leaves both out when empty.
   if (sc.peek(",\"instance\":") && (e.instance = sc.str("instance", ledger_max::kInstance)).empty()) sc.fail();
   if (sc.peek(",\"claim\":") && (e.claim = sc.str("claim", ledger_max::kClaim)).empty()) sc.fail();
+  if (sc.peek(",\"compute\":")) scan_compute(sc, e);
   sc.lit("}");
   return e;
 }
@@ -204,7 +216,7 @@ bool unique_and_valid(const LedgerState& s) {
 std::optional<LedgerState> scan_canonical_ledger(std::string_view text) {
   Scanner sc(text);
   LedgerState state;
-  const std::uint64_t version = sc.u64("version", kLedgerVersionClaims, true);
+  const std::uint64_t version = sc.u64("version", kLedgerVersionCompute, true);
   bool values_ok = true;
   sc.key_of("entries", false);
   state.entries = scan_list<LedgerEntry>(sc, [&](Scanner& s) {

@@ -33,7 +33,10 @@ Grant grant_of(const LedgerEntry& e) {
                e.mig,
                e.bytes,
                e.exclusive,
-               text::cat("existing booking of ", e.container_id, " (", e.request, ")")};
+               text::cat("existing booking of ", e.container_id, " (", e.request, ")"),
+               e.compute_ppm,
+               e.compute_mode,
+               e.priority};
 }
 
 namespace {

@@ -41,6 +41,11 @@ struct LedgerEntry {
   // written before instances, and for operator bookings (`gpufrac ledger`).
   std::string instance;
   std::string claim;  // dra: "<namespace>/<name>" of the ResourceClaim; "" otherwise
+  // The compute share booked with it (Grant::compute_ppm): ppm of the GPU's time, 0 = none (then
+  // mode and priority stay fair and normal, and the file holds none of the three).
+  std::uint32_t compute_ppm = 0;
+  ComputeMode compute_mode = ComputeMode::fair;
+  ComputePriority priority = ComputePriority::normal;
   bool pending() const { return pid == 0; }
   bool claim_owned() const { return source == BookingSource::dra; }
   bool operator==(const LedgerEntry&) const = default;

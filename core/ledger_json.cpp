@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/compute_share.hpp"
 #include "core/ledger_canonical.hpp"
 #include "core/text.hpp"
 
@@ -17,9 +18,10 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::string_view, 15> kEntryKeys{
-    "container_id", "device_key", "device_uuid", "gpu_index", "gpu_uuid", "mig",      "bytes", "exclusive",
-    "request",      "source",     "pid",         "pid_start", "created",  "instance", "claim"};
+constexpr std::array<std::string_view, 18> kEntryKeys{
+    "container_id", "device_key", "device_uuid", "gpu_index", "gpu_uuid",     "mig",
+    "bytes",        "exclusive",  "request",     "source",    "pid",          "pid_start",
+    "created",      "instance",   "claim",       "compute",   "compute_mode", "priority"};
 
 // Typed field access on one JSON object; remembers the first problem with its dotted path.
 class Reader {
@@ -81,6 +83,18 @@ std::optional<MigRef> read_mig(const json& obj, Reader& parent, const std::strin
   return ref;
 }
 
+// "compute", "compute_mode" and "priority": a compute share has all three, other bookings none.
+void read_compute(Reader& r, LedgerEntry& e) {
+  e.compute_ppm = static_cast<std::uint32_t>(r.u64("compute", kWholeGpuComputePpm));
+  r.check(e.compute_ppm != 0, "compute", text::cat("must be an integer 1-", kWholeGpuComputePpm));
+  const auto mode = compute_mode_from(r.str("compute_mode", ledger_max::kSource));
+  r.check(mode.has_value(), "compute_mode", "must be fair or strict");
+  const auto priority = compute_priority_from(r.str("priority", ledger_max::kSource));
+  r.check(priority.has_value(), "priority", "must be normal or high");
+  e.compute_mode = mode.value_or(ComputeMode::fair);
+  e.priority = priority.value_or(ComputePriority::normal);
+}
+
 Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
   if (!obj.is_object()) return internal_error(path + ": must be an object");
   for (const auto& [key, value] : obj.items())
@@ -104,6 +118,7 @@ Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
   if (obj.contains("instance"))
     e.instance = r.str("instance", ledger_max::kInstance);                  // absent in ledgers written before it
   if (obj.contains("claim")) e.claim = r.str("claim", ledger_max::kClaim);  // claim-owned bookings only
+  if (obj.contains("compute") || obj.contains("compute_mode") || obj.contains("priority")) read_compute(r, e);
   e.source = source.value_or(BookingSource::hook);
   if (auto p = entry_value_problem(e, source.has_value())) r.fail(p->first, p->second);
   if (r.error()) return internal_error(*r.error());
@@ -126,6 +141,10 @@ std::optional<std::pair<std::string_view, std::string_view>> entry_value_problem
   if (e.claim_owned() && e.pid != 0) return P{"pid", "must be 0 on a dra booking"};
   if (!validate_optional_instance(e.instance)) return P{"instance", "is not a valid instance"};
   if (e.pid == 0 && e.pid_start != 0) return P{"pid_start", "must be 0 while pid is 0"};
+  if (e.compute_ppm > kWholeGpuComputePpm) return P{"compute", "must be an integer 1-1000000"};
+  if (e.compute_ppm != 0 && e.mig) return P{"compute", "is never booked on a MIG instance"};
+  if (e.compute_ppm == 0 && (e.compute_mode != ComputeMode::fair || e.priority != ComputePriority::normal))
+    return P{"compute_mode", "is set only with compute"};
   return std::nullopt;
 }
 
@@ -160,15 +179,15 @@ Result<std::vector<MigIdleRecord>> read_idle_records(const json& doc, const std:
   return out;
 }
 
-// Version 1: {version, entries}; versions 2 and 3: {version, entries, mig_idle}.
+// Version 1: {version, entries}; versions 2 to 4: {version, entries, mig_idle}.
 Result<int> read_version(const json& doc, const std::string& name) {
   if (!doc.is_object() || !doc.contains("version") || !doc.contains("entries"))
     return internal_error(name + ": not a gpufrac ledger; expected {\"version\": 1, \"entries\": [...]}");
   const json& v = doc.at("version");
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() < kLedgerVersion ||
-      v.get<std::uint64_t>() > kLedgerVersionClaims)
+      v.get<std::uint64_t>() > kLedgerVersionCompute)
     return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not ", kLedgerVersion, ", ",
-                                    kLedgerVersionMigIdle, " or ", kLedgerVersionClaims,
+                                    kLedgerVersionMigIdle, ", ", kLedgerVersionClaims, " or ", kLedgerVersionCompute,
                                     "; it was written by another gpufrac version"));
   const int version = static_cast<int>(v.get<std::uint64_t>());
   if (version == kLedgerVersion && doc.size() != 2)
@@ -191,6 +210,8 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
     if (!e) return std::unexpected(e.error().wrap(name));
     if (e->claim_owned() && *version < kLedgerVersionClaims)
       return internal_error(text::cat(name, ": entries[", i, "]: a dra booking in a version ", *version, " ledger"));
+    if (e->compute_ppm != 0 && *version < kLedgerVersionCompute)
+      return internal_error(text::cat(name, ": entries[", i, "]: a compute share in a version ", *version, " ledger"));
     if (!seen.emplace(e->claim_owned(), container_key(*e), e->device_key).second)
       return internal_error(text::cat(name, ": entries[", i, "]: a second booking of container ", container_key(*e),
                                       " device key ", text::quote(e->device_key)));
@@ -223,6 +244,11 @@ json entry_to_json(const LedgerEntry& e) {
          {"created", e.created}};
   if (!e.instance.empty()) j["instance"] = e.instance;
   if (!e.claim.empty()) j["claim"] = e.claim;
+  if (e.compute_ppm != 0) {
+    j["compute"] = e.compute_ppm;
+    j["compute_mode"] = to_string(e.compute_mode);
+    j["priority"] = to_string(e.priority);
+  }
   return j;
 }
 
@@ -294,6 +320,11 @@ void append_ledger_entry(std::string& out, const LedgerEntry& e) {
   field(out, R"(,"created":)"sv, e.created);
   if (!e.instance.empty()) string_field(out, R"(,"instance":)"sv, e.instance);
   if (!e.claim.empty()) string_field(out, R"(,"claim":)"sv, e.claim);
+  if (e.compute_ppm != 0) {
+    field(out, R"(,"compute":)"sv, e.compute_ppm);
+    field(out, R"(,"compute_mode":")"sv, std::string_view(to_string(e.compute_mode)), '"');
+    field(out, R"(,"priority":")"sv, std::string_view(to_string(e.priority)), '"');
+  }
   out += '}';
 }
 
@@ -306,7 +337,10 @@ void append_idle_record(std::string& out, const MigIdleRecord& r) {
 }
 
 int ledger_version_for(const LedgerState& state) {
-  if (std::any_of(state.entries.begin(), state.entries.end(), [](const LedgerEntry& e) { return e.claim_owned(); }))
+  const auto& entries = state.entries;
+  if (std::any_of(entries.begin(), entries.end(), [](const LedgerEntry& e) { return e.compute_ppm != 0; }))
+    return kLedgerVersionCompute;
+  if (std::any_of(entries.begin(), entries.end(), [](const LedgerEntry& e) { return e.claim_owned(); }))
     return kLedgerVersionClaims;
   return state.mig_idle.empty() ? kLedgerVersion : kLedgerVersionMigIdle;
 }

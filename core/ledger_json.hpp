@@ -1,9 +1,11 @@
 // The ledger file's JSON form: {"version": 1, "entries": [{...}, ...]}, or version 2 with the idle
 // records of dynamic MIG instances: {"version": 2, "entries": [...], "mig_idle": [{"uuid": "MIG-...",
-// "gpu": "GPU-...", "since": 1700000000}, ...]}. Migration: both versions load (a version-1 file
-// has no idle records); the writer writes version 1 while there is no idle record and version 2
-// otherwise, so a node that never uses dynamic MIG keeps files older binaries read, and an older
-// binary refuses a file with records rather than dropping them. The loader is strict (exact keys,
+// "gpu": "GPU-...", "since": 1700000000}, ...]}; version 3 adds claim bookings (source dra, "claim"),
+// version 4 compute shares (an entry's "compute": ppm 1-1000000, "compute_mode": fair|strict,
+// "priority": normal|high, all three or none, never on a MIG instance). Migration: every version
+// loads; the writer writes the lowest version that holds the content, so a node that never uses a
+// feature keeps files older binaries read, and an older binary refuses a file with what it does
+// not know rather than dropping it. The loader is strict (exact keys,
 // types, bounds, valid ids, no duplicate bookings or records): a ledger is written only by
 // gpufrac, so anything else is a damaged file and is reported, never half-read.
 #pragma once
@@ -23,6 +25,7 @@ namespace gpufrac {
 inline constexpr int kLedgerVersion = 1;         // bookings only
 inline constexpr int kLedgerVersionMigIdle = 2;  // bookings and idle dynamic MIG records
 inline constexpr int kLedgerVersionClaims = 3;   // as 2, and bookings of Kubernetes claims (source dra)
+inline constexpr int kLedgerVersionCompute = 4;  // as 3, and compute shares (compute, compute_mode, priority)
 inline constexpr std::size_t kMaxLedgerEntries = 65536;
 // The bounds on string fields (bytes of printable ASCII) both readers apply.
 namespace ledger_max {
@@ -32,7 +35,8 @@ inline constexpr std::size_t kClaim = 317;  // <namespace (63)>/<name (253)>
 }  // namespace ledger_max
 
 std::string ledger_to_json(const LedgerState& state);
-// The version ledger_to_json writes for this content (3 with a claim, 2 with an idle record, else 1),
+// The version ledger_to_json writes for this content (4 with a compute share, 3 with a claim, 2 with
+// an idle record, else 1),
 // and one entry or idle record exactly as it writes them (appended to out).
 int ledger_version_for(const LedgerState& state);
 void append_ledger_entry(std::string& out, const LedgerEntry& e);

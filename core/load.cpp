@@ -26,6 +26,7 @@ Load compute_load(const Inventory& inv, const std::vector<LedgerEntry>& entries)
     }
     auto& d = load.by_device[e.device_uuid];
     d.reserved = saturating_add(d.reserved, e.bytes);
+    d.compute += e.compute_ppm;  // at most 65536 entries of at most 10^6 each: no overflow
     d.entries.push_back(&e);
     if (e.exclusive && d.exclusive == nullptr) d.exclusive = &e;
   }
@@ -36,6 +37,10 @@ std::uint64_t gpu_capacity(const Gpu& gpu, double overcommit) {
   if (overcommit <= 1.0) return gpu.memory_bytes;
   const long double cap = static_cast<long double>(gpu.memory_bytes) * static_cast<long double>(overcommit);
   return cap >= 1.8e19L ? UINT64_MAX : static_cast<std::uint64_t>(cap);
+}
+
+std::uint32_t compute_free(const DeviceLoad& d) {
+  return d.compute >= kWholeGpuComputePpm ? 0 : static_cast<std::uint32_t>(kWholeGpuComputePpm - d.compute);
 }
 
 }  // namespace gpufrac

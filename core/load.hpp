@@ -1,4 +1,5 @@
-// What live bookings hold on each device of an inventory: reserved bytes, share count and who.
+// What live bookings hold on each device of an inventory: reserved bytes, booked compute, share
+// count and who.
 // Pure; shared by the allocator and `gpufrac status`. The pointers refer into the entries vector
 // passed in, which must outlive the result.
 #pragma once
@@ -15,6 +16,7 @@ namespace gpufrac {
 
 struct DeviceLoad {
   std::uint64_t reserved = 0;
+  std::uint64_t compute = 0;  // ppm of the GPU's time booked (sum of the bookings' compute_ppm)
   std::vector<const LedgerEntry*> entries;
   const LedgerEntry* exclusive = nullptr;  // a whole-GPU or MIG booking
   std::uint32_t shares() const { return static_cast<std::uint32_t>(entries.size()); }
@@ -30,5 +32,7 @@ Load compute_load(const Inventory& inv, const std::vector<LedgerEntry>& entries)
 
 // Memory that may be promised on a GPU: total x overcommit, in bytes.
 std::uint64_t gpu_capacity(const Gpu& gpu, double overcommit);
+// The GPU's time not booked yet, in ppm (0 when its bookings sum to all of it or more).
+std::uint32_t compute_free(const DeviceLoad& d);
 
 }  // namespace gpufrac

@@ -3,6 +3,7 @@
 #include <array>
 #include <vector>
 
+#include "core/compute_share.hpp"
 #include "core/mig_profile_name.hpp"
 #include "core/text.hpp"
 
@@ -12,7 +13,8 @@ namespace {
 
 using namespace annotation;
 
-constexpr std::array<std::string_view, 6> kOwnKeys{kFraction, kMemory, kMigProfile, kGpu, kPolicy, kInjected};
+constexpr std::array<std::string_view, 9> kOwnKeys{kFraction, kMemory,      kMigProfile, kGpu,     kPolicy,
+                                                   kCompute,  kComputeMode, kPriority,   kInjected};
 constexpr std::array<std::string_view, 3> kAliasKeys{kAliasFraction, kAliasMemory, kAliasClearml};
 constexpr const char* kGpuForm =
     "a GPU index or GPU-<uuid> as nvidia-smi -L prints it, e.g. 0 or GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5";
@@ -21,6 +23,10 @@ constexpr const char* kMibForm = "a positive integer of MiB, e.g. 4096";
 constexpr const char* kSizingKeys =
     "gpufrac.io/fraction, gpufrac.io/memory or gpufrac.io/mig-profile (aliases count as these)";
 constexpr const char* kEnvSizingKeys = "GPUFRAC_FRACTION, GPUFRAC_MEMORY or GPUFRAC_MIG_PROFILE";
+// What gives a request its size: a sizing key, or compute alone.
+constexpr const char* kShareKeys =
+    "gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these) or gpufrac.io/compute";
+constexpr const char* kEnvShareKeys = "GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE or GPUFRAC_COMPUTE";
 
 std::unexpected<Error> refuse(std::string_view key, std::string_view message) {
   return user_error(text::cat(key, ": ", message));
@@ -39,6 +45,9 @@ std::string_view form_of(std::string_view key) {
   if (key == kMigProfile) return kMigProfileForm;
   if (key == kGpu) return kGpuForm;
   if (key == kPolicy) return kPolicyForm;
+  if (key == kCompute) return kComputeForm;
+  if (key == kComputeMode) return kComputeModeForm;
+  if (key == kPriority) return kPriorityForm;
   return kFractionForm;
 }
 
@@ -58,12 +67,13 @@ Result<> check_unknown_keys(const Annotations& a) {
     if (!is_own_key(it->first))
       return user_error(text::quote(it->first) +
                         ": unknown gpufrac annotation; use gpufrac.io/fraction, gpufrac.io/memory, "
-                        "gpufrac.io/mig-profile, gpufrac.io/gpu or gpufrac.io/policy");
+                        "gpufrac.io/mig-profile, gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, "
+                        "gpufrac.io/gpu or gpufrac.io/policy");
   return {};
 }
 
 bool is_sizing_key(std::string_view key) {
-  return key != kGpu && key != kPolicy;
+  return key != kGpu && key != kPolicy && key != kCompute && key != kComputeMode && key != kPriority;
 }
 
 // The name a message gives a key: the environment variable it was read from, else the key.
@@ -131,6 +141,51 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+// A request without a sizing key: compute alone is a share of that size (compute=30 is
+// fraction=0.3); anything else (gpu, policy, compute-mode, priority) lacks a size. `first` names
+// the first key present.
+Result<Request> size_by_compute(const Annotations& a, const KeyNames& names, std::string_view first) {
+  auto it = a.find(kCompute);
+  if (it == a.end())
+    return refuse(first, text::cat("is set without a size; add ", names.empty() ? kShareKeys : kEnvShareKeys));
+  auto ppm = parse_compute(shown(names, kCompute), it->second);
+  if (!ppm) return std::unexpected(ppm.error());
+  Request r;
+  r.kind = SizeKind::fraction;
+  r.fraction = *ppm;
+  r.sized_by_compute = true;
+  return r;
+}
+
+// gpufrac.io/compute, compute-mode and priority onto a sized request; all three are refused beside
+// mig-profile (a MIG instance's time is its own).
+Result<> apply_compute(Request& r, const Annotations& a, const KeyNames& names) {
+  for (std::string_view key : {kCompute, kComputeMode, kPriority}) {
+    auto it = a.find(std::string(key));
+    if (it == a.end()) continue;
+    const std::string_view name = shown(names, key);
+    if (r.kind == SizeKind::mig_profile)
+      return refuse(name, text::cat("does not apply to ", shown(names, kMigProfile),
+                                    " (a MIG instance owns its share of the GPU's time); use it with ",
+                                    names.empty() ? "gpufrac.io/fraction or gpufrac.io/memory, or on its own"
+                                                  : "GPUFRAC_FRACTION or GPUFRAC_MEMORY, or on its own"));
+    if (key == kCompute) {
+      auto ppm = parse_compute(name, it->second);
+      if (!ppm) return std::unexpected(ppm.error());
+      r.compute_ppm = *ppm;
+    } else if (key == kComputeMode) {
+      auto mode = parse_compute_mode(name, it->second);
+      if (!mode) return std::unexpected(mode.error());
+      r.compute_mode = *mode;
+    } else {
+      auto priority = parse_priority(name, it->second);
+      if (!priority) return std::unexpected(priority.error());
+      r.priority = *priority;
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string GpuPin::describe() const {
@@ -146,6 +201,12 @@ std::string Request::describe() const {
     auto m = format_memory(memory_bytes);
     out = "memory=" + (m ? *m : text::cat(memory_bytes, "B"));
   }
+  if (compute_ppm) {
+    const std::string compute = "compute=" + format_compute_percent(*compute_ppm);
+    out = sized_by_compute ? compute : out + " " + compute;
+  }
+  if (compute_mode) out += text::cat(" compute-mode=", to_string(*compute_mode));
+  if (priority) out += text::cat(" priority=", to_string(*priority));
   if (gpu) out += " gpu=" + gpu->describe();
   if (gpu && gpu->mig_start) out += text::cat(" placement=", *gpu->mig_start);
   if (policy) out += text::cat(" policy=", to_string(*policy));
@@ -169,6 +230,22 @@ Result<Policy> parse_policy(std::string_view key, std::string_view value) {
   if (value == "binpack") return Policy::binpack;
   if (value == "spread") return Policy::spread;
   return refuse(key, text::quote(value) + " is not a policy; use " + kPolicyForm);
+}
+
+Result<std::uint32_t> parse_compute(std::string_view key, std::string_view value) {
+  auto ppm = parse_compute_percent(value);
+  if (!ppm) return refuse(key, ppm.error().message);
+  return *ppm;
+}
+
+Result<ComputeMode> parse_compute_mode(std::string_view key, std::string_view value) {
+  if (auto m = compute_mode_from(value)) return *m;
+  return refuse(key, text::quote(value) + " is not a compute mode; use " + kComputeModeForm);
+}
+
+Result<ComputePriority> parse_priority(std::string_view key, std::string_view value) {
+  if (auto p = compute_priority_from(value)) return *p;
+  return refuse(key, text::quote(value) + " is not a priority; use " + kPriorityForm);
 }
 
 const std::string* first_request_key(const Annotations& a, bool aliases) {
@@ -198,11 +275,10 @@ Result<std::optional<Request>> parse_request(const Annotations& a, bool aliases,
   if (sizing.size() > 1)
     return user_error(text::cat(shown(names, sizing[0]), " and ", shown(names, sizing[1]),
                                 ": both set; set only one of ", names.empty() ? kSizingKeys : kEnvSizingKeys));
-  if (sizing.empty())
-    return refuse(shown(names, keys[0]->first),
-                  text::cat("is set without a size; add ", names.empty() ? kSizingKeys : kEnvSizingKeys));
-  auto request = parse_size(sizing[0], a.at(std::string(sizing[0])), shown(names, sizing[0]));
+  auto request = sizing.empty() ? size_by_compute(a, names, shown(names, keys[0]->first))
+                                : parse_size(sizing[0], a.at(std::string(sizing[0])), shown(names, sizing[0]));
   if (!request) return std::unexpected(request.error());
+  if (auto r = apply_compute(*request, a, names); !r) return std::unexpected(r.error());
   if (auto it = a.find(kGpu); it != a.end()) {
     auto pin = parse_gpu_pin(shown(names, kGpu), it->second);
     if (!pin) return std::unexpected(pin.error());

@@ -11,6 +11,7 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "core/grant.hpp"
 #include "core/quantity.hpp"
 
 namespace gpufrac {
@@ -24,6 +25,11 @@ inline constexpr const char* kMemory = "gpufrac.io/memory";
 inline constexpr const char* kMigProfile = "gpufrac.io/mig-profile";
 inline constexpr const char* kGpu = "gpufrac.io/gpu";
 inline constexpr const char* kPolicy = "gpufrac.io/policy";
+// The compute share (docs/architecture.md "Compute share"): a percent of the GPU's time, how it is
+// enforced and whose work goes first. Not sizing keys: compute alone is also the memory share.
+inline constexpr const char* kCompute = "gpufrac.io/compute";
+inline constexpr const char* kComputeMode = "gpufrac.io/compute-mode";
+inline constexpr const char* kPriority = "gpufrac.io/priority";
 // Written by gpufrac-runtime on the containers it prepared; accepted and ignored by the parser.
 inline constexpr const char* kInjected = "gpufrac.io/injected";
 // Compatibility aliases (Config::aliases): KAI-Scheduler / Run:ai and ClearML.
@@ -56,7 +62,18 @@ struct Request {
   std::string mig_profile;         // kind == mig_profile, canonical name
   std::optional<GpuPin> gpu;
   std::optional<Policy> policy;  // overrides the node's allocation.policy
-  // "fraction=0.25", "memory=4Gi gpu=1", "mig-profile=1g.10gb policy=spread": recorded in the ledger.
+  // gpufrac.io/compute in ppm of the GPU's time (percent x 10'000); nullopt: the default share
+  // (allocation.compute). sized_by_compute: compute was the only size, so the memory share is the
+  // same fraction (kind fraction, fraction = the compute).
+  std::optional<std::uint32_t> compute_ppm;
+  bool sized_by_compute = false;
+  std::optional<ComputeMode> compute_mode;  // nullopt: fair
+  std::optional<ComputePriority> priority;  // nullopt: normal
+  // The request says something about compute (a share, a mode or a priority): it is never served by
+  // a MIG instance, whose time is its own.
+  bool compute_intent() const { return compute_ppm || compute_mode || priority; }
+  // "fraction=0.25", "memory=4Gi gpu=1", "mig-profile=1g.10gb policy=spread",
+  // "compute=30 compute-mode=strict priority=high": recorded in the ledger.
   std::string describe() const;
   bool operator==(const Request&) const = default;
 };
@@ -79,5 +96,8 @@ const std::string* first_request_key(const Annotations& annotations, bool aliase
 // Value grammars shared with other front-ends; the message names the key and the accepted form.
 Result<GpuPin> parse_gpu_pin(std::string_view key, std::string_view value);
 Result<Policy> parse_policy(std::string_view key, std::string_view value);
+Result<std::uint32_t> parse_compute(std::string_view key, std::string_view value);
+Result<ComputeMode> parse_compute_mode(std::string_view key, std::string_view value);
+Result<ComputePriority> parse_priority(std::string_view key, std::string_view value);
 
 }  // namespace gpufrac

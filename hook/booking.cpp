@@ -2,6 +2,7 @@
 
 #include "cdi/device_names.hpp"
 #include "core/allocator.hpp"
+#include "core/compute_share.hpp"
 #include "core/env_request.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
@@ -112,8 +113,9 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
     return std::unexpected(booking.error());
   } else {
     for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
-    log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes), ") for ",
-                        (*request)->describe(), ": ", booking->grant.reason));
+    log::info(text::cat("booked ", booking->grant.device_uuid, " (",
+                        booked_text(booking->grant.bytes, booking->grant.compute_ppm), ") for ", (*request)->describe(),
+                        ": ", booking->grant.reason));
   }
   return ledger.bookings_of(inv.state.id, inv.instance);
 }

@@ -1,5 +1,6 @@
 #include "k8s/claim.hpp"
 
+#include "core/compute_share.hpp"
 #include "core/mig_profile_name.hpp"
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"
@@ -43,6 +44,24 @@ Request booking_for(const DraDevice& d, std::uint64_t bytes) {
   return r;
 }
 
+// consumedCapacity.compute of a share: percent of the GPU's time, 0 to kComputeCapacity; 0 (the
+// policy's default, for a claim that asks for none) leaves the request to the default share.
+Result<std::optional<std::uint32_t>> consumed_compute(const json& result, const DraDevice& device,
+                                                      const std::string& where) {
+  const json* compute = path(result, {"consumedCapacity", "compute"});
+  if (compute == nullptr) return std::optional<std::uint32_t>{};
+  const std::string field = where + ".consumedCapacity.compute: ";
+  if (device.whole())
+    return user_error(text::cat(field, "a MIG device owns its share of the GPU's time; ask for compute on gpu-<i>"));
+  const std::string text = compute->is_string() ? compute->get<std::string>() : compute->dump();
+  const auto v = text::parse_u64(text);
+  if (!compute->is_string() || !v || text.size() > 3 || (text.size() > 1 && text[0] == '0') || *v > kComputeCapacity)
+    return user_error(text::cat(field, text::quote(text), " is not a percent of the GPU's time; use an integer 0 to ",
+                                kComputeCapacity, " (0: the default share)"));
+  if (*v == 0) return std::optional<std::uint32_t>{};
+  return std::optional<std::uint32_t>(static_cast<std::uint32_t>(*v) * kPpmPerPercent);
+}
+
 Result<ClaimShare> share_of(const json& result, const ClaimRef& ref, const std::string& node, const Inventory& inv,
                             const MigConfig& mig, std::size_t i) {
   const std::string where = text::cat("claim ", ref.describe(), ": status.allocation.devices.results[", i, "]");
@@ -70,7 +89,10 @@ Result<ClaimShare> share_of(const json& result, const ClaimRef& ref, const std::
                                   " (", k8s_quantity(device->memory_bytes()), ")"));
     s.bytes = *bytes;
   }
+  auto compute = consumed_compute(result, *device, where);
+  if (!compute) return std::unexpected(compute.error());
   s.booking = booking_for(*device, s.bytes);
+  s.booking.compute_ppm = *compute;
   s.dynamic_mig = device->profile != nullptr;
   return s;
 }

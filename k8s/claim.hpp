@@ -39,7 +39,9 @@ struct ClaimShare {
 
 // The claim's results for gpufrac.io in pool `node`; refuses a claim whose uid differs from the
 // kubelet's, one without status.allocation, a result naming another pool or an unknown device, a
-// consumed memory beyond the device, more than 32 results. Results of other drivers are skipped.
+// consumed memory beyond the device, a consumed compute that is not a percent (or on a MIG device),
+// more than 32 results. Results of other drivers are skipped. A consumed compute above 0 is the
+// booking's gpufrac.io/compute; 0 or none leaves it to the default share (allocation.compute).
 Result<std::vector<ClaimShare>> claim_shares(const nlohmann::json& claim, const ClaimRef& ref, const std::string& node,
                                              const Inventory& inventory, const MigConfig& mig = {});
 

@@ -1,11 +1,11 @@
 // gpufrac's devices as Kubernetes DRA sees them (driver gpufrac.io, one pool per node named after
 // the node): a GPU not in MIG mode is one device "gpu-<index>" that allows many allocations, each
-// consuming part of its "memory" capacity; an existing MIG instance is a device
-// "gpu-<index>-mig-<gi>-<ci>" allocated whole. On a dynamic-MIG GPU (mig.mode dynamic, in MIG mode)
-// every profile at every placement is a device "gpu-<index>-mig-<profile>-<profile id>-<start>"
-// (profile name without dots and signs: 1g.10gb+me -> 1g10gbme), allocated whole: preparing it
-// reuses or creates the instance at exactly that placement, so the published devices do not change
-// as instances come and go. Names are derived from the inventory, never parsed.
+// consuming part of its "memory" capacity and of its "compute" capacity (percent of its time); an existing MIG instance
+// is a device "gpu-<index>-mig-<gi>-<ci>" allocated whole. On a dynamic-MIG GPU (mig.mode dynamic, in MIG mode) every
+// profile at every placement is a device "gpu-<index>-mig-<profile>-<profile id>-<start>" (profile name without dots
+// and signs: 1g.10gb+me -> 1g10gbme), allocated whole: preparing it reuses or creates the instance at exactly that
+// placement, so the published devices do not change as instances come and go. Names are derived from the inventory,
+// never parsed.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,10 @@
 namespace gpufrac::dra {
 
 inline constexpr const char* kDriverName = "gpufrac.io";
+// A shareable GPU's "compute" capacity: percent of its time (a claim's
+// capacity.requests.compute: "30"); consumed 0 (the request policy's default) means "not asked":
+// prepare books the default share, as for a container without gpufrac.io/compute.
+inline constexpr std::uint32_t kComputeCapacity = 100;
 
 struct DraDevice {
   std::string name;

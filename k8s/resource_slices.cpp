@@ -34,6 +34,14 @@ json counter_sets(const std::vector<const Gpu*>& gpus) {
   return sets;
 }
 
+// The GPU's time in percent (k8s/dra_devices.hpp kComputeCapacity): a claim may ask for 1 to 100;
+// one that does not consumes 0 here and prepare books its default share (the memory share).
+json compute_capacity() {
+  return {{"value", text::cat(kComputeCapacity)},
+          {"requestPolicy",
+           {{"default", "0"}, {"validRange", {{"min", "0"}, {"max", text::cat(kComputeCapacity)}, {"step", "1"}}}}}};
+}
+
 json gpu_device(const DraDevice& d, const Inventory& inv, std::uint64_t step) {
   const Gpu& g = *d.gpu;
   json attrs = {{"type", {{"string", "gpu"}}},
@@ -53,7 +61,7 @@ json gpu_device(const DraDevice& d, const Inventory& inv, std::uint64_t step) {
   return {{"name", d.name},
           {"allowMultipleAllocations", true},
           {"attributes", std::move(attrs)},
-          {"capacity", {{"memory", std::move(capacity)}}},
+          {"capacity", {{"memory", std::move(capacity)}, {"compute", compute_capacity()}}},
           {"consumesCounters",
            json::array({{{"counterSet", counter_set(g)}, {"counters", {{"memory", quantity(g.memory_bytes)}}}}})}};
 }

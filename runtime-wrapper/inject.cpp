@@ -5,6 +5,7 @@
 
 #include <cerrno>
 
+#include "core/compute_share.hpp"
 #include "core/container_state.hpp"
 #include "core/fs.hpp"
 #include "core/ledger.hpp"
@@ -71,8 +72,9 @@ Result<> book_one(const Injection& inj, const WantedDevice& w, const Annotations
   }
   if (!booking) return std::unexpected(booking.error());
   for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
-  log::info(text::cat("booked ", booking->grant.device_uuid, " (", text::format_bytes(booking->grant.bytes),
-                      ") pending for ", w.request.describe(), ": ", booking->grant.reason));
+  log::info(text::cat("booked ", booking->grant.device_uuid, " (",
+                      booked_text(booking->grant.bytes, booking->grant.compute_ppm), ") pending for ",
+                      w.request.describe(), ": ", booking->grant.reason));
   return {};
 }
 

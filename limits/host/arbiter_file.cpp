@@ -116,8 +116,9 @@ ArbiterSlotView slot_view(const gpufrac_arbiter* a, unsigned i, std::uint64_t no
 
 }  // namespace
 
-double ArbiterSlotView::achieved() const {
-  return std::min(1.0, static_cast<double>(window_ns) / (GPUFRAC_ARBITER_WINDOW_S * 1e9));
+std::uint32_t ArbiterSlotView::achieved_ppm() const {
+  const std::uint64_t window = GPUFRAC_ARBITER_WINDOW_S * 1000000000ull;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(window_ns, window) / (window / 1000000));
 }
 
 Result<> ensure_arbiter(const std::string& path, const std::string& gpu_uuid) {

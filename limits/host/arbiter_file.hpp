@@ -38,7 +38,8 @@ struct ArbiterSlotView {
   std::uint64_t window_ns = 0;   // charged in the last GPUFRAC_ARBITER_WINDOW_S whole seconds
   std::uint64_t charged_ns = 0;  // ever
   std::uint64_t leases = 0;      // ever
-  double achieved() const;       // window_ns over the window: the share's achieved compute, 0..1
+  // window_ns over the window: the share's achieved compute, in ppm of the GPU's time (0..1000000).
+  std::uint32_t achieved_ppm() const;
 };
 
 struct ArbiterView {

@@ -15,11 +15,13 @@ for line in "== 1. The node" "NVIDIA A100-SXM4-40GB" "gpufrac.io/gpu=0-0.25" \
   "gpufrac-hook: no GPU has 9.9 GiB free for fraction=0.25: GPU 0 0 B" \
   "NVIDIA A100-SXM4-40GB, 10134 MiB" \
   "allocated 19 x 512 MiB = 9.5 GiB; the next cuMemAlloc of 512 MiB returned CUDA_ERROR_OUT_OF_MEMORY" \
-  "0    demo-cuda       fraction=0.25  9.9 GiB   9.5 GiB  hook" "No shares." "Done (simulated node"; do
+  "0    demo-cuda       fraction=0.25  9.9 GiB   9.5 GiB  25 %     -                hook" "No shares." \
+  "Done (simulated node"; do
   assert_contains "$OUT" "$line" "demo output"
 done
 assert_contains "$(grep -E '^0    NVIDIA A100-SXM4-40GB  GPU-[0-9a-f]{8}  ' <<<"$OUT" | head -1)" \
-  "9.5 GiB  39.6 GiB  0 B   39.6 GiB  4" "status: 9.5 GiB used of the 39.6 GiB the four shares reserve"
+  "9.5 GiB  39.6 GiB  0 B   39.6 GiB  100 %    4" \
+  "status: 9.5 GiB used of the 39.6 GiB the four shares reserve, and all of the GPU's time (a quarter each)"
 assert_eq "$(runc list -q | grep -c '^demo-' || true)" 0 "no demo container left"
 assert_eq "$(ls -d /tmp/gpufrac-demo.* 2>/dev/null | wc -l)" 0 "the demo's temporary root is removed"
 finish

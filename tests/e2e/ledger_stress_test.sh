@@ -36,11 +36,13 @@ for rc in $(grep -lx 1 "$OUTDIR"/*.rc); do
 done
 
 LEDGER=$E2E_TMP/state/ledger.json
-assert_eq "$(jq '.version' "$LEDGER")" 1 "ledger version"
+assert_eq "$(jq '.version' "$LEDGER")" 4 "ledger version (compute shares: each quarter books a quarter of the time)"
 assert_eq "$(jq '.entries | length' "$LEDGER")" 8 "entries"
 assert_eq "$(jq '[.entries[].container_id] | unique | length' "$LEDGER")" 8 "distinct containers"
 assert_eq "$(jq -c '[.entries | group_by(.gpu_index)[] | {gpu: .[0].gpu_index, n: length, bytes: (map(.bytes) | add)}]' "$LEDGER")" \
   '[{"gpu":0,"n":4,"bytes":42505076736},{"gpu":1,"n":4,"bytes":42505076736}]' "per-GPU sums"
+assert_eq "$(jq -c '[.entries | group_by(.gpu_index)[] | map(.compute) | add]' "$LEDGER")" '[1000000,1000000]' \
+  "per-GPU compute sums"
 assert_eq "$(jq "[.entries[] | select(.pid != $SLEEPER)] | length" "$LEDGER")" 0 "pids"
 winners=$(for rc in $(grep -lx 0 "$OUTDIR"/*.rc); do f=${rc##*/}; echo "s${f%.rc}"; done | sort | tr '\n' ' ')
 assert_eq "$(jq -r '.entries[].container_id' "$LEDGER" | sort | tr '\n' ' ')" "$winners" "winners are booked"

@@ -1,8 +1,8 @@
 // Fuzzes the request parser. Input: one flag byte (bit 0: aliases on; bit 1: the records are the
 // container's environment, core/env_request.hpp, with the same records as annotations when bit 2
 // is set too), then "key=value" records separated by newlines. Invariants: no crash; the fast path
-// agrees with the parser; a request is in range and canonical; a refusal, and every warning, is one
-// bounded line of kind user.
+// agrees with the parser; a request is in range and canonical (its compute share too); a refusal,
+// and every warning, is one bounded line of kind user.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -47,6 +47,12 @@ void check_request(const Request& r) {
       break;
   }
   if (r.gpu) FUZZ_CHECK(r.gpu->index.has_value() != !r.gpu->uuid.empty());
+  // A compute share is a whole percent of a GPU's time, never on a MIG instance; compute alone is
+  // also the memory share.
+  if (r.compute_ppm)
+    FUZZ_CHECK(*r.compute_ppm >= 10'000 && *r.compute_ppm <= 1'000'000 && *r.compute_ppm % 10'000 == 0);
+  if (r.kind == SizeKind::mig_profile) FUZZ_CHECK(!r.compute_intent());
+  if (r.sized_by_compute) FUZZ_CHECK(r.kind == SizeKind::fraction && r.compute_ppm == r.fraction);
 }
 
 std::vector<std::string> as_env(std::string_view data) {

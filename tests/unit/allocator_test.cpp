@@ -69,8 +69,9 @@ Grant grant(const Request& r, const Inventory& inv, const std::vector<LedgerEntr
 TEST(Allocator, BinpackTakesTheFullestGpuThatFits) {
   auto inv = machine("a100-40gb-x2.yaml");
   auto g = grant(fraction("0.25"), inv, {on(inv, "a", 1, 4ull << 30)});
+  // The default compute share is the memory share: a quarter of the memory, a quarter of the time.
   EXPECT_EQ(g, (Grant{inv.gpus[1].uuid, 1, inv.gpus[1].uuid, std::nullopt, kQuarter40, false,
-                      "binpack: GPU 1 is the fullest GPU with room (4.0 GiB of 39.6 GiB reserved before)"}));
+                      "binpack: GPU 1 is the fullest GPU with room (4.0 GiB of 39.6 GiB reserved before)", 250'000}));
   EXPECT_EQ(grant(fraction("0.25"), inv, {}).gpu_index, 0u);  // ties: lowest index
 }
 
@@ -158,7 +159,7 @@ TEST(Allocator, WholeGpuNeedsAnEmptyGpuAndBlocksIt) {
   auto inv = machine("a100-40gb-x2.yaml");
   auto g = grant(fraction("1"), inv, {on(inv, "a", 0, 1ull << 30)});
   EXPECT_EQ(g, (Grant{inv.gpus[1].uuid, 1, inv.gpus[1].uuid, std::nullopt, kA100_40, true,
-                      "whole GPU 1: no other bookings"}));
+                      "whole GPU 1: no other bookings", kWholeGpuComputePpm}));
   EXPECT_TRUE(grant(req({{"gpufrac.io/memory", "40536"}}), inv, {}).exclusive);  // memory == total
   EXPECT_EQ(refusal(fraction("1"), inv, {on(inv, "a", 0, 1 << 20), on(inv, "b", 1, 1 << 20), on(inv, "c", 1, 1 << 20)}),
             "no GPU is free for a whole GPU: GPU 0 has 1 share, GPU 1 has 2 shares");

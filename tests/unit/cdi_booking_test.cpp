@@ -1,6 +1,6 @@
 // CDI devices book in the same ledger as every other front-end: a whole GPU is refused while a
 // share of it is booked (and the other way round), a MIG device takes its own instance only, and
-// the capacity refusal is the allocator's message.
+// the capacity refusal is the allocator's message; a share device books the compute of its size.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -57,6 +57,23 @@ TEST_F(CdiBooking, FifthQuarterIsRefusedWithTheCapacityMessage) {
   EXPECT_EQ(refusal("q4", "2-0.25"),
             "no GPU has 20.0 GiB free for fraction=0.25: GPU 2 0 B (pinned by gpufrac.io/gpu)");
   EXPECT_TRUE(book("q4", "3-0.25"));  // another GPU still has room
+}
+
+// A share device books the compute of its size (allocation.compute managed, the default): 0-0.25 a
+// quarter of GPU 0's time, 0-4Gi 4 GiB of 80 GiB, a whole GPU all of it, a MIG instance none.
+TEST_F(CdiBooking, SharesCarryTheComputeOfTheirSize) {
+  auto quarter = book("a", "0-0.25");
+  ASSERT_TRUE(quarter);
+  EXPECT_EQ(quarter->grant.compute_ppm, 250'000u);
+  auto memory = book("b", "0-4Gi");
+  ASSERT_TRUE(memory);
+  EXPECT_EQ(memory->grant.compute_ppm, 50'000u);
+  auto whole = book("c", "1");
+  ASSERT_TRUE(whole);
+  EXPECT_EQ(whole->grant.compute_ppm, 1'000'000u);
+  auto mig = book("m", "6:3");
+  ASSERT_TRUE(mig);
+  EXPECT_EQ(mig->grant.compute_ppm, 0u);
 }
 
 TEST_F(CdiBooking, MigDeviceTakesItsOwnInstance) {

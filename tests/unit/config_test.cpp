@@ -15,6 +15,7 @@ TEST(Config, DefaultsMatchDesign) {
   EXPECT_EQ(c.host_root, "/");
   EXPECT_EQ(c.allocation.policy, Policy::binpack);
   EXPECT_DOUBLE_EQ(c.allocation.overcommit, 1.0);
+  EXPECT_EQ(c.allocation.compute, ComputeManagement::managed);  // a quarter GPU is a quarter of its time
   EXPECT_TRUE(c.require_host_pid);
   EXPECT_TRUE(c.aliases);
   EXPECT_EQ(c.cdi.fractions.size(), 7u);
@@ -26,7 +27,8 @@ TEST(Config, ParsesEveryKey) {
 state-dir: /tmp/s
 host-root: /tmp/root
 nvml: {backend: simulated, machine: /m.yaml}
-allocation: {policy: spread, overcommit: 1.5, max-shares-per-gpu: 8, mig-serves-fractions: true, pending-timeout: 60}
+allocation: {policy: spread, overcommit: 1.5, max-shares-per-gpu: 8, mig-serves-fractions: true, pending-timeout: 60,
+             compute: unmanaged}
 aliases: false
 require-host-pid: false
 mig: {mode: dynamic, gpus: {"1": static, GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee: dynamic}, idle-timeout: 30}
@@ -43,6 +45,7 @@ cdi: {output: /tmp/cdi/gpufrac.yaml, fractions: ["0.5", "0.25"], memory-shares: 
   EXPECT_EQ(c->allocation.policy, Policy::spread);
   EXPECT_DOUBLE_EQ(c->allocation.overcommit, 1.5);
   EXPECT_EQ(c->allocation.max_shares_per_gpu, 8u);
+  EXPECT_EQ(c->allocation.compute, ComputeManagement::unmanaged);
   EXPECT_FALSE(c->aliases);
   EXPECT_EQ(c->mig.mode_for(1, "GPU-x"), MigMode::static_);
   EXPECT_EQ(c->mig.mode_for(0, "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"), MigMode::dynamic);
@@ -97,6 +100,10 @@ INSTANTIATE_TEST_SUITE_P(
                   "allocation.policy: \"pack\" is not accepted (accepted: binpack, spread)"},
         BadConfig{"allocation: {max-shares-per-gpu: -1}\n",
                   "allocation.max-shares-per-gpu: must be a non-negative integer"},
+        BadConfig{"allocation:\n  compute: fair\n",
+                  "cfg.yaml:2: allocation.compute: \"fair\" is not accepted (accepted: managed, unmanaged)"},
+        BadConfig{"allocation:\n  compute: [managed]\n",
+                  "cfg.yaml:2: allocation.compute: must be a string (accepted: managed, unmanaged)"},
         BadConfig{"require-host-pid: yes please\n", "cfg.yaml:1: require-host-pid: must be true or false"},
         BadConfig{"mig: {gpus: {gpu0: dynamic}}\n", "mig.gpus.gpu0: GPU key must be an index"},
         BadConfig{"mig: {mode: lazy}\n", "mig.mode: \"lazy\" is not accepted (accepted: static, dynamic)"},

@@ -116,6 +116,9 @@ TEST(DraSlices, AShareableGpuAndTheRequestPolicy) {
   // max is the largest multiple of the step within the device (the API server's rule).
   EXPECT_EQ(gpu["capacity"]["memory"], json::parse(R"({"value":"40536Mi","requestPolicy":{"default":"1Gi",
       "validRange":{"min":"1Gi","max":"39Gi","step":"1Gi"}}})"));
+  // The GPU's time in percent; a claim that asks for none consumes 0 (prepare books its default).
+  EXPECT_EQ(gpu["capacity"]["compute"], json::parse(R"({"value":"100","requestPolicy":{"default":"0",
+      "validRange":{"min":"0","max":"100","step":"1"}}})"));
   EXPECT_EQ(gpu["attributes"]["uuid"]["string"], inv.gpus[0].uuid);
   EXPECT_EQ(gpu["attributes"]["cudaComputeCapability"]["version"], "8.0.0");
 }
@@ -256,6 +259,44 @@ TEST(DraClaim, SharesOfAnAllocatedClaim) {
   ASSERT_TRUE(whole);
   EXPECT_EQ((*whole)[0].booking.describe(), "fraction=1 gpu=0");
   EXPECT_EQ((*whole)[0].device_key(), "gpu-0");
+}
+
+// consumedCapacity.compute: the percent the claim asked for becomes gpufrac.io/compute; 0 (the
+// policy's default: the claim asked for none) leaves the default share to the allocator.
+TEST(DraClaim, ConsumedComputeIsBooked) {
+  const Inventory inv = machine("a100-40gb-x2.yaml");
+  const std::string at = std::string("claim team-a/trainer-gpu (uid ") + kUid +
+                         "): status.allocation.devices.results[0].consumedCapacity.compute: ";
+  auto with_compute = [](json compute) {
+    json r = result("gpu-1", "10Gi");
+    r["consumedCapacity"]["compute"] = std::move(compute);
+    return claim(kUid, json::array({r}));
+  };
+  auto shares = claim_shares(with_compute("30"), kRef, "node-1", inv);
+  ASSERT_TRUE(shares) << shares.error().message;
+  EXPECT_EQ((*shares)[0].booking.describe(), "memory=10Gi compute=30 gpu=1");
+  EXPECT_EQ((*shares)[0].booking.compute_ppm, 300'000u);
+  shares = claim_shares(with_compute("0"), kRef, "node-1", inv);
+  ASSERT_TRUE(shares);
+  EXPECT_EQ((*shares)[0].booking.describe(), "memory=10Gi gpu=1");
+  shares = claim_shares(with_compute("100"), kRef, "node-1", inv);
+  ASSERT_TRUE(shares);
+  EXPECT_EQ((*shares)[0].booking.compute_ppm, 1'000'000u);
+  for (const char* bad : {"101", "abc", "30.5", "030", "-1", "300m"})
+    EXPECT_EQ(error_of(claim_shares(with_compute(bad), kRef, "node-1", inv)),
+              at + "\"" + bad + "\" is not a percent of the GPU's time; use an integer 0 to 100 (0: the default share)")
+        << bad;
+  EXPECT_EQ(error_of(claim_shares(with_compute(30), kRef, "node-1", inv)),
+            at + "\"30\" is not a percent of the GPU's time; use an integer 0 to 100 (0: the default share)");
+  const Inventory mig = machine("a100-80gb-mig.yaml");
+  const auto devices = dra_devices(mig);
+  const auto instance =
+      std::find_if(devices.begin(), devices.end(), [](const DraDevice& d) { return d.mig != nullptr; });
+  ASSERT_NE(instance, devices.end());
+  json r = result(instance->name, "", "");
+  r["consumedCapacity"] = {{"compute", "30"}};
+  EXPECT_EQ(error_of(claim_shares(claim(kUid, json::array({r})), kRef, "node-1", mig)),
+            at + "a MIG device owns its share of the GPU's time; ask for compute on gpu-<i>");
 }
 
 TEST(DraClaim, MigDeviceIsBookedByItsUuid) {

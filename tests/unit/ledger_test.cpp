@@ -33,7 +33,10 @@ TEST_F(LedgerTest, ReserveRecordsTheBooking) {
                    BookingSource::hook,
                    100,
                    5000,
-                   now_};
+                   now_,
+                   "",
+                   "",
+                   250'000};
   EXPECT_EQ(entries(), std::vector<LedgerEntry>{want});
 }
 

@@ -74,8 +74,9 @@ LedgerEntry booking(const std::string& id, const Gpu& gpu, std::uint64_t bytes, 
   return e;
 }
 
-// Two GPUs with two shares (one pending, one using 3 GiB), a MIG machine's instances by state,
-// and counters with one refusal and two hook runs: the whole text, byte for byte.
+// Two GPUs with two shares (one pending, one using 3 GiB and 20 % of the GPU's time; 25 % and 30 %
+// of it booked), a MIG machine's instances by state, and counters with one refusal and two hook
+// runs: the whole text, byte for byte.
 TEST(NodeMetrics, Golden) {
   auto m = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/a100-40gb-x2.yaml");
   ASSERT_TRUE(m);
@@ -83,11 +84,15 @@ TEST(NodeMetrics, Golden) {
   node.inventory = m->inventory;
   node.ledger.entries = {booking("web", node.inventory.gpus[0], 10626269184, 42),
                          booking("batch", node.inventory.gpus[0], 4 * kGiB, 0)};
+  node.ledger.entries[0].compute_ppm = 250'000;
+  node.ledger.entries[1].compute_ppm = 300'000;
+  node.ledger.entries[1].compute_mode = ComputeMode::strict;
+  node.ledger.entries[1].request = "memory=4Gi compute=30 compute-mode=strict";
   node.ledger_file_bytes = 1234;
   node.report = cli::build_status(
       node.inventory, node.ledger, AllocationConfig{}, 100, [](const LedgerEntry&) { return std::string("running"); },
       [](const LedgerEntry& e) { return e.pending() ? std::nullopt : std::optional<std::uint64_t>(3 * kGiB); },
-      [](const LedgerEntry& e) { return e.container_id == "web" ? std::optional<double>(0.3125) : std::nullopt; });
+      [](const LedgerEntry& e) { return e.pending() ? std::nullopt : std::optional<std::uint32_t>(200'000); });
   metrics::CounterSnapshot c;
   c.refusals[0][static_cast<std::size_t>(metrics::Refusal::capacity)] = 1;
   c.latency[static_cast<std::size_t>(metrics::Timer::hook_create_runtime)].buckets[2] = 2;

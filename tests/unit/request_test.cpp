@@ -15,9 +15,11 @@ constexpr const char* kGpuTail =
     "; use a GPU index or GPU-<uuid> as nvidia-smi -L prints it, e.g. 0 or GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5";
 constexpr const char* kSizing =
     "gpufrac.io/fraction, gpufrac.io/memory or gpufrac.io/mig-profile (aliases count as these)";
+constexpr const char* kShareKeys =
+    "gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these) or gpufrac.io/compute";
 constexpr const char* kUnknownTail =
     ": unknown gpufrac annotation; use gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile, "
-    "gpufrac.io/gpu or gpufrac.io/policy";
+    "gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, gpufrac.io/gpu or gpufrac.io/policy";
 
 struct Case {
   const char* name;
@@ -125,7 +127,7 @@ const Case kCases[] = {
      true,
      gpu("MIG-4abe8dfe-56e0-1af9-c15d-053625ecbfe1")},
     {"pin without size", with("gpu", "0"), true,
-     std::string("error: gpufrac.io/gpu: is set without a size; add ") + kSizing},
+     std::string("error: gpufrac.io/gpu: is set without a size; add ") + kShareKeys},
     {"policy spread",
      {{"gpufrac.io/fraction", "0.5"}, {"gpufrac.io/policy", "spread"}},
      true,

@@ -85,22 +85,6 @@ TEST(StatusModel, MigInstancesAndUsage) {
   EXPECT_EQ(j["devices"][4]["state"], "idle");
 }
 
-TEST(StatusModel, ComputeAchievedPerShare) {
-  auto inv = machine("a100-40gb-x2.yaml");
-  LedgerState ledger{{entry("web", inv.gpus[0].uuid, kGiB, 7, 1000), entry("batch", inv.gpus[0].uuid, kGiB, 8, 1000)}};
-  auto report = build_status(inv, ledger, AllocationConfig{}, 1125, state_of, {}, [](const LedgerEntry& e) {
-    return e.container_id == "web" ? std::optional<double>(0.3125) : std::nullopt;
-  });
-  auto j = status_json(report);
-  EXPECT_EQ(j["devices"][0]["shares"][1]["compute_achieved"], 0.3125);
-  EXPECT_TRUE(j["devices"][0]["shares"][0]["compute_achieved"].is_null());
-  const std::string text = render_status(report);
-  EXPECT_NE(text.find("COMPUTE (10 S)"), std::string::npos) << text;
-  EXPECT_NE(text.find("31.2%"), std::string::npos) << text;
-  auto none = build_status(inv, ledger, AllocationConfig{}, 1125, state_of);
-  EXPECT_EQ(render_status(none).find("COMPUTE"), std::string::npos) << "no column without compute shares";
-}
-
 TEST(StatusModel, OvercommitAndEmpty) {
   auto inv = machine("a100-40gb-x2.yaml");
   AllocationConfig cfg;
@@ -184,6 +168,50 @@ TEST(StatusRender, ClaimOwnedSharesBesideContainers) {
   auto j = status_json(report);
   EXPECT_EQ(j["devices"][0]["shares"][0]["claim"], "team-a/trainer-gpu");
   EXPECT_EQ(j["devices"][0]["shares"][0]["state"], "prepared");
+}
+
+// Compute shares: the GPU's time booked per GPU and per share (with a mode or priority other than
+// the defaults), the time a share achieved where known and "-" elsewhere; a GPU used whole has none
+// free. The COMPUTE columns appear only once a booking holds a compute share (two-gpus.txt has none).
+TEST(StatusModel, ComputeShares) {
+  auto inv = machine("a100-40gb-x2.yaml");
+  LedgerEntry web = entry("web", inv.gpus[0].uuid, 10134 * kMiB, 42, 1000);
+  web.compute_ppm = 250'000;
+  LedgerEntry batch = entry("batch", inv.gpus[0].uuid, 4 * kGiB, 43, 1010);
+  batch.request = "memory=4Gi compute=30 compute-mode=strict priority=high";
+  batch.compute_ppm = 300'000;
+  batch.compute_mode = ComputeMode::strict;
+  batch.priority = ComputePriority::high;
+  LedgerEntry whole = entry("whole", inv.gpus[1].uuid, 40536 * kMiB, 44, 1020);
+  whole.request = "fraction=1";
+  whole.exclusive = true;
+  whole.compute_ppm = kWholeGpuComputePpm;
+  LedgerState ledger{{web, batch, whole}, {}};
+  auto report = build_status(inv, ledger, AllocationConfig{}, 1125, state_of, {}, [](const LedgerEntry& e) {
+    return e.container_id == "web" ? std::optional<std::uint32_t>(212'500) : std::nullopt;
+  });
+  EXPECT_EQ(report.devices[0].compute_booked, 550'000u);
+  EXPECT_EQ(report.devices[0].compute_free, 450'000u);
+  EXPECT_EQ(report.devices[1].compute_booked, 1'000'000u);
+  EXPECT_EQ(report.devices[1].compute_free, 0u);
+  expect_golden("compute", render_status(report));
+  auto j = status_json(report);
+  EXPECT_EQ(j["devices"][0]["compute_booked_ppm"], 550'000);
+  EXPECT_EQ(j["devices"][0]["compute_free_ppm"], 450'000);
+  const auto& shares = j["devices"][0]["shares"];
+  EXPECT_EQ(shares[0]["compute"], 250'000);
+  EXPECT_EQ(shares[0]["compute_mode"], "fair");
+  EXPECT_EQ(shares[0]["priority"], "normal");
+  EXPECT_EQ(shares[0]["compute_achieved_ppm"], 212'500);
+  EXPECT_EQ(shares[1]["compute_mode"], "strict");
+  EXPECT_EQ(shares[1]["priority"], "high");
+  EXPECT_TRUE(shares[1]["compute_achieved_ppm"].is_null());
+  // Without compute shares: the fields say 0 booked, all free; a share has no "compute" key.
+  auto plain = status_json(two_gpus_report());
+  EXPECT_EQ(plain["devices"][1]["compute_booked_ppm"], 0);
+  EXPECT_EQ(plain["devices"][1]["compute_free_ppm"], 1'000'000);
+  EXPECT_FALSE(plain["devices"][0]["shares"][0].contains("compute"));
+  EXPECT_TRUE(plain["devices"][0]["shares"][0]["compute_achieved_ppm"].is_null());
 }
 
 TEST(StatusModel, Ages) {

@@ -4,7 +4,7 @@
 //                       (named PATH in the limit file: where a container sees it), the arbiters
 //                       DIR/compute/<uuid> (created if absent) and its slots (key NAME)
 //   show ARBITER        "lease holder=<slot+1> claimed=<0|1> pid=<pid>", then per slot
-//                       "slot <i> key=<key> weight=<ppm> achieved=<0..1> leases=<n> charged_ns=<ns>"
+//                       "slot <i> key=<key> weight=<ppm> achieved_ppm=<ppm> leases=<n> charged_ns=<ns>"
 //   holder ARBITER      the pid of the process holding the lease, or 0
 //   release ARBITER KEY "released=<n>"
 //   set ARBITER FIELD VALUE   writes one header field as a (hostile or testing) process could:
@@ -77,8 +77,8 @@ int show(const char* path, bool holder_only) {
   if (holder_only) return std::printf("%u\n", v->claimed ? v->holder_pid : 0u) < 0;
   std::printf("lease holder=%u claimed=%d pid=%u\n", v->holder, v->claimed ? 1 : 0, v->holder_pid);
   for (const auto& s : v->slots)
-    std::printf("slot %u key=%s weight=%u achieved=%.4f leases=%llu charged_ns=%llu\n", s.index, s.key.c_str(),
-                s.weight_ppm, s.achieved(), static_cast<unsigned long long>(s.leases),
+    std::printf("slot %u key=%s weight=%u achieved_ppm=%u leases=%llu charged_ns=%llu\n", s.index, s.key.c_str(),
+                s.weight_ppm, s.achieved_ppm(), static_cast<unsigned long long>(s.leases),
                 static_cast<unsigned long long>(s.charged_ns));
   return 0;
 }

@@ -58,10 +58,10 @@ GPUFRAC_LIMITS_FILE=$S/busy.limits LD_PRELOAD=$SHIM "$LOAD" async:3 >/dev/null 2
 sleep 0.5
 GPUFRAC_LIMITS_FILE=$S/cap.limits LD_PRELOAD=$SHIM run "$LOAD" capture
 assert_contains "$OUT" "capture status=1 after=0 sync=900 rc=0" "capture under the shim"
-assert_contains "$("$ATOOL" show "$S/compute/$GPU0")" "key=cap weight=100000 achieved=0.0000 leases=0 " \
+assert_contains "$("$ATOOL" show "$S/compute/$GPU0")" "key=cap weight=100000 achieved_ppm=0 leases=0 " \
   "captured launches are not gated: no lease taken"
 GPUFRAC_LIMITS_FILE=$S/cap.limits LD_PRELOAD=$SHIM run "$LOAD" graph:0.5
-assert_not_contains "$("$ATOOL" show "$S/compute/$GPU0")" "key=cap weight=100000 achieved=0.0000 leases=0 " \
+assert_not_contains "$("$ATOOL" show "$S/compute/$GPU0")" "key=cap weight=100000 achieved_ppm=0 leases=0 " \
   "the graph's launch is gated: a lease taken"
 wait
 
