@@ -41,8 +41,8 @@ assert_eq "$(jq -c '[.linux.resources.devices[] | select(.allow) | "\(.type) \(.
 assert_eq "$(jq -c '.linux.devices[] | select(.path == "/dev/nvidia0")' "$SPEC")" \
   '{"path":"/dev/nvidia0","type":"c","major":195,"minor":0,"fileMode":438,"uid":0,"gid":0}' "device node entry"
 assert_eq "$(jq -c '[.mounts[] | select(.destination | startswith("/run/gpufrac") or . == "/etc/ld.so.preload") | "\(.destination) \(.type) \(.options | join(","))"]' "$SPEC")" \
-  '["/run/gpufrac tmpfs nosuid,nodev,noexec,size=1m,mode=755","/run/gpufrac/libgpufrac-limits.so bind ro,nosuid,nodev,bind","/run/gpufrac/limits bind ro,nosuid,nodev,noexec,bind","/run/gpufrac/usage bind nosuid,nodev,noexec,bind","/etc/ld.so.preload bind ro,nosuid,nodev,noexec,bind"]' \
-  "the tmpfs, then the read-only shim, limits and preload binds and the usage bind"
+  "[\"/run/gpufrac tmpfs nosuid,nodev,noexec,size=1m,mode=755\",\"/run/gpufrac/libgpufrac-limits.so bind ro,nosuid,nodev,bind\",\"/run/gpufrac/limits bind ro,nosuid,nodev,noexec,bind\",\"/run/gpufrac/usage bind nosuid,nodev,noexec,bind\",\"/etc/ld.so.preload bind ro,nosuid,nodev,noexec,bind\",\"/run/gpufrac/compute/$GPU bind nosuid,nodev,noexec,bind\"]" \
+  "the tmpfs, then the read-only shim, limits and preload binds, the usage bind and the GPU's compute arbiter (read-write)"
 assert_eq "$(jq -c '[.hooks.createRuntime[].args, .hooks.poststop[].args] | map(map(sub("^w[0-9a-f]{16}$"; "w<hex>")))' "$SPEC")" \
   '[["gpufrac-hook","createRuntime","--attach","--instance","w<hex>","--ld-cache","/usr/lib/x86_64-linux-gnu"],["gpufrac-hook","poststop","--instance","w<hex>"]]' \
   "attach and release hooks, both naming this create's instance"
