@@ -34,53 +34,29 @@ assert_le() { awk -v v="$1" -v m="$2" 'BEGIN { exit !(v != "" && v + 0 <= m + 0)
 now_ns() { "$GPUTOOL" now; }
 ATOOL=$GPUFRAC_BUILD_DIR/tests/compute/arbiter_tool
 
-# The holder of GPU's lease as the arbiter publishes it (its pid, 0 when nobody holds it).
+# holder_pid STATE GPU: the holder of GPU's lease as the arbiter publishes it (its pid, 0: nobody).
 holder_pid() { "$ATOOL" holder "$1/compute/$2"; }
+# slots STATE GPU: how many slots of GPU's arbiter are in use.
+slots() { "$ATOOL" show "$1/compute/$2" | grep -c '^slot' || true; }
 
-# --- plain runc containers, their files bound as gpufrac's front-ends bind them -----------------
-# compute_rootfs DIR: a busybox rootfs with compute_load, the fake libcuda.so.1 (as a driver
-# install would give it) and glibc.
-compute_rootfs() {
-  make_rootfs "$1"
-  add_program "$1" "$LOAD" /bin/compute_load
-  mkdir -p "$1/usr/lib"
-  cp "$GPUFRAC_FAKES_DIR/libcuda.so.1" "$1/usr/lib/libcuda.so.1"
-  add_libs_of "$1" "$SHIM"
-}
-
-# compute_bundle NAME STATE CMD DEVICE...: a runc bundle $E2E_TMP/NAME on the shared rootfs
-# $E2E_TMP/rootfs running CMD, sharing the host PID namespace, with the simulated GPU bound in
-# (client tag NAME), the shim preloaded from /etc/ld.so.preload, and the container's files as
-# arbiter_tool makes them under STATE (DEVICE: UUID=BYTES:PPM:MODE:PRIO): the limit file, usage
-# region and, per device with a compute share, the GPU's arbiter at /run/gpufrac/compute/<uuid>.
-compute_bundle() {
-  local name=$1 state=$2 cmd=$3 dir=$E2E_TMP/$1
-  shift 3
-  mkdir -p "$state" "$state/../sync"
-  "$ATOOL" share "$state" "$name" --region /run/gpufrac/usage "$@"
-  make_plain_bundle "$dir" "$cmd"
-  rm -rf "$dir/rootfs"
-  printf '/run/gpufrac/libgpufrac-limits.so\n' >"$state/$name.preload"
-  local mounts
-  mounts=$(jq -n --arg s "$state" --arg n "$name" --arg shim "$SHIM" --arg gpu "$SIMGPU" '[
-    {destination: "/run/gpufrac", type: "tmpfs", source: "tmpfs", options: ["nosuid","nodev","mode=755"]},
-    {destination: "/run/gpufrac/libgpufrac-limits.so", type: "bind", source: $shim, options: ["ro","bind"]},
-    {destination: "/run/gpufrac/limits", type: "bind", source: "\($s)/\($n).limits", options: ["ro","bind"]},
-    {destination: "/run/gpufrac/usage", type: "bind", source: "\($s)/\($n).usage", options: ["bind"]},
-    {destination: "/etc/ld.so.preload", type: "bind", source: "\($s)/\($n).preload", options: ["ro","bind"]},
-    {destination: "/sim-gpu", type: "bind", source: $gpu, options: ["bind"]},
-    {destination: "/sync", type: "bind", source: "\($s)/../sync", options: ["ro","bind"]}]')
-  for dev in "$@"; do
-    local uuid=${dev%%=*}
-    [ -e "$state/compute/$uuid" ] || continue
-    mounts=$(jq --arg src "$state/compute/$uuid" --arg dst "/run/gpufrac/compute/$uuid" \
-      '. + [{destination: $dst, type: "bind", source: $src, options: ["nosuid","nodev","noexec","bind"]}]' <<<"$mounts")
-  done
-  jq --arg root "$E2E_TMP/rootfs" --argjson m "$mounts" --arg n "$name" --arg devs "$GPUFRAC_FAKE_CUDA_DEVICES" '
-    .root.path = $root | .mounts += $m
-    | .process.env += ["LD_LIBRARY_PATH=/usr/lib", "GPUFRAC_FAKE_CUDA_GPU=/sim-gpu", "GPUFRAC_FAKE_CUDA_CLIENT=" + $n,
-                       "GPUFRAC_FAKE_CUDA_DEVICES=" + $devs]
-  ' "$dir/config.json" >"$dir/config.json.new" && mv "$dir/config.json.new" "$dir/config.json"
+# --- runc containers through gpufrac-hook (after ../containers.sh, with e2e_gpu_config) ---------
+# hook_bundle NAME CMD ANNOTATION...: a bundle $E2E_TMP/NAME with the hook (make_bundle) running CMD
+# (compute_load is in its rootfs), the simulated GPU bound in as /sim-gpu (client tag NAME) and the
+# start times the test publishes (go) as /sync.
+hook_bundle() {
+  local name=$1 cmd=$2 dir=$E2E_TMP/$1
+  shift 2
+  mkdir -p "$E2E_TMP/sync"
+  make_bundle "$dir" "$cmd" "$@"
+  add_program "$dir/rootfs" "$LOAD" /bin/compute_load
+  add_glibc "$dir/rootfs"
+  touch "$dir/rootfs/sim-gpu"
+  mkdir -p "$dir/rootfs/sync"
+  jq --arg gpu "$SIMGPU" --arg sync "$E2E_TMP/sync" --arg n "$name" '
+    .mounts += [{destination: "/sim-gpu", type: "bind", source: $gpu, options: ["bind"]},
+                {destination: "/sync", type: "bind", source: $sync, options: ["ro","bind"]}]
+    | .process.env += ["GPUFRAC_FAKE_CUDA_GPU=/sim-gpu", "GPUFRAC_FAKE_CUDA_CLIENT=" + $n]
+  ' "$dir/config.json" >"$dir/c.json" && mv "$dir/c.json" "$dir/config.json"
 }
 
 # start NAME: runc create + start of bundle NAME (container $P-NAME), output in $E2E_TMP/NAME.out.
@@ -107,7 +83,7 @@ synced() {
 }
 # go NAME SECONDS: publishes the start time SECONDS from now as NAME; prints it.
 go() {
-  local t dir=$ST/../sync
+  local t dir=$E2E_TMP/sync
   t=$(at "$2")
   echo "$t" >"$dir/.$1" && mv "$dir/.$1" "$dir/$1"
   echo "$t"

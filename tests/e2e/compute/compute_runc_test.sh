@@ -1,8 +1,8 @@
 #!/bin/bash
-# Compute shares in real runc containers on the simulated GPU (tests/fakes/cuda/README.md), each
-# container with the shim preloaded and its files bound as the front-ends bind them (limit file
-# with compute and arbiter lines, usage region, the GPU's arbiter read-write). Shares are measured
-# by the simulated GPU itself: each container's achieved GPU time over a 10 s window.
+# Compute shares in real runc containers booked through gpufrac-hook (annotations gpufrac.io/compute,
+# compute-mode, priority) on a simulated two-GPU machine, running on the injected fake driver's
+# simulated GPU (tests/fakes/cuda/README.md). Shares are measured by the simulated GPU itself: each
+# container's achieved GPU time over a 10 s window.
 #   1. 30/70 (GPU 0) and eight containers 5,5,10,10,10,15,20,25 (GPU 1) at once, each container
 #      started once and switching together from an asynchronous launch loop to one that waits for
 #      every kernel, then to CUDA graphs: every share within 2 points, in every window.
@@ -17,13 +17,19 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../containers.sh"
 source "$(dirname "$0")/compute_lib.sh"
 e2e_runc_test compute
+e2e_gpu_config a100-40gb-x2.yaml
+unset GPUFRAC_FAKE_CUDA_DEVICES # the injected driver knows the machine's GPUs
+read -r GPU0 GPU1 < <(jq -r '[.gpus[].uuid] | join(" ")' <<<"$("$GPUFRAC" info --json)")
 ST=$E2E_TMP/state
 sim_gpu
-compute_rootfs "$E2E_TMP/rootfs"
-touch "$E2E_TMP/rootfs/etc/ld.so.preload" "$E2E_TMP/rootfs/sim-gpu"
-GB=1073741824
+# share NAME CMD GPU PERCENT [MODE [PRIORITY]]: a container with that compute share on GPU 0 or 1.
+share() {
+  local name=$1 cmd=$2 gpu=$3 pct=$4
+  hook_bundle "$name" "$cmd" gpufrac.io/gpu="$gpu" gpufrac.io/compute="$pct" gpufrac.io/compute-mode="${5:-fair}" \
+    gpufrac.io/priority="${6:-normal}"
+}
 
-# assert_shares "WINDOW OUTPUT" NAME:PERCENT...: each within 2 points of its share.
+# assert_shares "WINDOW OUTPUT" WHAT NAME:PERCENT...: each within 2 points of its share.
 assert_shares() {
   local out=$1 what=$2 spec
   shift 2
@@ -35,14 +41,14 @@ assert_shares() {
 
 # 1. Accuracy: three 10 s windows per container start, two GPUs at once.
 PHASES="async:12 sync:12 graph:12"
-compute_bundle a "$ST" "$(synced t1 "$PHASES")" "$GPU0=$GB:300000:fair:normal"
-compute_bundle b "$ST" "$(synced t1 "$PHASES")" "$GPU0=$GB:700000:fair:normal"
+share a "$(synced t1 "$PHASES")" 0 30
+share b "$(synced t1 "$PHASES")" 0 70
 weights=(5 5 10 10 10 15 20 25)
 names=()
 for i in "${!weights[@]}"; do
   n=w$i
   names+=("$n")
-  compute_bundle "$n" "$ST" "$(synced t1 -d 1 "$PHASES")" "$GPU1=$GB:$((weights[i] * 10000)):fair:normal"
+  share "$n" "$(synced t1 "$PHASES")" 1 "${weights[i]}"
 done
 for c in a b "${names[@]}"; do start "$c"; done
 T0=$(go t1 1)
@@ -68,8 +74,8 @@ for c in a b "${names[@]}"; do
 done
 
 # 2. Alone: fair takes the whole GPU, strict its share.
-compute_bundle fair "$ST" "$(synced t2 async:12)" "$GPU0=$GB:300000:fair:normal"
-compute_bundle strict "$ST" "$(synced t2 -d 1 async:12)" "$GPU1=$GB:300000:strict:normal"
+share fair "$(synced t2 async:12)" 0 30
+share strict "$(synced t2 async:12)" 1 30 strict
 start fair
 start strict
 T0=$(go t2 1)
@@ -82,10 +88,10 @@ awk -v b="$busy" 'BEGIN { exit !(b >= 97) }' || fail "fair alone: $busy % of the
 assert_near "$(busy_of strict)" 30 2 "strict 30 alone"
 
 # 3. Priority: a probe beside a batch loop of 4 ms kernels, high (GPU 0) and normal (GPU 1).
-compute_bundle batch0 "$ST" "$(synced t3 -k sleep_4ms async:9)" "$GPU0=$GB:900000:fair:normal"
-compute_bundle probe0 "$ST" "$(synced t3 -k sleep_100us wait:1 probe:400:5000)" "$GPU0=$GB:100000:fair:high"
-compute_bundle batch1 "$ST" "$(synced t3 -d 1 -k sleep_4ms async:9)" "$GPU1=$GB:900000:fair:normal"
-compute_bundle probe1 "$ST" "$(synced t3 -d 1 -k sleep_100us wait:1 probe:400:5000)" "$GPU1=$GB:100000:fair:normal"
+share batch0 "$(synced t3 -k sleep_4ms async:9)" 0 90
+share probe0 "$(synced t3 -k sleep_100us wait:1 probe:400:5000)" 0 10 fair high
+share batch1 "$(synced t3 -k sleep_4ms async:9)" 1 90
+share probe1 "$(synced t3 -k sleep_100us wait:1 probe:400:5000)" 1 10
 for c in batch0 probe0 batch1 probe1; do start "$c"; done
 go t3 1 >/dev/null
 wait_stopped probe0 probe1 batch0 batch1
@@ -97,8 +103,8 @@ assert_le "$p99" 12000 "high priority p99 launch wait (us): in-flight bound 8 ms
 
 # 4. 200 SIGKILLs of whoever holds the lease; each container restarts its loop.
 loop='while true; do compute_load -k sleep_1ms async:0; done'
-compute_bundle ka "$ST" "$loop" "$GPU0=$GB:300000:fair:normal"
-compute_bundle kb "$ST" "$loop" "$GPU0=$GB:700000:fair:normal"
+share ka "$loop" 0 30
+share kb "$loop" 0 70
 start ka
 start kb
 "$GPUTOOL" wait "$SIMGPU" ka 100 && "$GPUTOOL" wait "$SIMGPU" kb 100 || fail "kill test containers did not start"
@@ -121,4 +127,5 @@ assert_shares "$OUT" "after 200 kills" ka:30 kb:70
 runc kill --all "$P-ka" KILL
 runc kill --all "$P-kb" KILL
 wait_stopped ka kb
+assert_eq "$(slots "$ST" "$GPU0"):$(slots "$ST" "$GPU1")" "0:0" "every slot freed at poststop"
 finish
