@@ -10,6 +10,9 @@
  *   shim_bench region-size    sizeof(struct gpufrac_region), for writing an empty region
  *   shim_bench lock-floor     ns per atomic read-modify-write on a line this thread owns (x86:
  *                             one locked instruction): the floor under the shim's per-call cost
+ *   shim_bench launch         ns per cuLaunchKernel of a kernel that takes no time on the fake's
+ *                             simulated GPU, on a created stream, best of 7 runs of 200,000
+ *                             (bench/compute_bench.sh: without the shim, inert, arbitrated)
  *   shim_bench first T0       (internal) one such process */
 #include <spawn.h>
 #include <stdint.h>
@@ -136,6 +139,29 @@ static int mode_ops(const char* self, int holders) {
   return 0;
 }
 
+/* cuLaunchKernel of a kernel of no duration (the fake's "noop"), best of 7 runs. */
+static int mode_launch(void) {
+  CUstream s;
+  CUmodule mod;
+  CUfunction f;
+  setup();
+  if (cuStreamCreate(&s, 0) != CUDA_SUCCESS || cuModuleLoadData(&mod, "bench") != CUDA_SUCCESS ||
+      cuModuleGetFunction(&f, mod, "noop") != CUDA_SUCCESS)
+    return 3;
+  double best = 1e30;
+  const int iters = 200000;
+  for (int run = 0; run < 7; run++) {
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < iters; i++) {
+      if (cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL) != CUDA_SUCCESS) return 3;
+    }
+    double ns = (double)(now_ns() - t0) / iters;
+    if (ns < best) best = ns;
+  }
+  printf("launch launch_ns=%.1f\n", best);
+  return cuStreamSynchronize(s) != CUDA_SUCCESS;
+}
+
 /* One uncontended atomic add, best of 7 runs: what each locked instruction of the shim costs. */
 static int mode_lock_floor(void) {
   static uint64_t word __attribute__((aligned(64)));
@@ -165,6 +191,7 @@ int main(int argc, char** argv) {
   }
   if (strcmp(mode, "region-size") == 0) return printf("%zu\n", sizeof(struct gpufrac_region)) < 0;
   if (strcmp(mode, "lock-floor") == 0) return mode_lock_floor();
+  if (strcmp(mode, "launch") == 0) return mode_launch();
   if (strcmp(mode, "spawn") == 0)
     return mode_spawn(argv[0], argc > 2 ? atoi(argv[2]) : 1, argc > 3 ? atoi(argv[3]) : 1);
   return mode_ops(argv[0], argc > 2 ? atoi(argv[2]) : 0);

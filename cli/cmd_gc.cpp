@@ -17,6 +17,7 @@
 #include "cli/gc_dry_run.hpp"
 #include "cli/status_model.hpp"
 #include "cli/table.hpp"
+#include "core/compute_slots.hpp"
 #include "core/container_state.hpp"
 #include "core/ledger.hpp"
 #include "core/ledger_json.hpp"
@@ -43,6 +44,9 @@ Result<FilesReport> collect_files(const Config& cfg) {
     }
     if (auto n = limits::reclaim_region(container_files(cfg, id).usage, cfg.proc_root)) out.dead_slots += *n;
   }
+  auto freed = sweep_compute_slots(cfg, std::vector<std::string>(booked.begin(), booked.end()), kComputeSlotMinAgeS);
+  if (!freed) return std::unexpected(freed.error());
+  out.compute_slots_freed = std::move(*freed);
   return out;
 }
 
@@ -54,6 +58,9 @@ std::string render(const FilesReport& f, bool dry) {
   if (f.dead_slots)
     out += text::cat(dry ? "Would reclaim " : "Reclaimed ", f.dead_slots,
                      " dead process slot(s) from accounting regions.\n");
+  if (!f.compute_slots_freed.empty())
+    out +=
+        text::cat(dry ? "Would free " : "Freed ", f.compute_slots_freed.size(), " compute slot(s) without bookings.\n");
   return out;
 }
 
@@ -135,6 +142,7 @@ std::string report_text(const GcPlan& p, const Config& cfg, bool json, bool dry)
   j["dry_run"] = dry;
   j["container_dirs_removed"] = p.files.dirs_removed;
   j["dead_slots_reclaimed"] = p.files.dead_slots;
+  j["compute_slots_freed"] = p.files.compute_slots_freed;
   j["mig_destroyed"] = idle_json(p.mig.destroyed);
   j["mig_idle"] = idle_json(p.mig.idle);
   j["mig_notes"] = p.mig.notes;

@@ -9,6 +9,7 @@
 #include "core/fs.hpp"
 #include "core/ledger_mig.hpp"
 #include "core/text.hpp"
+#include "limits/host/arbiter_file.hpp"
 #include "limits/host/region_file.hpp"
 
 namespace gpufrac::cli {
@@ -43,6 +44,20 @@ GcReport plan_ledger(const StatusReport& r, const Config& cfg) {
   return out;
 }
 
+// What gc would free in the compute arbiters: slots of keys without a booking, old enough.
+std::vector<std::string> unbooked_compute_slots(const Config& cfg, const std::set<std::string>& kept) {
+  std::vector<std::string> out;
+  const auto now = static_cast<std::uint64_t>(std::time(nullptr));
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(cfg.state_dir + "/compute", ec)) {
+    auto view = limits::read_arbiter(f.path());
+    if (!view) continue;
+    for (const auto& s : view->slots)
+      if (!kept.contains(s.key) && now >= s.created_s + kComputeSlotMinAgeS) out.push_back(s.key);
+  }
+  return out;
+}
+
 FilesReport plan_files(const Config& cfg, const NodeView& node, const GcReport& ledger) {
   std::set<std::string> kept;  // containers with a booking gc keeps
   for (const auto& e : node.ledger.entries)
@@ -60,6 +75,7 @@ FilesReport plan_files(const Config& cfg, const NodeView& node, const GcReport& 
     if (auto u = limits::read_region_usage(container_files(cfg, id).usage, cfg.proc_root))
       out.dead_slots += u->dead_slots;
   }
+  out.compute_slots_freed = unbooked_compute_slots(cfg, kept);
   return out;
 }
 

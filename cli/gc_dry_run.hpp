@@ -22,7 +22,11 @@ namespace gpufrac::cli {
 struct FilesReport {
   std::vector<std::string> dirs_removed;
   unsigned dead_slots = 0;
+  std::vector<std::string> compute_slots_freed;  // container keys whose compute slots had no booking
 };
+
+// A compute slot younger than this is left alone by gc (its booking may be in the making).
+inline constexpr std::uint64_t kComputeSlotMinAgeS = 60;
 
 struct GcPlan {
   GcReport ledger;

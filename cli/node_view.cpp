@@ -7,7 +7,9 @@
 
 #include "core/container_state.hpp"
 #include "core/ledger.hpp"
+#include "core/plan.hpp"
 #include "core/process.hpp"
+#include "limits/host/arbiter_file.hpp"
 #include "limits/host/region_file.hpp"
 #include "nvml/inventory_cache.hpp"
 
@@ -42,11 +44,19 @@ UsageOf live_usage(const Config& cfg) {
 }
 
 // The share of its GPU's time each booking's work held over the last 10 s
-// (ShareStatus::compute_achieved_ppm). The per-GPU arbiter (limits/, the enforcing side of
-// docs/architecture.md "Compute share") knows it; until it reports here nothing does, and status,
-// its JSON and the metrics show it as unknown.
-ComputeAchievedOf compute_achieved(const Config&) {
-  return {};
+// (ShareStatus::compute_achieved_ppm): what its slot in the GPU's compute arbiter was charged
+// (limits/host/arbiter_file.hpp). Unknown without a slot (no compute share, or not started yet).
+ComputeAchievedOf compute_achieved(const Config& cfg) {
+  auto cache = std::make_shared<std::map<std::string, std::optional<limits::ArbiterView>>>();
+  return [cache, &cfg](const LedgerEntry& e) -> std::optional<std::uint32_t> {
+    auto [it, fresh] = cache->try_emplace(e.device_uuid);
+    if (fresh)
+      if (auto v = limits::read_arbiter(compute_arbiter_path(cfg, e.device_uuid))) it->second = std::move(*v);
+    if (!it->second) return std::nullopt;
+    for (const auto& s : it->second->slots)
+      if (s.key == container_key(e)) return s.achieved_ppm();
+    return std::nullopt;
+  };
 }
 
 std::uint64_t file_size(const std::string& path) {

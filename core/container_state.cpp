@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "core/compute_slots.hpp"
 #include "core/fs.hpp"
 #include "core/quantity.hpp"
 #include "core/text.hpp"
@@ -82,6 +83,8 @@ Result<ContainerFiles> write_container_files(const Config& cfg, const std::strin
                                     GPUFRAC_MAX_DEVICES, " are supported"));
   ContainerFiles files = container_files(cfg, container_key);
   LimitFile limit_file = limit_file_for(bookings.front().container_id, bookings);
+  if (auto r = attach_compute_slots(cfg, container_key, limit_file); !r)
+    return std::unexpected(fs::state_dir_full(r.error(), cfg.state_dir));
   if (auto r = write_files(files, limit_file, image_preload, update); !r)
     return std::unexpected(fs::state_dir_full(r.error(), cfg.state_dir));
   return files;
@@ -89,9 +92,11 @@ Result<ContainerFiles> write_container_files(const Config& cfg, const std::strin
 
 Result<> remove_container_files(const Config& cfg, const std::string& container_key) {
   if (auto r = validate_container_key(container_key); !r) return r;
+  auto released = release_compute_slots(cfg, container_key);  // the files go even if this fails
   std::error_code ec;
   std::filesystem::remove_all(cfg.container_dir(container_key), ec);
   if (ec) return internal_error("cannot remove " + cfg.container_dir(container_key) + ": " + ec.message());
+  if (!released) return std::unexpected(released.error());
   return {};
 }
 

@@ -20,12 +20,13 @@ namespace gpufrac {
 enum class FileUpdate { replace, in_place };
 
 // Writes the limit file listing every booking of the container, creates the usage region if it does
-// not exist yet (an existing region keeps its live counts), and writes the preload file from the
-// image's own /etc/ld.so.preload content. Directory mode 0755.
+// not exist yet (an existing region keeps its live counts), sets up its slots in the compute
+// arbiters of devices with a compute share (core/compute_slots.hpp), and writes the preload file
+// from the image's own /etc/ld.so.preload content. Directory mode 0755.
 Result<ContainerFiles> write_container_files(const Config& cfg, const std::string& container_key,
                                              const std::vector<LedgerEntry>& bookings, const std::string& image_preload,
                                              FileUpdate update = FileUpdate::replace);
-// Removes the container's directory; a missing directory is not an error.
+// Frees the container's compute slots and removes its directory; a missing directory is not an error.
 Result<> remove_container_files(const Config& cfg, const std::string& container_key);
 
 }  // namespace gpufrac

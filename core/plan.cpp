@@ -5,6 +5,7 @@
 
 #include "core/fs.hpp"
 #include "core/text.hpp"
+#include "limits/include/gpufrac/arbiter_abi.h"
 #include "limits/include/gpufrac/limits_abi.h"
 
 namespace gpufrac {
@@ -68,10 +69,30 @@ std::vector<EditMount> plan_state_mounts(const ContainerFiles& f) {
           {f.preload, "/etc/ld.so.preload", "bind", {"ro", "nosuid", "nodev", "noexec", "bind"}}};
 }
 
-std::vector<EditMount> plan_gpufrac_dir(const Config& cfg, const ContainerFiles& files) {
+std::string compute_arbiter_path(const Config& cfg, const std::string& device_uuid) {
+  return cfg.state_dir + "/compute/" + device_uuid;
+}
+
+std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, const Config& cfg) {
+  std::vector<EditMount> out;
+  for (const auto& g : grants) {
+    if (g.compute_ppm == 0) continue;
+    EditMount m{compute_arbiter_path(cfg, g.device_uuid),
+                std::string(GPUFRAC_CONTAINER_COMPUTE) + "/" + g.device_uuid,
+                "bind",
+                {"nosuid", "nodev", "noexec", "bind"}};
+    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(std::move(m));
+  }
+  return out;
+}
+
+std::vector<EditMount> plan_gpufrac_dir(const Config& cfg, const ContainerFiles& files,
+                                        const std::vector<Grant>& grants) {
   auto out = plan_shim_mounts(cfg);
   auto state = plan_state_mounts(files);
   out.insert(out.end(), state.begin(), state.begin() + 2);  // limits and usage
+  auto compute = plan_compute_mounts(grants, cfg);
+  out.insert(out.end(), compute.begin(), compute.end());
   return out;
 }
 
@@ -127,6 +148,8 @@ Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inven
   e.mounts = plan_shim_mounts(cfg);
   auto state = plan_state_mounts(container_files(cfg, container_key));
   e.mounts.insert(e.mounts.end(), state.begin(), state.end());
+  auto compute = plan_compute_mounts(grants, cfg);
+  e.mounts.insert(e.mounts.end(), compute.begin(), compute.end());
   if (!with_driver) return e;
   auto driver = plan_driver_mounts(inv.driver);
   e.mounts.insert(e.mounts.end(), driver.begin(), driver.end());

@@ -24,6 +24,14 @@ struct ContainerFiles {
 };
 ContainerFiles container_files(const Config& cfg, const std::string& container_key);
 
+// The compute arbiter of a GPU (limits/include/gpufrac/arbiter_abi.h): <state-dir>/compute/<uuid> on
+// the host, GPUFRAC_CONTAINER_COMPUTE/<uuid> in a container (the shim finds it beside its region).
+std::string compute_arbiter_path(const Config& cfg, const std::string& device_uuid);
+// The arbiter of each granted device with a compute share (compute_ppm > 0), bound read-write
+// (nosuid, nodev, noexec) into the container (hook, wrapper, DRA claims, and the CDI hook beside
+// the limit file). Grants of the same device share one.
+std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, const Config& cfg);
+
 // Device nodes of the granted GPUs / MIG instances plus the control nodes, with explicit numbers and
 // host paths under host-root. Fails when the driver's majors or a MIG instance's capability minors
 // are unknown (the container could not open its GPU).
@@ -38,7 +46,9 @@ std::vector<EditMount> plan_state_mounts(const ContainerFiles& files);
 // gpufrac-hook mounts it itself in every front-end, the mount points made through the tmpfs's fd
 // (hook/ns_apply.hpp); no spec carries it, since a runtime would make those mount points by a path
 // from the root, which a directory of the rootfs exchanged during the start redirects.
-std::vector<EditMount> plan_gpufrac_dir(const Config& cfg, const ContainerFiles& files);
+// The arbiters of the grants with a compute share are among its mounts (plan_compute_mounts).
+std::vector<EditMount> plan_gpufrac_dir(const Config& cfg, const ContainerFiles& files,
+                                        const std::vector<Grant>& grants);
 // Informational environment for the CDI and wrapper paths (the hook cannot change the env).
 std::vector<std::string> plan_env(const std::vector<Grant>& grants);
 
@@ -60,8 +70,9 @@ inline constexpr int kHookTimeoutS = 30;
 EditHook plan_hook(const Config& cfg, const std::string& oci_stage, const std::string& hook_stage,
                    const std::vector<std::string>& extra_args = {});
 
-// Everything one container gets on the hook path (no hooks: front-ends add their own); with_driver
-// adds the driver's files (the front-end decided with injects_driver).
+// Everything one container gets on the hook path (no hooks: front-ends add their own; the compute
+// arbiters of grants with a compute share are among the mounts); with_driver adds the driver's files
+// (the front-end decided with injects_driver).
 Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inventory& inv, const Config& cfg,
                                    const std::string& container_id, bool with_driver);
 // The same less gpufrac's directory (plan_gpufrac_dir): what a spec carries (gpufrac-runtime's

@@ -36,12 +36,6 @@ Result<std::optional<Request>> request_of(Invocation& inv) {
   return std::optional<Request>(std::move(*named));
 }
 
-std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings) {
-  std::vector<Grant> out;
-  for (const auto& b : bookings) out.push_back(grant_of(b));
-  return out;
-}
-
 // Dynamic MIG: a refused annotation request that a new MIG instance could serve goes to the
 // provisioner (`gpufrac mig provision`, which loads NVML and books; this binary never does).
 Result<> provision(Invocation& inv) {
@@ -84,6 +78,20 @@ Result<std::vector<EditDeviceNode>> cdi_granted_nodes(const Invocation& inv) {
 }
 
 }  // namespace
+
+std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings) {
+  std::vector<Grant> out;
+  for (const auto& b : bookings) out.push_back(grant_of(b));
+  return out;
+}
+
+Result<Edits> gpufrac_dir_edits(const Config& cfg, const std::string& container_id, const std::string& instance) {
+  auto bookings = Ledger(LedgerOptions::from(cfg)).bookings_of(container_id, instance);
+  if (!bookings) return std::unexpected(bookings.error());
+  Edits e;
+  e.mounts = plan_gpufrac_dir(cfg, container_files(cfg, container_key(container_id, instance)), grants_of(*bookings));
+  return e;
+}
 
 Result<> identify(Invocation& inv) {
   if (!inv.state.pid) return {};  // book_and_apply refuses a state without a pid
@@ -140,7 +148,7 @@ Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& booking
   if (!granted) return std::unexpected(granted.error());
   if (auto r = check_spec_gpu_nodes(inv.spec, *granted); !r) return std::unexpected(r.error());
   Edits e;  // the spec carries the rest
-  e.mounts = plan_gpufrac_dir(inv.cfg, container_files(inv.cfg, inv.key()));
+  e.mounts = plan_gpufrac_dir(inv.cfg, container_files(inv.cfg, inv.key()), grants_of(bookings));
   return e;
 }
 

@@ -37,8 +37,14 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv);
 Result<> attach_pid(const Invocation& inv);
 // What to apply in the namespace: everything for annotation requests (the driver's files when
 // injects_driver says so); for CDI devices gpufrac's directory (plan_gpufrac_dir: the tmpfs with the
-// shim, limits and usage; the CDI spec carries the rest). Refuses a spec holding a GPU node gpufrac
-// did not grant.
+// shim, limits, usage and the compute arbiters of the container's shares that have one; the CDI spec
+// carries the rest). Refuses a spec holding a GPU node gpufrac did not grant.
 Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& bookings);
+// The grants the bookings stand for (grant_of each).
+std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings);
+// gpufrac's directory for a container whose bookings a front-end made (the wrapper's --attach: the
+// instance's pending bookings; a DRA claim's --claim: the claim's): the tmpfs, the shim, the files of
+// `container_id@instance` and the compute arbiters of its shares.
+Result<Edits> gpufrac_dir_edits(const Config& cfg, const std::string& container_id, const std::string& instance);
 
 }  // namespace gpufrac::hook

@@ -1,5 +1,6 @@
 #include "hook/flow.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <set>
 
@@ -64,11 +65,25 @@ Result<> apply(const Invocation& inv, const Edits& edits) {
 
 // gpufrac's directory (core/plan.hpp plan_gpufrac_dir) for a container whose spec a front-end wrote
 // (the wrapper's --attach, a DRA claim's --claim): no spec carries it; the files are the front-end's.
-Result<> mount_gpufrac_dir(const Invocation& inv, const std::string& key) {
+Result<> mount_gpufrac_dir(const Invocation& inv, const std::string& container_id, const std::string& instance) {
   if (!inv.state.pid)
     return user_error("the OCI state on stdin has no pid; gpufrac-hook must run at prestart or createRuntime");
+  auto edits = gpufrac_dir_edits(inv.cfg, container_id, instance);
+  if (!edits) return std::unexpected(edits.error());
+  return apply(inv, *edits);
+}
+
+// A later CDI device of a container (its first device's hook mounted gpufrac's directory; the limit
+// file was rewritten in place): a device with a compute share needs its arbiter, so the directory is
+// mounted again over the first, with every share of the container (the mount rule takes a tmpfs of
+// gpufrac's at /run/gpufrac as a target: hook/ns_apply.cpp accepted_mount_root).
+Result<> remount_for_added_device(const Invocation& inv, const std::vector<LedgerEntry>& bookings) {
+  const bool arbitrated = std::any_of(bookings.begin(), bookings.end(), [&](const LedgerEntry& b) {
+    return b.device_key == inv.args.cdi_device && b.compute_ppm != 0;
+  });
+  if (!arbitrated) return {};
   Edits edits;
-  edits.mounts = plan_gpufrac_dir(inv.cfg, container_files(inv.cfg, key));
+  edits.mounts = plan_gpufrac_dir(inv.cfg, container_files(inv.cfg, inv.key()), grants_of(bookings));
   return apply(inv, edits);
 }
 
@@ -83,7 +98,7 @@ Result<> book_and_apply(Invocation& inv) {
   if (!inv.state.pid)
     return user_error("the OCI state on stdin has no pid; gpufrac-hook must run at prestart or createRuntime");
   if (inv.args.attach) {  // the runtime wrapper booked and edited the spec; its undo releases
-    if (auto r = mount_gpufrac_dir(inv, inv.key()); !r) return r;
+    if (auto r = mount_gpufrac_dir(inv, inv.state.id, inv.instance); !r) return r;
     return attach_pid(inv);
   }
   auto bookings = book(inv);
@@ -96,7 +111,7 @@ Result<> book_and_apply(Invocation& inv) {
     auto files = write_container_files(inv.cfg, inv.key(), *bookings, image_preload(inv),
                                        mounted ? FileUpdate::in_place : FileUpdate::replace);
     if (!files) return std::unexpected(files.error());
-    if (mounted) return {};
+    if (mounted) return remount_for_added_device(inv, *bookings);
     auto edits = edits_for(inv, *bookings);
     if (!edits) return std::unexpected(edits.error());
     if (auto r = apply(inv, *edits); !r) return r;
@@ -124,7 +139,7 @@ Result<> run_steps(Invocation& inv) {
   // with the claim's files are what is left.
   if (!inv.args.claim.empty()) {
     auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root);
-    if (r) r = mount_gpufrac_dir(inv, container_key(inv.args.claim, kClaimInstance));
+    if (r) r = mount_gpufrac_dir(inv, inv.args.claim, kClaimInstance);
     if (!r) return std::unexpected(r.error().wrap("claim " + inv.args.claim));
   }
   // A CDI spec's `--ld-cache` hook never books: the annotation request has its own hook.

@@ -17,6 +17,13 @@ std::string one_line(std::string_view s) {
   return out;
 }
 
+std::string hex16(std::uint64_t v) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) out[static_cast<std::size_t>(i)] = kHex[v & 15];
+  return out;
+}
+
 }  // namespace
 
 std::string render_limit_file(const LimitFile& file) {
@@ -28,6 +35,7 @@ std::string render_limit_file(const LimitFile& file) {
     if (d.compute_ppm == 0) continue;
     out += "compute " + one_line(d.uuid) + " " + std::to_string(d.compute_ppm) + " " + to_string(d.compute_mode) + " " +
            to_string(d.priority) + "\n";
+    if (d.compute_token != 0) out += "arbiter " + one_line(d.uuid) + " " + hex16(d.compute_token) + "\n";
   }
   return out;
 }
@@ -45,7 +53,7 @@ Result<LimitFile> parse_limit_file(std::string_view text) {
   for (unsigned i = 0; i < cfg->device_count; i++) {
     const gf_device_limit& d = cfg->devices[i];
     out.devices.push_back({d.uuid, d.limit, d.compute_ppm, d.compute_strict ? ComputeMode::strict : ComputeMode::fair,
-                           d.priority_high ? ComputePriority::high : ComputePriority::normal});
+                           d.priority_high ? ComputePriority::high : ComputePriority::normal, d.compute_token});
   }
   return out;
 }

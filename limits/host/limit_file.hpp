@@ -20,6 +20,9 @@ struct DeviceLimit {
   std::uint32_t compute_ppm = 0;
   ComputeMode compute_mode = ComputeMode::fair;
   ComputePriority priority = ComputePriority::normal;
+  // The container's slot in the GPU's compute arbiter (an "arbiter <uuid> <token>" line after the
+  // compute line; arbiter_abi.h): set by the host when it sets the slot up, 0 = none.
+  std::uint64_t compute_token = 0;
   bool operator==(const DeviceLimit&) const = default;
 };
 
@@ -31,7 +34,8 @@ struct LimitFile {
 };
 
 // "version 1\ncontainer <id>\nregion <path>\ndevice <uuid> <bytes>\n..." and, for each device with a
-// compute share, "compute <uuid> <weight ppm> <fair|strict> <normal|high>" after its device line. Control characters in
+// compute share, "compute <uuid> <weight ppm> <fair|strict> <normal|high>" after its device line, then
+// "arbiter <uuid> <token: 16 hex digits>" when it has an arbiter slot. Control characters in
 // the container id or region path are replaced by '?' so the text is always one line per key.
 std::string render_limit_file(const LimitFile& file);
 

@@ -1,7 +1,8 @@
 /* Limit-file grammar (limits_abi.h, item 1): "key value" lines, '#' comments, blank lines.
  * Known keys: version (required, must be 1), container, region (required, absolute path),
  * device <uuid> <bytes> (at most GPUFRAC_MAX_DEVICES, no duplicates), then optionally
- * compute <uuid> <weight ppm> <fair|strict> <normal|high> for a device listed before it. Unknown keys are ignored so
+ * compute <uuid> <weight ppm> <fair|strict> <normal|high> for a device listed before it, and
+ * arbiter <uuid> <token> after that (the slot of the GPU's compute arbiter). Unknown keys are ignored so
  * a later host can add informational keys without a version bump. No allocation. */
 #include <stdio.h>
 #include <string.h>
@@ -137,6 +138,32 @@ static const char* parse_compute(struct gf_config* cfg, struct span value) {
   return NULL;
 }
 
+static int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* "arbiter <uuid> <token: 16 hex digits, not all zero>", after the uuid's compute line. */
+static const char* parse_arbiter(struct gf_config* cfg, struct span value) {
+  struct span rest, uuid = split(value, &rest);
+  uint8_t bytes[16];
+  int i = gf_uuid_parse(uuid.p, uuid.n, bytes) == 0 ? gf_config_find(cfg, bytes) : -1;
+  if (i < 0 || cfg->devices[i].compute_ppm == 0) {
+    return "arbiter: no compute line for this UUID before it; accepted: compute <uuid> ... first";
+  }
+  if (cfg->devices[i].compute_token != 0) return "arbiter: UUID listed twice";
+  struct span token = split(rest, &rest);
+  uint64_t t = 0;
+  for (size_t k = 0; k < token.n && token.n == 16; k++) {
+    int d = hex_digit(token.p[k]);
+    if (d < 0) break;
+    t = t << 4 | (uint64_t)d;
+    if (k == 15 && t != 0 && rest.n == 0) return cfg->devices[i].compute_token = t, NULL;
+  }
+  return "arbiter: bad token; accepted: 16 hex digits, not all zero, last on the line";
+}
+
 /* Applies one "key value" line. Returns NULL or the reason it is refused. */
 static const char* parse_line(struct gf_config* cfg, struct span key, struct span value, unsigned* seen) {
   if (eq(key, "version")) {
@@ -163,6 +190,8 @@ static const char* parse_line(struct gf_config* cfg, struct span key, struct spa
     return parse_device(cfg, value);
   } else if (eq(key, "compute")) {
     return parse_compute(cfg, value);
+  } else if (eq(key, "arbiter")) {
+    return parse_arbiter(cfg, value);
   }
   return NULL; /* unknown keys are informational */
 }

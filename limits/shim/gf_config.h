@@ -24,6 +24,7 @@ struct gf_device_limit {
   uint32_t compute_ppm;   /* weight, parts per million of the GPU's time, 1..1000000 */
   uint8_t compute_strict; /* 1: never more than the share; 0: fair (work-conserving) */
   uint8_t priority_high;  /* 1: latency-sensitive (preempts batch work at a kernel boundary) */
+  uint64_t compute_token; /* the arbiter slot's token ("arbiter" line, arbiter_abi.h); 0 none */
 };
 
 struct gf_config {

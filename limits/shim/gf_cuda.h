@@ -12,6 +12,9 @@ typedef int CUresult;
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CUDA_ERROR_NOT_INITIALIZED 3
 #define CUDA_ERROR_INVALID_CONTEXT 201
+#define CUDA_ERROR_INVALID_HANDLE 400
+#define CUDA_ERROR_ILLEGAL_STATE 401
+#define CUDA_ERROR_NOT_READY 600
 #define CUDA_ERROR_NOT_FOUND 500
 #define CUDA_ERROR_NOT_SUPPORTED 801
 
@@ -24,6 +27,32 @@ typedef struct CUstream_st* CUstream;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
 typedef struct CUarray_st* CUarray;
 typedef struct CUmipmappedArray_st* CUmipmappedArray;
+typedef struct CUevent_st* CUevent;
+typedef struct CUfunc_st* CUfunction;
+typedef struct CUgraph_st* CUgraph;
+typedef struct CUgraphExec_st* CUgraphExec;
+typedef int CUstreamCaptureMode;
+#define CU_EVENT_BLOCKING_SYNC 0x1
+#define CU_EVENT_DISABLE_TIMING 0x2
+
+/* cuLaunchKernelEx's configuration and a cooperative multi-device launch's entries: the shim
+ * reads the stream from them. */
+typedef struct CUlaunchConfig_st {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  void* attrs;
+  unsigned int numAttrs;
+} CUlaunchConfig;
+typedef struct CUDA_LAUNCH_PARAMS_st {
+  CUfunction function;
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  void** kernelParams;
+} CUDA_LAUNCH_PARAMS;
 typedef struct CUuuid_st {
   char bytes[16];
 } CUuuid;

@@ -34,6 +34,29 @@ GF_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev);
 GF_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags);
 GF_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
                                        CUdriverProcAddressQueryResult* status);
+GF_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                  unsigned bz, unsigned shmem, CUstream s, void** params, void** extra);
+GF_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                       unsigned bz, unsigned shmem, CUstream s, void** params, void** extra);
+GF_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params, void** extra);
+GF_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params, void** extra);
+GF_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                             unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params);
+GF_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                                  unsigned by, unsigned bz, unsigned shmem, CUstream s, void** params);
+GF_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* list, unsigned n, unsigned flags);
+GF_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream s);
+GF_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream s);
+GF_EXPORT CUresult cuCtxSynchronize(void);
+GF_EXPORT CUresult cuStreamSynchronize(CUstream s);
+GF_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s);
+GF_EXPORT CUresult cuEventSynchronize(CUevent ev);
+GF_EXPORT CUresult cuStreamBeginCapture(CUstream s);
+GF_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream s);
+GF_EXPORT CUresult cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode);
+GF_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode);
+GF_EXPORT CUresult cuStreamEndCapture(CUstream s, CUgraph* graph);
+GF_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* graph);
 GF_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
 GF_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
 

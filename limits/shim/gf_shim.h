@@ -71,8 +71,16 @@ int gf_untrack(struct gf_table* t, uint64_t key, int* idx, uint64_t* n);
   X(cuArrayCreate_v2) X(cuArray3DCreate_v2) X(cuMipmappedArrayCreate) X(cuArrayDestroy)              \
   X(cuMipmappedArrayDestroy)                                                                         \
   X(cuMemGetInfo_v2) X(cuDeviceTotalMem_v2) X(cuGetProcAddress) X(cuGetProcAddress_v2)               \
+  /* launches (gated), synchronisation and capture (compute shares, gf_compute.h): */                \
+  X(cuLaunchKernel) X(cuLaunchKernel_ptsz) X(cuLaunchKernelEx) X(cuLaunchKernelEx_ptsz)              \
+  X(cuLaunchCooperativeKernel) X(cuLaunchCooperativeKernel_ptsz)                                     \
+  X(cuLaunchCooperativeKernelMultiDevice) X(cuGraphLaunch) X(cuGraphLaunch_ptsz)                     \
+  X(cuCtxSynchronize) X(cuStreamSynchronize) X(cuStreamSynchronize_ptsz) X(cuEventSynchronize)       \
+  X(cuStreamBeginCapture) X(cuStreamBeginCapture_ptsz) X(cuStreamBeginCapture_v2)                    \
+  X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)                   \
   /* not wrapped, used by the shim: */                                                               \
-  X(cuCtxGetDevice) X(cuDeviceGetUuid) X(cuDeviceGetUuid_v2) X(cuDeviceGetCount)
+  X(cuCtxGetDevice) X(cuDeviceGetUuid) X(cuDeviceGetUuid_v2) X(cuDeviceGetCount)                     \
+  X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventQuery)
 /* clang-format on */
 #define GF_NVML_FUNCS(X) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetUUID)
 

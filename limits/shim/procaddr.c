@@ -5,7 +5,8 @@
  * matched by the driver API's naming rules (cudaTypedefs.h): "_v2" from CUDA 3.2 (12.0 for
  * cuGetProcAddress itself) and "_ptsz" with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.
  * A version older than a function's "_v2" gets the driver's legacy function, which is not
- * counted. A lookup of "cuGetProcAddress" returns the shim's own, so later lookups stay here. */
+ * counted (cuStreamBeginCapture's legacy form is wrapped: capture is tracked either way). A lookup of
+ * "cuGetProcAddress" returns the shim's own, so later lookups stay here. */
 #include <stdio.h>
 #include <string.h>
 
@@ -39,15 +40,26 @@ static const struct gf_proc_rule g_rules[] = {
     {"cuDeviceGetDefaultMemPool", 0, 0},
     {"cuDeviceGetMemPool", 0, 0},
     {"cuGetProcAddress", 12000, 0},
+    {"cuLaunchKernel", 0, 1},
+    {"cuLaunchKernelEx", 0, 1},
+    {"cuLaunchCooperativeKernel", 0, 1},
+    {"cuLaunchCooperativeKernelMultiDevice", 0, 0},
+    {"cuGraphLaunch", 0, 1},
+    {"cuCtxSynchronize", 0, 0},
+    {"cuStreamSynchronize", 0, 1},
+    {"cuEventSynchronize", 0, 0},
+    {"cuStreamBeginCapture", 10010, 1},
+    {"cuStreamEndCapture", 0, 1},
 };
 
 static void* by_rule(const char* symbol, void* real, int cuda_version, cuuint64_t flags) {
   for (size_t i = 0; i < sizeof g_rules / sizeof g_rules[0]; i++) {
     const struct gf_proc_rule* r = &g_rules[i];
     if (strcmp(r->base, symbol) != 0) continue;
-    if (r->v2_since != 0 && cuda_version < r->v2_since) return real;
+    /* Older than its _v2: the legacy function, wrapped only where the shim wraps that too. */
+    int v2 = r->v2_since != 0 && cuda_version >= r->v2_since;
     char name[96];
-    snprintf(name, sizeof name, "%s%s%s", r->base, r->v2_since ? "_v2" : "",
+    snprintf(name, sizeof name, "%s%s%s", r->base, v2 ? "_v2" : "",
              r->per_thread && (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ? "_ptsz" : "");
     void* w = gf_wrapper_by_name(name);
     return w != NULL ? w : real;

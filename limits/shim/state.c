@@ -10,10 +10,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gf_compute.h"
 #include "gf_proc.h"
 #include "gf_shim.h"
 
 struct gf_shim gf_g;
+int gf_compute_flag;
 static int g_mode;  /* 0 until loaded; then enum gf_mode */
 static int g_state; /* 0 not loaded, 1 loading, 2 loaded */
 static struct gpufrac_slot* g_slot;
@@ -49,10 +51,18 @@ static int load_limits(const char* path, char* err, size_t err_len) {
   return gf_config_parse(g_text, len, &gf_g.cfg, err, err_len) == 0 ? 1 : -1;
 }
 
+/* Whether launches are gated: some device has a compute line (set before the mode is published). */
+static void set_compute(int rc) {
+  int on = 0;
+  for (unsigned i = 0; rc > 0 && i < gf_g.cfg.device_count; i++) on |= gf_g.cfg.devices[i].compute_ppm != 0;
+  __atomic_store_n(&gf_compute_flag, on ? GF_COMPUTE_ON : GF_COMPUTE_OFF, __ATOMIC_RELEASE);
+}
+
 static int load(void) {
   char err[512];
   snprintf(gf_g.limit_path, sizeof gf_g.limit_path, "%s", limit_path());
   int rc = load_limits(gf_g.limit_path, err, sizeof err);
+  set_compute(rc);
   if (rc == 0) return GF_MODE_INERT;
   if (rc < 0) {
     gf_log_once(&g_log_config, "limit file %s: %s; device memory allocations are refused", gf_g.limit_path, err);
@@ -63,6 +73,11 @@ static int load(void) {
     gf_log_once(&g_log_config, "usage region %s: %s; allocations on limited devices are refused", gf_g.cfg.region, err);
   }
   return GF_MODE_ACTIVE;
+}
+
+int gf_compute_load(void) {
+  gf_mode();
+  return __atomic_load_n(&gf_compute_flag, __ATOMIC_ACQUIRE);
 }
 
 int gf_mode(void) {
@@ -167,6 +182,7 @@ static void after_fork_child(void) {
   gf_charge_after_fork();
   gf_log_after_fork();
   gf_real_after_fork();
+  gf_compute_after_fork();
 }
 
 __attribute__((constructor)) static void gf_shim_load(void) {

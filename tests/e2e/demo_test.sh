@@ -15,7 +15,7 @@ for line in "== 1. The node" "NVIDIA A100-SXM4-40GB" "gpufrac.io/gpu=0-0.25" \
   "gpufrac-hook: no GPU has 9.9 GiB free for fraction=0.25: GPU 0 0 B" \
   "NVIDIA A100-SXM4-40GB, 10134 MiB" \
   "allocated 19 x 512 MiB = 9.5 GiB; the next cuMemAlloc of 512 MiB returned CUDA_ERROR_OUT_OF_MEMORY" \
-  "0    demo-cuda       fraction=0.25  9.9 GiB   9.5 GiB  25 %     -                hook" "No shares." \
+  "0    demo-cuda       fraction=0.25  9.9 GiB   9.5 GiB  25 %     0 %              hook" "No shares." \
   "Done (simulated node"; do
   assert_contains "$OUT" "$line" "demo output"
 done

@@ -109,7 +109,8 @@ for s in "0 $GPU0 loop fraction=0.25 gpu=0 $LOOP $GIB" "0 $GPU0 a memory=4Gi gpu
   assert_eq "$(value gpufrac_share_used_bytes "$(share "$1" "$2" "$3" "$4 $5")")" "$7" "used by $3"
 done
 # The GPU's time: each share's default compute share is its memory share (bytes x 10^6 / total,
-# rounded down); per GPU the sum and what is left. Nothing reports the time achieved yet.
+# rounded down); per GPU the sum and what is left. The time achieved comes from each share's slot
+# in its GPU's compute arbiter: these containers launch no kernel, so 0.
 for s in "0 $GPU0 loop fraction=0.25 gpu=0 0.25" "0 $GPU0 a memory=4Gi gpu=0 0.101045" \
   "1 $GPU1 b fraction=0.5 gpu=1 0.5" "1 $GPU1 c fraction=0.1 gpu=1 0.099985"; do
   set -- $s
@@ -120,7 +121,11 @@ for g in "0 $GPU0 0.351045 0.648955" "1 $GPU1 0.599985 0.400015"; do
   assert_eq "$(value gpufrac_gpu_compute_booked_ratio "$(dev "$1" "$2")")" "$3" "GPU $1 time booked"
   assert_eq "$(value gpufrac_gpu_compute_free_ratio "$(dev "$1" "$2")")" "$4" "GPU $1 time free"
 done
-assert_eq "$(grep -c '^gpufrac_share_compute_achieved_ratio' "$E2E_TMP/scrape.prom")" 0 "no time achieved known"
+assert_eq "$(grep -c '^gpufrac_share_compute_achieved_ratio' "$E2E_TMP/scrape.prom")" 4 "time achieved known per share"
+for s in "0 $GPU0 loop fraction=0.25 gpu=0" "1 $GPU1 c fraction=0.1 gpu=1"; do
+  set -- $s
+  assert_eq "$(value gpufrac_share_compute_achieved_ratio "$(share "$1" "$2" "$3" "$4 $5")")" 0 "no kernel: $3 achieved nothing"
+done
 for r in "hook capacity 1" "hook malformed 1" "hook host_pid 1" "hook other 0" \
   "wrapper capacity 0" "wrapper malformed 1" "wrapper host_pid 0" "wrapper other 0"; do
   set -- $r

@@ -171,8 +171,10 @@ TEST_F(LedgerTest, LimitFilesCarryTheComputeLine) {
   auto limits = limits::read_limit_file(files->limits);
   ASSERT_TRUE(limits) << limits.error().message;
   ASSERT_EQ(limits->devices.size(), 2u);
+  // The share's slot in its GPU's compute arbiter, set up where the file is written (core/compute_slots.hpp).
+  EXPECT_NE(limits->devices[0].compute_token, 0u);
   EXPECT_EQ(limits->devices[0], (limits::DeviceLimit{one.device_uuid, 2 * 10626269184ull, 550'000, ComputeMode::strict,
-                                                     ComputePriority::high}));
+                                                     ComputePriority::high, limits->devices[0].compute_token}));
   EXPECT_EQ(limits->devices[1], (limits::DeviceLimit{other.device_uuid, 10626269184ull}));
   EXPECT_NE(limits::render_limit_file(*limits).find("compute GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5 550000 strict "
                                                     "high\n"),

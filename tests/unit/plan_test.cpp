@@ -108,13 +108,28 @@ TEST_F(PlanTest, SpecEditsLeaveGpufracsDirectoryToTheHook) {
   auto full = plan_container_edits({share_of(0)}, inv_, cfg_, "c1", false);
   auto spec = plan_spec_edits({share_of(0)}, inv_, cfg_, "c1", false);
   ASSERT_TRUE(full && spec);
-  auto dir = plan_gpufrac_dir(cfg_, container_files(cfg_, "c1"));
+  auto dir = plan_gpufrac_dir(cfg_, container_files(cfg_, "c1"), {share_of(0)});
   ASSERT_EQ(dir.size(), 4u);
   EXPECT_EQ(std::vector<EditMount>(full->mounts.begin(), full->mounts.begin() + 4), dir);
   ASSERT_EQ(spec->mounts.size(), 1u);
   EXPECT_EQ(spec->mounts[0].container_path, "/etc/ld.so.preload");
   EXPECT_EQ(spec->device_nodes, full->device_nodes);
   EXPECT_EQ(spec->env, full->env);
+}
+
+TEST_F(PlanTest, ComputeSharesMountTheirGpusArbiter) {
+  Grant a = share_of(0), b = share_of(0), c = share_of(1);
+  a.compute_ppm = 300000;
+  b.compute_ppm = 200000;  // a second share of the same GPU: one arbiter
+  auto e = plan_container_edits({a, b, c}, inv_, cfg_, "c1", false);
+  ASSERT_TRUE(e) << e.error().message;
+  ASSERT_EQ(e->mounts.size(), 6u) << "c has no compute share: no arbiter";
+  EXPECT_EQ(e->mounts[5], (EditMount{"/run/gpufrac-test/compute/" + inv_.gpus[0].uuid,
+                                     "/run/gpufrac/compute/" + inv_.gpus[0].uuid,
+                                     "bind",
+                                     {"nosuid", "nodev", "noexec", "bind"}}));
+  EXPECT_EQ(compute_arbiter_path(cfg_, "GPU-x"), "/run/gpufrac-test/compute/GPU-x");
+  EXPECT_TRUE(plan_compute_mounts({c}, cfg_).empty());
 }
 
 TEST_F(PlanTest, HooksCarryAnExplicitEnvironment) {

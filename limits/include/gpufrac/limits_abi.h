@@ -8,10 +8,13 @@
  *        container <container id>
  *        region /run/gpufrac/usage
  *        device <GPU-... or MIG-... uuid> <limit in bytes>
+ *        compute <uuid> <weight ppm> <fair|strict> <normal|high>   (a compute share, after its device)
+ *        arbiter <uuid> <token: 16 hex digits>                     (its arbiter slot, after compute)
  *     version and region are required; unknown keys are ignored (informational additions need no
  *     new version). Device line i is device i of the region: used[i], limit[i], uuid[i]. A device
  *     absent from the file is unlimited. The shim matches a CUDA device (cuDeviceGetUuid_v2) or an
- *     NVML handle (nvmlDeviceGetUUID) to a line by the 16 UUID octets.
+ *     NVML handle (nvmlDeviceGetUUID) to a line by the 16 UUID octets. A device with compute and
+ *     arbiter lines is arbitrated through <directory of region>/compute/<uuid> (arbiter_abi.h).
  *     A process whose limit file is missing runs unlimited (the shim is inert). A limit file that
  *     exists but cannot be read or parsed refuses every counted allocation (CUDA_ERROR_OUT_OF_MEMORY,
  *     one line on stderr): the limit cannot be enforced, so nothing is allocated past it.

@@ -94,10 +94,6 @@ FAKE_API CUresult cuCtxPopCurrent_v2(CUcontext* ctx) {
   return CUDA_SUCCESS;
 }
 
-FAKE_API CUresult cuCtxSynchronize(void) {
-  return valid(current()) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
-}
-
 FAKE_API CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
   CUresult rc = fake_check_device(dev);
   if (rc != CUDA_SUCCESS) return rc;

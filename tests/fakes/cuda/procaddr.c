@@ -17,6 +17,20 @@
 #undef cuDeviceTotalMem
 #undef cuDevicePrimaryCtxRelease
 #undef cuGetProcAddress
+#undef cuLaunchKernel
+#undef cuLaunchKernelEx
+#undef cuLaunchCooperativeKernel
+#undef cuGraphLaunch
+#undef cuStreamSynchronize
+#undef cuStreamQuery
+#undef cuStreamWaitEvent
+#undef cuEventRecord
+#undef cuStreamBeginCapture
+#undef cuStreamEndCapture
+#undef cuStreamIsCapturing
+#undef cuStreamDestroy
+#undef cuEventDestroy
+#undef cuGraphInstantiate
 
 /* Legacy 32-bit entry points: present so that old versions resolve to them; not supported. */
 FAKE_API CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
@@ -32,6 +46,8 @@ FAKE_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
   return cuDevicePrimaryCtxRelease_v2(dev);
 }
 FAKE_API CUresult cuGetProcAddress(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags);
+CUresult cuStreamBeginCapture(CUstream stream);
+CUresult cuStreamBeginCapture_ptsz(CUstream stream);
 
 /* Stand-ins at other addresses (GPUFRAC_FAKE_CUDA_DISTINCT_PROCS=1). */
 static CUresult alias_alloc(CUdeviceptr* p, size_t n) {
@@ -48,6 +64,17 @@ static CUresult alias_alloc_async_ptsz(CUdeviceptr* p, size_t n, CUstream s) {
 }
 static CUresult alias_free_async_ptsz(CUdeviceptr p, CUstream s) {
   return cuMemFreeAsync_ptsz(p, s);
+}
+static CUresult alias_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                             unsigned shmem, CUstream s, void** params, void** extra) {
+  return cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+static CUresult alias_launch_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                  unsigned bz, unsigned shmem, CUstream s, void** params, void** extra) {
+  return cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+}
+static CUresult alias_graph_launch(CUgraphExec e, CUstream s) {
+  return cuGraphLaunch(e, s);
 }
 
 struct proc {
@@ -108,6 +135,46 @@ static const struct proc g_procs[] = {
     P(cuMipmappedArrayDestroy, 5000),
     P(cuGetProcAddress, 11030),
     P(cuGetProcAddress_v2, 12000),
+    P(cuModuleLoad, 2000),
+    P(cuModuleLoadData, 2000),
+    P(cuModuleUnload, 2000),
+    P(cuModuleGetFunction, 2000),
+    {"cuLaunchKernel", (void*)cuLaunchKernel, 4000, (void*)alias_launch},
+    {"cuLaunchKernel_ptsz", (void*)cuLaunchKernel_ptsz, 7000, (void*)alias_launch_ptsz},
+    P(cuLaunchKernelEx, 11060),
+    P(cuLaunchKernelEx_ptsz, 11060),
+    P(cuLaunchCooperativeKernel, 9000),
+    P(cuLaunchCooperativeKernel_ptsz, 9000),
+    P(cuLaunchCooperativeKernelMultiDevice, 9000),
+    P(cuStreamCreate, 2000),
+    P(cuStreamDestroy_v2, 4000),
+    P(cuStreamSynchronize, 2000),
+    P(cuStreamSynchronize_ptsz, 7000),
+    P(cuStreamQuery, 2000),
+    P(cuStreamQuery_ptsz, 7000),
+    P(cuStreamWaitEvent, 3020),
+    P(cuStreamWaitEvent_ptsz, 7000),
+    P(cuEventCreate, 2000),
+    P(cuEventDestroy_v2, 4000),
+    P(cuEventRecord, 2000),
+    P(cuEventRecord_ptsz, 7000),
+    P(cuEventQuery, 2000),
+    P(cuEventSynchronize, 2000),
+    P(cuEventElapsedTime, 2000),
+    P(cuStreamBeginCapture, 10000),
+    P(cuStreamBeginCapture_ptsz, 10000),
+    P(cuStreamBeginCapture_v2, 10010),
+    P(cuStreamBeginCapture_v2_ptsz, 10010),
+    P(cuStreamEndCapture, 10000),
+    P(cuStreamEndCapture_ptsz, 10000),
+    P(cuStreamIsCapturing, 10000),
+    P(cuStreamIsCapturing_ptsz, 10000),
+    P(cuGraphInstantiate_v2, 11000),
+    P(cuGraphInstantiateWithFlags, 11040),
+    {"cuGraphLaunch", (void*)cuGraphLaunch, 10000, (void*)alias_graph_launch},
+    P(cuGraphLaunch_ptsz, 10000),
+    P(cuGraphExecDestroy, 10000),
+    P(cuGraphDestroy, 10000),
 };
 #undef P
 
@@ -116,13 +183,18 @@ struct versioned {
   int v2_since;
 };
 static const struct versioned g_v2[] = {
-    {"cuDeviceTotalMem", 3020}, {"cuCtxCreate", 3020},       {"cuCtxDestroy", 4000},
-    {"cuCtxPushCurrent", 4000}, {"cuCtxPopCurrent", 4000},   {"cuMemGetInfo", 3020},
-    {"cuMemAlloc", 3020},       {"cuMemAllocPitch", 3020},   {"cuMemFree", 3020},
-    {"cuArrayCreate", 3020},    {"cuArray3DCreate", 3020},   {"cuDevicePrimaryCtxRelease", 11000},
-    {"cuDeviceGetUuid", 11040}, {"cuGetProcAddress", 12000},
+    {"cuDeviceTotalMem", 3020}, {"cuCtxCreate", 3020},           {"cuCtxDestroy", 4000},
+    {"cuCtxPushCurrent", 4000}, {"cuCtxPopCurrent", 4000},       {"cuMemGetInfo", 3020},
+    {"cuMemAlloc", 3020},       {"cuMemAllocPitch", 3020},       {"cuMemFree", 3020},
+    {"cuArrayCreate", 3020},    {"cuArray3DCreate", 3020},       {"cuDevicePrimaryCtxRelease", 11000},
+    {"cuDeviceGetUuid", 11040}, {"cuGetProcAddress", 12000},     {"cuStreamDestroy", 4000},
+    {"cuEventDestroy", 4000},   {"cuStreamBeginCapture", 10010}, {"cuGraphInstantiate", 11000},
 };
-static const char* const g_per_thread[] = {"cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemFreeAsync"};
+static const char* const g_per_thread[] = {"cuMemAllocAsync",    "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
+                                           "cuLaunchKernel",     "cuLaunchKernelEx",        "cuLaunchCooperativeKernel",
+                                           "cuGraphLaunch",      "cuStreamSynchronize",     "cuStreamQuery",
+                                           "cuStreamWaitEvent",  "cuEventRecord",           "cuStreamBeginCapture",
+                                           "cuStreamEndCapture", "cuStreamIsCapturing"};
 
 static const struct proc* find(const char* name) {
   for (size_t i = 0; i < sizeof g_procs / sizeof g_procs[0]; i++) {
@@ -190,8 +262,12 @@ static const struct {
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the operation is not permitted in the current state"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
     {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 

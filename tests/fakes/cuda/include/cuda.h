@@ -24,8 +24,12 @@ typedef enum cudaError_enum {
   CUDA_ERROR_INVALID_DEVICE = 101,
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_INVALID_HANDLE = 400,
+  CUDA_ERROR_ILLEGAL_STATE = 401,
   CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_NOT_SUPPORTED = 801,
+  CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+  CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
   CUDA_ERROR_UNKNOWN = 999
 } CUresult;
 
@@ -38,6 +42,12 @@ typedef struct CUctx_st* CUcontext;
 typedef struct CUstream_st* CUstream;
 typedef struct CUmemPoolHandle_st* CUmemoryPool;
 typedef struct CUarray_st* CUarray;
+typedef struct CUevent_st* CUevent;
+typedef struct CUmod_st* CUmodule;
+typedef struct CUfunc_st* CUfunction;
+typedef struct CUgraph_st* CUgraph;
+typedef struct CUgraphExec_st* CUgraphExec;
+typedef struct CUgraphNode_st* CUgraphNode;
 typedef struct CUmipmappedArray_st* CUmipmappedArray;
 typedef struct CUuuid_st {
   char bytes[16];
@@ -45,6 +55,48 @@ typedef struct CUuuid_st {
 
 #define CU_STREAM_LEGACY ((CUstream)0x1)
 #define CU_STREAM_PER_THREAD ((CUstream)0x2)
+#define CU_STREAM_DEFAULT 0x0
+#define CU_STREAM_NON_BLOCKING 0x1
+#define CU_EVENT_DEFAULT 0x0
+#define CU_EVENT_BLOCKING_SYNC 0x1
+#define CU_EVENT_DISABLE_TIMING 0x2
+
+typedef enum CUstreamCaptureStatus_enum {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
+typedef enum CUstreamCaptureMode_enum {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2
+} CUstreamCaptureMode;
+
+typedef struct CUlaunchAttribute_st CUlaunchAttribute;
+typedef struct CUlaunchConfig_st {
+  unsigned int gridDimX;
+  unsigned int gridDimY;
+  unsigned int gridDimZ;
+  unsigned int blockDimX;
+  unsigned int blockDimY;
+  unsigned int blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute* attrs;
+  unsigned int numAttrs;
+} CUlaunchConfig;
+typedef struct CUDA_LAUNCH_PARAMS_st {
+  CUfunction function;
+  unsigned int gridDimX;
+  unsigned int gridDimY;
+  unsigned int gridDimZ;
+  unsigned int blockDimX;
+  unsigned int blockDimY;
+  unsigned int blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  void** kernelParams;
+} CUDA_LAUNCH_PARAMS;
 
 typedef enum CUarray_format_enum {
   CU_AD_FORMAT_UNSIGNED_INT8 = 0x01,
@@ -138,10 +190,26 @@ typedef enum CUdriverProcAddressQueryResult_enum {
 #define cuArrayCreate cuArrayCreate_v2
 #define cuArray3DCreate cuArray3DCreate_v2
 #define cuGetProcAddress cuGetProcAddress_v2
+#define cuStreamDestroy cuStreamDestroy_v2
+#define cuEventDestroy cuEventDestroy_v2
+#define cuGraphInstantiate cuGraphInstantiateWithFlags
 #if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
 #define cuMemAllocAsync cuMemAllocAsync_ptsz
 #define cuMemAllocFromPoolAsync cuMemAllocFromPoolAsync_ptsz
 #define cuMemFreeAsync cuMemFreeAsync_ptsz
+#define cuLaunchKernel cuLaunchKernel_ptsz
+#define cuLaunchKernelEx cuLaunchKernelEx_ptsz
+#define cuLaunchCooperativeKernel cuLaunchCooperativeKernel_ptsz
+#define cuGraphLaunch cuGraphLaunch_ptsz
+#define cuStreamSynchronize cuStreamSynchronize_ptsz
+#define cuStreamQuery cuStreamQuery_ptsz
+#define cuStreamWaitEvent cuStreamWaitEvent_ptsz
+#define cuEventRecord cuEventRecord_ptsz
+#define cuStreamBeginCapture cuStreamBeginCapture_v2_ptsz
+#define cuStreamEndCapture cuStreamEndCapture_ptsz
+#define cuStreamIsCapturing cuStreamIsCapturing_ptsz
+#else
+#define cuStreamBeginCapture cuStreamBeginCapture_v2
 #endif
 
 CUresult cuInit(unsigned int flags);
@@ -190,6 +258,66 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray* array, const CUDA_ARRAY3D_DESC
 CUresult cuMipmappedArrayDestroy(CUmipmappedArray array);
 CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
                              CUdriverProcAddressQueryResult* status);
+
+/* Modules and kernels: a function named sleep_<N>ns, sleep_<N>us or sleep_<N>ms runs for that
+ * long on the simulated GPU; any other name takes no time (README.md "Simulated GPU"). */
+CUresult cuModuleLoad(CUmodule* module, const char* fname);
+CUresult cuModuleLoadData(CUmodule* module, const void* image);
+CUresult cuModuleUnload(CUmodule module);
+CUresult cuModuleGetFunction(CUfunction* func, CUmodule module, const char* name);
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                        unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                        unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra);
+CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra);
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                                   unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                                   unsigned int sharedMemBytes, CUstream hStream, void** kernelParams);
+CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* launchParamsList, unsigned int numDevices,
+                                              unsigned int flags);
+/* Streams and events. */
+CUresult cuStreamCreate(CUstream* stream, unsigned int flags);
+CUresult cuStreamDestroy_v2(CUstream stream);
+CUresult cuStreamSynchronize(CUstream stream);
+CUresult cuStreamQuery(CUstream stream);
+CUresult cuStreamWaitEvent(CUstream stream, CUevent event, unsigned int flags);
+CUresult cuEventCreate(CUevent* event, unsigned int flags);
+CUresult cuEventDestroy_v2(CUevent event);
+CUresult cuEventRecord(CUevent event, CUstream stream);
+CUresult cuEventQuery(CUevent event);
+CUresult cuEventSynchronize(CUevent event);
+CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end);
+/* Stream capture and graphs (a captured graph is the sequence of its kernels). */
+CUresult cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture(CUstream stream, CUgraph* graph);
+CUresult cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus* status);
+CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, unsigned long long flags);
+CUresult cuGraphInstantiate_v2(CUgraphExec* exec, CUgraph graph, CUgraphNode* errorNode, char* logBuffer,
+                               size_t bufferSize);
+CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream);
+CUresult cuGraphExecDestroy(CUgraphExec exec);
+CUresult cuGraphDestroy(CUgraph graph);
+/* The per-thread-default-stream variants, declared under their own names too. */
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+                             unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+                             unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra);
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams, void** extra);
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                        void** kernelParams);
+CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream stream);
+CUresult cuStreamSynchronize_ptsz(CUstream stream);
+CUresult cuStreamQuery_ptsz(CUstream stream);
+CUresult cuStreamWaitEvent_ptsz(CUstream stream, CUevent event, unsigned int flags);
+CUresult cuEventRecord_ptsz(CUevent event, CUstream stream);
+CUresult cuStreamBeginCapture_v2_ptsz(CUstream stream, CUstreamCaptureMode mode);
+CUresult cuStreamEndCapture_ptsz(CUstream stream, CUgraph* graph);
+CUresult cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus* status);
+
+/* Test-only (not in NVIDIA's driver): the simulated CLOCK_MONOTONIC time, in ns, at which a
+ * recorded event completes (README.md "Simulated GPU"); CUDA_ERROR_INVALID_HANDLE for an event
+ * never recorded. */
+CUresult gpufracFakeEventTime(CUevent event, uint64_t* ns);
 
 #ifdef __cplusplus
 }

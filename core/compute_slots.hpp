@@ -1,0 +1,29 @@
+// The containers' slots in the GPUs' compute arbiters (limits/include/gpufrac/arbiter_abi.h, "Slots"):
+// set up where the limit file and usage region are written (write_container_files, on every
+// front-end's path) and freed where they are removed (remove_container_files: poststop, a rolled
+// back start, `gpufrac gc`).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/error.hpp"
+#include "limits/host/limit_file.hpp"
+
+namespace gpufrac {
+
+// For each device of the limit file with a compute share: creates the GPU's arbiter if needed
+// (fully allocated: a full state directory refuses here, in one line) and sets up the container's
+// slot, recording its token in the device's compute_token (the limit file's arbiter line).
+Result<> attach_compute_slots(const Config& cfg, const std::string& container_key, limits::LimitFile& file);
+
+// Frees the container's slots in every arbiter under <state-dir>/compute. Returns how many.
+Result<unsigned> release_compute_slots(const Config& cfg, const std::string& container_key);
+
+// gc: frees the slots of keys without a booking (set up more than min_age_s ago), in every
+// arbiter. Returns the keys freed.
+Result<std::vector<std::string>> sweep_compute_slots(const Config& cfg, const std::vector<std::string>& booked,
+                                                     std::uint64_t min_age_s);
+
+}  // namespace gpufrac

@@ -1,0 +1,61 @@
+// The compute arbiter of one GPU (gpufrac/arbiter_abi.h), host side: created fully allocated before
+// the first container with a compute share on the GPU starts, a slot set up per container at booking
+// and freed at release, read by `gpufrac status` and `gpufrac metrics`, swept by `gpufrac gc`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/grant.hpp"
+
+namespace gpufrac::limits {
+
+// Creates path (mode 0666, so a non-root container user can map it read-write) for gpu_uuid unless a
+// valid arbiter is there: written in a temporary file, fully allocated (posix_fallocate: a full tmpfs
+// fails here, in one line, never as a SIGBUS in a container), then linked in place; an existing file
+// that is not a valid arbiter is replaced (containers that mapped it keep their copy).
+Result<> ensure_arbiter(const std::string& path, const std::string& gpu_uuid);
+
+// Sets up the container's slot (the one already holding key, which keeps its token, or a free one
+// with a fresh random token): key, weight, mode and priority. Returns the token for the limit file's
+// arbiter line.
+Result<std::uint64_t> attach_arbiter_slot(const std::string& path, const std::string& key, std::uint32_t weight_ppm,
+                                          ComputeMode mode, ComputePriority priority);
+
+// Frees every slot of key. A missing arbiter frees nothing. Returns the slots freed.
+Result<unsigned> release_arbiter_slots(const std::string& path, const std::string& key);
+
+struct ArbiterSlotView {
+  unsigned index = 0;
+  std::string key;
+  std::uint32_t weight_ppm = 0;
+  ComputeMode mode = ComputeMode::fair;
+  ComputePriority priority = ComputePriority::normal;
+  bool active = false;           // ACTIVE (else SETUP: a host process was killed half-way)
+  std::uint64_t created_s = 0;   // CLOCK_REALTIME seconds
+  std::uint64_t window_ns = 0;   // charged in the last GPUFRAC_ARBITER_WINDOW_S whole seconds
+  std::uint64_t charged_ns = 0;  // ever
+  std::uint64_t leases = 0;      // ever
+  // window_ns over the window: the share's achieved compute, in ppm of the GPU's time (0..1000000).
+  std::uint32_t achieved_ppm() const;
+};
+
+struct ArbiterView {
+  std::string gpu_uuid;
+  std::vector<ArbiterSlotView> slots;  // slots in use, by index
+  std::uint32_t holder = 0;            // slot + 1 holding or designated the lease, 0 none
+  bool claimed = false;
+  std::uint32_t holder_pid = 0;  // informational
+};
+
+// Reads the arbiter without writing; the history window is taken at now_ns (CLOCK_MONOTONIC; 0: now).
+Result<ArbiterView> read_arbiter(const std::string& path, std::uint64_t now_ns = 0);
+
+// Frees the slots whose key is not in keep and that were set up more than min_age_s ago (gc: slots of
+// bookings that are gone, and SETUP slots a killed host process left). Returns the keys freed.
+Result<std::vector<std::string>> sweep_arbiter(const std::string& path, const std::vector<std::string>& keep,
+                                               std::uint64_t min_age_s);
+
+}  // namespace gpufrac::limits

@@ -1,0 +1,202 @@
+/* The compute arbiter of one GPU (docs/architecture.md "Compute share"): shared memory beside the
+ * usage regions that gives the containers with a compute share on that GPU a weighted share of its
+ * time. The host creates one file per GPU, <state-dir>/compute/<GPU uuid>, fully allocated
+ * (posix_fallocate: a full tmpfs is a one-line refusal, never a SIGBUS), and bind-mounts it
+ * read-write at GPUFRAC_CONTAINER_COMPUTE/<GPU uuid> into every container with a compute share on
+ * that GPU. The shim finds it at <directory of the limit file's region>/compute/<uuid of the
+ * compute line>, and its slot by the token of the limit file's line
+ *     arbiter <uuid> <token: 16 hex digits>
+ * (after the device's compute line; limits_abi.h item 1).
+ *
+ * Slots. The host claims one slot per container and GPU when it books the share (CAS state
+ * FREE -> SETUP, writes key, token, weight, flags, created_s, vtime = vclock, then state ACTIVE)
+ * and frees it when the booking is released (poststop, a rolled-back start, `gpufrac gc`: state
+ * ACTIVE -> FREE by CAS, the shim-written fields zeroed first). A slot left in SETUP by a killed
+ * host process is freed by gc once its key has no booking. The shim never claims or frees slots.
+ *
+ * The lease: one word, changed only by CAS, every change taking the epoch one further:
+ *     bits 0..9   holder: slot index + 1, 0 = nobody
+ *     bit 10      claimed: a process holds it (0 with a holder: designated to that slot)
+ *     bits 11..31 epoch (21 bits, wrapping)
+ *     bits 32..63 deadline: CLOCK_MONOTONIC milliseconds, mod 2^32 (compared as a signed
+ *                 difference; a deadline more than lease + claim + 1 s ahead is not one any
+ *                 process wrote and counts as expired)
+ * States: FREE (holder 0), DESIGNATED(s) (the releasing holder chose slot s; any process of s
+ * claims it until the deadline, claim_ms after the release), HELD(s) (one process of s holds it).
+ * CLOCK_MONOTONIC is the host's for every container (no container gets a time namespace).
+ *
+ * Rules (no lock anywhere; a process killed at any instruction leaves at most a lease that
+ * expires):
+ *   - Admission. A process launches (a kernel, a cooperative launch, a graph) only while the
+ *     lease word equals the word it claimed (the fencing token: any other process's change moves
+ *     the epoch), before the deadline, with no valid preemption request, and with fewer than
+ *     K of its own launches not yet known complete (an event recorded after each,
+ *     CU_EVENT_DISABLE_TIMING, retired in order with cuEventQuery): K = inflight_us / d + 1 (2 to
+ *     64), d the launches' duration as the holder measures it (the interval between completions
+ *     it waits for), so the work in flight stays under max(inflight_us, one launch) plus one
+ *     launch: the in-flight bound. At each
+ *     admission it stores active_ns.
+ *     Launches on a capturing stream are not gated (the graph's launch is).
+ *   - End of a lease (deadline reached, or a valid preemption request). The holder picks the
+ *     next slot: among runnable slots (below), high-priority slots whose vtime is at most
+ *     vclock + credit (credit_ms of their own GPU time) first, then the least vtime, then the
+ *     lowest index. A fair holder whose own vtime, charged so far, is not above the pick's (or
+ *     that finds no other runnable slot) renews: CAS to itself with a new deadline, charges the
+ *     time since its start and starts again (no drain: a container alone keeps the GPU). Else it
+ *     stops admitting, waits for its launches in flight (the overrun is charged), then CAS to
+ *     DESIGNATED(pick) or FREE, charges lease start .. now, increments `changes` and wakes every
+ *     waiter (futex on `changes`). A strict holder always releases, and its slot's not_before
+ *     becomes max(not_before, start - charge) + charge x 1e6 / weight: never more than its share,
+ *     alone or not (a start up to one lease late is made good; idle time earns nothing).
+ *   - Claim. A waiting process may CAS FREE, DESIGNATED(its slot), or a DESIGNATED past its
+ *     deadline to HELD(its slot) with deadline now + lease_ms. It stores now into its slot's
+ *     claimed_ns, then writes start_ns, active_ns, holder_pid and, last, info_epoch = epoch + 1 (a reader trusts those
+ * fields only while info_epoch matches the lease's epoch), raises vclock to its slot's vtime (CAS max), and clears a
+ * preemption request of its own. A process that designated its own slot (another process of the container waits) does
+ * not claim that designation itself.
+ *   - Takeover. A waiting process may CAS HELD(s) to HELD(its slot) when the holder is past
+ *     deadline + grace_ms (killed, stopped, or stuck in a kernel longer than the lease), or idle:
+ *     info_epoch matches, busy does not (busy = epoch + 1 while the holder waits for its own GPU
+ *     work: in the launch gate, in cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize) and
+ *     active_ns is more than idle_us old. Like a release, a takeover goes to the slot the queue
+ *     picks next: when that is another slot, the taker CASes to DESIGNATED(pick) and waits.
+ *     The process that ends a lease by CAS (release, renewal or takeover) charges it, so each
+ *     lease is charged once; a taker charges s for start_ns ..
+ *     active_ns when info_epoch matches, else nothing. A holder that finds its word gone charges
+ *     nothing and waits again.
+ *   - Runnable. A waiting process stores now into its slot's seen_ns at least every heartbeat_us;
+ *     a slot is runnable while seen_ns is less than runnable_us old and newer than its claimed_ns
+ *     (a process of it waits since the slot last got the lease; strict: also past not_before). A slot that becomes
+ * runnable after being idle takes vtime = max(vtime, vclock): start-time fair queuing; idle time earns no credit. One
+ * that stayed runnable is kept within one lease of its own weight behind vclock (lease_ms x 1e9 / weight): in the
+ * queue's order it cannot lag more, so a larger lag comes from leases taken over out of turn.
+ *   - Preemption. A high-priority waiting process whose slot is within its credit sets preempt =
+ *     slot + 1 (CAS from 0, or from a request that is no longer valid). A normal-priority holder
+ *     that finds a valid request (a high-priority, runnable slot other than its own) ends its
+ *     lease at its next admission (a kernel boundary): the requester waits at most for the
+ *     holder's launches in flight (the in-flight bound plus the launch running). The requester is still charged.
+ *   - Charge of n ns to a slot of weight w ppm ending at t: vtime += n x 1000 / w (wrapping;
+ *     compared as signed differences), charged_ns += n, leases += 1, history bucket of second
+ *     t (CLOCK_MONOTONIC seconds mod 2^24, 16 buckets: second << 40 | ns) += n. `gpufrac status`
+ *     sums the buckets of the last 10 whole seconds: the share's achieved compute.
+ *   - Waiting is a futex wait on `changes` with a timeout (heartbeat, deadline + grace, or the
+ *     holder's idle time, whichever is first); nothing waits on a lock.
+ *   - Every value read from the file is checked before use (indices against slot_count and
+ *     slot_high_water, weights clamped to 1..1000000, times compared as wrapping differences,
+ *     the params clamped to their ranges): a container that writes garbage into the file can
+ *     upset the shares of that GPU but cannot crash or hang another container's shim or the host.
+ *
+ * The layout is versioned: a reader refuses another magic, version, size or slot count. */
+#ifndef GPUFRAC_ARBITER_ABI_H
+#define GPUFRAC_ARBITER_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUFRAC_ARBITER_MAGIC 0x42524147u /* "GARB" little-endian */
+#define GPUFRAC_ARBITER_VERSION 1u
+#define GPUFRAC_ARBITER_SLOTS 256
+#define GPUFRAC_ARBITER_HISTORY 16  /* seconds of charges kept per slot */
+#define GPUFRAC_ARBITER_WINDOW_S 10 /* the window `gpufrac status` reports */
+#define GPUFRAC_ARBITER_KEY 128
+#define GPUFRAC_CONTAINER_COMPUTE "/run/gpufrac/compute"
+
+#define GPUFRAC_ARBITER_FREE 0u
+#define GPUFRAC_ARBITER_SETUP 1u
+#define GPUFRAC_ARBITER_ACTIVE 2u
+#define GPUFRAC_ARBITER_STRICT 1u /* slot flags */
+#define GPUFRAC_ARBITER_HIGH 2u
+
+/* Timing, written by the host at creation; each shim clamps them to the ranges in brackets. */
+struct gpufrac_arbiter_params {
+  uint32_t lease_ms;     /* 20 [1, 1000]: a lease's length */
+  uint32_t grace_ms;     /* 50 [1, 1000]: how long past its deadline a holder keeps it */
+  uint32_t claim_ms;     /* 10 [1, 1000]: how long a designation waits for its slot */
+  uint32_t idle_us;      /* 2000 [100, 1000000]: a holder idle this long may be taken over */
+  uint32_t heartbeat_us; /* 2000 [100, 100000]: how often a waiting process says so */
+  uint32_t runnable_us;  /* 10000 [heartbeat x 2, 1000000]: a slot seen this recently is runnable */
+  uint32_t inflight_us;  /* 2000 [100, 1000000]: GPU time a holding process may have in flight */
+  uint32_t credit_ms;    /* 100 [0, 10000]: how far ahead of vclock high priority still preempts */
+};
+
+static inline uint64_t gpufrac_lease_word(uint32_t holder, uint32_t claimed, uint32_t epoch, uint32_t deadline_ms) {
+  return (uint64_t)(holder & 0x3ffu) | (uint64_t)(claimed & 1u) << 10 | (uint64_t)(epoch & 0x1fffffu) << 11 |
+         (uint64_t)deadline_ms << 32;
+}
+static inline uint32_t gpufrac_lease_holder(uint64_t w) {
+  return (uint32_t)(w & 0x3ffu);
+}
+static inline uint32_t gpufrac_lease_claimed(uint64_t w) {
+  return (uint32_t)(w >> 10) & 1u;
+}
+static inline uint32_t gpufrac_lease_epoch(uint64_t w) {
+  return (uint32_t)(w >> 11) & 0x1fffffu;
+}
+static inline uint32_t gpufrac_lease_deadline(uint64_t w) {
+  return (uint32_t)(w >> 32);
+}
+
+struct gpufrac_arbiter_slot {
+  /* Written by the host. */
+  uint32_t state; /* atomic: FREE, SETUP, ACTIVE */
+  uint32_t flags; /* STRICT, HIGH */
+  uint32_t weight_ppm;
+  uint32_t pad0;
+  uint64_t token;                /* random, never 0: the limit file's arbiter line names the slot by it */
+  uint64_t created_s;            /* CLOCK_REALTIME seconds at setup (gc leaves young slots alone) */
+  char key[GPUFRAC_ARBITER_KEY]; /* the container key (<state-dir>/containers/<key>) */
+  uint64_t pad1[4];
+  /* Written by the shims (and zeroed by the host at setup and release). */
+  uint64_t vtime;         /* atomic: virtual time, ns x 1000 / weight, wrapping */
+  uint64_t seen_ns;       /* atomic: a process of the slot last waited for the lease then */
+  uint64_t not_before_ns; /* atomic: a strict slot is not runnable before then */
+  uint64_t charged_ns;    /* atomic: GPU time charged, ever */
+  uint64_t leases;        /* atomic: leases charged, ever */
+  uint64_t claimed_ns;    /* atomic: a process of the slot last claimed the lease then */
+  uint64_t pad2[2];
+  uint64_t history[GPUFRAC_ARBITER_HISTORY]; /* atomic: (second mod 2^24) << 40 | ns charged */
+};
+
+struct gpufrac_arbiter {
+  /* Written by the host at creation. */
+  uint32_t magic; /* GPUFRAC_ARBITER_MAGIC */
+  uint32_t version;
+  uint32_t size;       /* sizeof(struct gpufrac_arbiter) */
+  uint32_t slot_count; /* GPUFRAC_ARBITER_SLOTS */
+  struct gpufrac_arbiter_params params;
+  uint32_t slot_high_water; /* atomic: slots at or above it were never set up */
+  uint32_t pad0[3];
+  char uuid[96]; /* informational: the GPU */
+  uint64_t pad3[4];
+  /* The lease (one cache line). */
+  uint64_t lease;      /* atomic: the word above */
+  uint32_t changes;    /* atomic: futex word, +1 at each release and takeover */
+  uint32_t preempt;    /* atomic: slot + 1 of a high-priority request, 0 none */
+  uint32_t info_epoch; /* atomic: epoch + 1 that start_ns, active_ns and holder_pid describe */
+  uint32_t busy;       /* atomic: epoch + 1 while the holder waits for its own GPU work */
+  uint64_t start_ns;   /* atomic: the holder's lease start */
+  uint64_t active_ns;  /* atomic: the holder's last admission or wait */
+  uint32_t holder_pid; /* atomic: informational (tests, diagnostics); never used for liveness */
+  uint32_t pad1;
+  uint64_t vclock; /* atomic: the vtime of the slot that claimed last (CAS max) */
+  uint64_t pad2;
+  struct gpufrac_arbiter_slot slots[GPUFRAC_ARBITER_SLOTS];
+};
+
+#ifdef __cplusplus
+}
+static_assert(sizeof(gpufrac_arbiter_slot) == 384, "slot layout is ABI");
+static_assert(sizeof(gpufrac_arbiter) == 256 + 384 * GPUFRAC_ARBITER_SLOTS, "arbiter layout is ABI");
+static_assert(offsetof(gpufrac_arbiter, lease) == 192 && offsetof(gpufrac_arbiter, slots) == 256, "lease line");
+#else
+_Static_assert(sizeof(struct gpufrac_arbiter_slot) == 384, "slot layout is ABI");
+_Static_assert(sizeof(struct gpufrac_arbiter) == 256 + 384 * GPUFRAC_ARBITER_SLOTS, "arbiter layout is ABI");
+_Static_assert(offsetof(struct gpufrac_arbiter, lease) == 192 && offsetof(struct gpufrac_arbiter, slots) == 256,
+               "the lease has its own cache line");
+#endif
+
+#endif /* GPUFRAC_ARBITER_ABI_H */

@@ -1,0 +1,144 @@
+/* The arbiter file (arbiter_abi.h): format, checks and mapping, the clamped params, and the
+ * charge of a lease to a slot with its per-second history. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "gf_arbiter.h"
+
+#define GF_HISTORY_SECOND_BITS 24
+#define GF_HISTORY_NS_MASK ((1ull << 40) - 1)
+
+void gf_arbiter_default_params(struct gpufrac_arbiter_params* p) {
+  *p = (struct gpufrac_arbiter_params){20, 50, 10, 2000, 2000, 10000, 2000, 100};
+}
+
+void gf_arbiter_format(struct gpufrac_arbiter* a, const char* gpu_uuid, const struct gpufrac_arbiter_params* p) {
+  a->version = GPUFRAC_ARBITER_VERSION;
+  a->size = (uint32_t)sizeof *a;
+  a->slot_count = GPUFRAC_ARBITER_SLOTS;
+  a->params = *p;
+  snprintf(a->uuid, sizeof a->uuid, "%s", gpu_uuid);
+  __atomic_store_n(&a->magic, GPUFRAC_ARBITER_MAGIC, __ATOMIC_SEQ_CST);
+}
+
+int gf_arbiter_check(const struct gpufrac_arbiter* a, char* err, size_t err_len) {
+  uint32_t magic = __atomic_load_n(&a->magic, __ATOMIC_SEQ_CST);
+  if (magic != GPUFRAC_ARBITER_MAGIC) {
+    snprintf(err, err_len, "wrong magic 0x%08x; accepted: 0x%08x (gpufrac compute arbiter)", magic,
+             GPUFRAC_ARBITER_MAGIC);
+  } else if (a->version != GPUFRAC_ARBITER_VERSION) {
+    snprintf(err, err_len, "arbiter version %u; accepted: %u", a->version, GPUFRAC_ARBITER_VERSION);
+  } else if (a->size != sizeof *a || a->slot_count != GPUFRAC_ARBITER_SLOTS) {
+    snprintf(err, err_len, "arbiter size %u with %u slots; accepted: %zu with %d", a->size, a->slot_count, sizeof *a,
+             GPUFRAC_ARBITER_SLOTS);
+  } else {
+    return 0;
+  }
+  return -1;
+}
+
+struct gpufrac_arbiter* gf_arbiter_map(const char* path, char* err, size_t err_len) {
+  int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    snprintf(err, err_len, "cannot open read-write: %s", strerror(errno));
+    return NULL;
+  }
+  off_t size = lseek(fd, 0, SEEK_END); /* not fstat: GLIBC_2.33 when built on a newer glibc */
+  if (size != (off_t)sizeof(struct gpufrac_arbiter)) {
+    snprintf(err, err_len, "not a file of %zu bytes", sizeof(struct gpufrac_arbiter));
+    close(fd);
+    return NULL;
+  }
+  void* m = mmap(NULL, sizeof(struct gpufrac_arbiter), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int map_errno = errno;
+  close(fd);
+  if (m == MAP_FAILED) {
+    snprintf(err, err_len, "cannot map: %s", strerror(map_errno));
+    return NULL;
+  }
+  if (gf_arbiter_check(m, err, err_len) != 0) {
+    munmap(m, sizeof(struct gpufrac_arbiter));
+    return NULL;
+  }
+  return m;
+}
+
+static uint32_t clamp(uint32_t v, uint32_t lo, uint32_t hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
+void gf_arbiter_params(const struct gpufrac_arbiter* a, struct gpufrac_arbiter_params* out) {
+  struct gpufrac_arbiter_params p;
+  memcpy(&p, (const void*)&a->params, sizeof p); /* read once: a writer cannot change it between checks */
+  out->lease_ms = clamp(p.lease_ms, 1, 1000);
+  out->grace_ms = clamp(p.grace_ms, 1, 1000);
+  out->claim_ms = clamp(p.claim_ms, 1, 1000);
+  out->idle_us = clamp(p.idle_us, 100, 1000000);
+  out->heartbeat_us = clamp(p.heartbeat_us, 100, 100000);
+  out->runnable_us = clamp(p.runnable_us, out->heartbeat_us * 2, 1000000);
+  out->inflight_us = clamp(p.inflight_us, 100, 1000000);
+  out->credit_ms = clamp(p.credit_ms, 0, 10000);
+}
+
+unsigned gf_arbiter_slots_in_use(const struct gpufrac_arbiter* a) {
+  uint32_t hw = __atomic_load_n(&a->slot_high_water, __ATOMIC_ACQUIRE);
+  return hw < GPUFRAC_ARBITER_SLOTS ? hw : GPUFRAC_ARBITER_SLOTS;
+}
+
+uint32_t gf_arbiter_weight(const struct gpufrac_arbiter_slot* s) {
+  return clamp(__atomic_load_n(&s->weight_ppm, __ATOMIC_RELAXED), 1, 1000000);
+}
+
+/* Adds ns to the bucket of second sec (mod 2^24): a bucket holding an older second starts over,
+ * one holding a newer second keeps it (this charge is too old to show). */
+static void history_add(struct gpufrac_arbiter_slot* s, uint64_t sec, uint64_t ns) {
+  uint64_t* b = &s->history[sec % GPUFRAC_ARBITER_HISTORY];
+  uint64_t mod = sec & ((1ull << GF_HISTORY_SECOND_BITS) - 1);
+  uint64_t old = __atomic_load_n(b, __ATOMIC_RELAXED), next;
+  do {
+    uint64_t old_sec = old >> 40;
+    int32_t age = (int32_t)((uint32_t)(mod - old_sec) << 8) >> 8; /* signed, 24 bits */
+    if (age < 0) return;
+    uint64_t base = age == 0 ? old & GF_HISTORY_NS_MASK : 0;
+    uint64_t sum = base + ns > GF_HISTORY_NS_MASK ? GF_HISTORY_NS_MASK : base + ns;
+    next = mod << 40 | sum;
+  } while (!__atomic_compare_exchange_n(b, &old, next, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
+/* A strict slot runs again when its charges, spread at its weight, catch up with the clock: from
+ * the lease's start (or the previous pacing, if later) the lease's charge divided by the weight.
+ * A start up to one lease late (the waiting process woke late) is made good, never more: idle
+ * time earns no credit. */
+static void pace(struct gpufrac_arbiter_slot* s, uint64_t ns, uint64_t end_ns, uint32_t w) {
+  uint64_t start = end_ns - ns, from = start - ns, cur = __atomic_load_n(&s->not_before_ns, __ATOMIC_SEQ_CST), next;
+  do {
+    uint64_t base = (int64_t)(cur - from) > 0 ? cur : from;
+    next = base + ns * 1000000u / w;
+  } while (!__atomic_compare_exchange_n(&s->not_before_ns, &cur, next, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+}
+
+void gf_arbiter_charge(struct gpufrac_arbiter* a, unsigned i, uint64_t ns, uint64_t end_ns, uint32_t w, int strict) {
+  if (i >= GPUFRAC_ARBITER_SLOTS) return;
+  struct gpufrac_arbiter_slot* s = &a->slots[i];
+  w = clamp(w, 1, 1000000);
+  __atomic_fetch_add(&s->vtime, ns * 1000u / w, __ATOMIC_SEQ_CST);
+  __atomic_fetch_add(&s->charged_ns, ns, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&s->leases, 1, __ATOMIC_RELAXED);
+  history_add(s, end_ns / 1000000000u, ns);
+  if (strict && w < 1000000) pace(s, ns, end_ns, w);
+}
+
+uint64_t gf_arbiter_window_ns(const struct gpufrac_arbiter* a, unsigned i, uint64_t now_ns) {
+  if (i >= GPUFRAC_ARBITER_SLOTS) return 0;
+  uint64_t now_sec = (now_ns / 1000000000u) & ((1ull << GF_HISTORY_SECOND_BITS) - 1), sum = 0;
+  for (unsigned k = 0; k < GPUFRAC_ARBITER_HISTORY; k++) {
+    uint64_t b = __atomic_load_n(&a->slots[i].history[k], __ATOMIC_RELAXED);
+    int32_t age = (int32_t)((uint32_t)(now_sec - (b >> 40)) << 8) >> 8;
+    if (age >= 1 && age <= GPUFRAC_ARBITER_WINDOW_S) sum += b & GF_HISTORY_NS_MASK;
+  }
+  return sum;
+}

@@ -1,0 +1,235 @@
+/* The lease protocol of one process on one GPU (arbiter_abi.h, "Rules"): claim, renewal,
+ * release to the next slot, takeover of an expired or idle holder, and the waiting between. Every
+ * change is one CAS on the lease word; waiting is a futex wait on `changes` with a timeout, so
+ * nothing waits on a process that may be dead. */
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gf_arbiter.h"
+
+#define GF_MAX_CHARGE_NS 2000000000ull /* a charge read from the file is at most 2 s */
+
+uint64_t gf_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint32_t ms_of(uint64_t ns) {
+  return (uint32_t)(ns / 1000000u);
+}
+static int32_t ms_diff(uint32_t a, uint32_t b) {
+  return (int32_t)(a - b);
+}
+
+static void wake_all(struct gpufrac_arbiter* a) {
+  __atomic_fetch_add(&a->changes, 1, __ATOMIC_SEQ_CST);
+  syscall(SYS_futex, &a->changes, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void wait_changes(struct gpufrac_arbiter* a, uint32_t seen, uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  syscall(SYS_futex, &a->changes, FUTEX_WAIT, seen, &ts, NULL, 0);
+}
+
+static int cas_lease(struct gpufrac_arbiter* a, uint64_t expected, uint64_t next) {
+  return __atomic_compare_exchange_n(&a->lease, &expected, next, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+static void raise_vclock(struct gpufrac_arbiter* a, uint64_t vt) {
+  uint64_t cur = __atomic_load_n(&a->vclock, __ATOMIC_SEQ_CST);
+  while (gf_vt_before(cur, vt) &&
+         !__atomic_compare_exchange_n(&a->vclock, &cur, vt, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+}
+
+int gf_lease_init(struct gf_lease* l, struct gpufrac_arbiter* arb, uint64_t token, uint32_t weight, int strict,
+                  int high, uint32_t pid, char* err, size_t err_len) {
+  memset(l, 0, sizeof *l);
+  int i = gf_arbiter_find_token(arb, token);
+  if (i < 0) {
+    snprintf(err, err_len, "no slot holds token %016llx; accepted: the slot the host set up for this container",
+             (unsigned long long)token);
+    return -1;
+  }
+  l->arb = arb;
+  gf_arbiter_params(arb, &l->p);
+  l->slot = (unsigned)i;
+  l->token = token;
+  l->weight = weight < 1 ? 1 : weight > 1000000 ? 1000000 : weight;
+  l->strict = strict;
+  l->high = high;
+  l->pid = pid;
+  return 0;
+}
+
+/* The holder's fields for this epoch: written before info_epoch, which readers check around them. */
+static void publish(struct gf_lease* l, uint64_t word, uint64_t start, uint64_t now) {
+  struct gpufrac_arbiter* a = l->arb;
+  __atomic_store_n(&a->info_epoch, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&a->start_ns, start, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&a->active_ns, now, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&a->busy, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&a->holder_pid, l->pid, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&a->info_epoch, gpufrac_lease_epoch(word) + 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->word, word, __ATOMIC_SEQ_CST);
+  l->start_ns = start;
+}
+
+struct gf_info {
+  int valid;
+  uint64_t start, active;
+  uint32_t busy;
+};
+
+/* The holder's fields if they describe lease word w. */
+static struct gf_info read_info(const struct gpufrac_arbiter* a, uint64_t w) {
+  struct gf_info i = {0, 0, 0, 0};
+  uint32_t e = gpufrac_lease_epoch(w) + 1;
+  if (__atomic_load_n(&a->info_epoch, __ATOMIC_SEQ_CST) != e) return i;
+  i.start = __atomic_load_n(&a->start_ns, __ATOMIC_SEQ_CST);
+  i.active = __atomic_load_n(&a->active_ns, __ATOMIC_SEQ_CST);
+  i.busy = __atomic_load_n(&a->busy, __ATOMIC_SEQ_CST);
+  i.valid = __atomic_load_n(&a->info_epoch, __ATOMIC_SEQ_CST) == e;
+  return i;
+}
+
+/* A taker charges the lease it ended: start .. last activity, as the holder published them. */
+static void charge_taken(struct gf_lease* l, uint64_t w, struct gf_info info) {
+  uint32_t h = gpufrac_lease_holder(w);
+  if (!info.valid || h == 0 || h > GPUFRAC_ARBITER_SLOTS) return;
+  uint64_t ns = (int64_t)(info.active - info.start) > 0 ? info.active - info.start : 0;
+  if (ns > GF_MAX_CHARGE_NS) ns = GF_MAX_CHARGE_NS;
+  const struct gpufrac_arbiter_slot* s = &l->arb->slots[h - 1];
+  int strict = (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & GPUFRAC_ARBITER_STRICT) != 0;
+  gf_arbiter_charge(l->arb, h - 1, ns, info.active, gf_arbiter_weight(s), strict);
+}
+
+/* CAS w -> held by this process; a takeover (taken) charges the lease it ends. */
+static int try_claim(struct gf_lease* l, uint64_t w, uint64_t now, int taken) {
+  struct gpufrac_arbiter* a = l->arb;
+  struct gf_info info = taken ? read_info(a, w) : (struct gf_info){0, 0, 0, 0};
+  uint64_t next = gpufrac_lease_word(l->slot + 1, 1, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.lease_ms);
+  if (!cas_lease(a, w, next)) return 0;
+  __atomic_store_n(&a->slots[l->slot].claimed_ns, now, __ATOMIC_SEQ_CST);
+  publish(l, next, now, now);
+  if (taken) {
+    charge_taken(l, w, info);
+    wake_all(a);
+  }
+  raise_vclock(a, __atomic_load_n(&a->slots[l->slot].vtime, __ATOMIC_SEQ_CST));
+  uint32_t mine = l->slot + 1;
+  __atomic_compare_exchange_n(&a->preempt, &mine, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  l->skip = 0;
+  return 1;
+}
+
+/* The holder of w has been idle (not waiting for its GPU work) longer than idle_us. */
+static int holder_idle(const struct gf_lease* l, uint64_t w, uint64_t now) {
+  struct gf_info i = read_info(l->arb, w);
+  return i.valid && i.busy != gpufrac_lease_epoch(w) + 1 && (int64_t)(now - i.active) > (int64_t)l->p.idle_us * 1000;
+}
+
+/* A takeover ends the lease as its holder would have: to the slot the queue says is next. When
+ * that is another slot, CAS to a designation of it (charging the ended lease) and wait. */
+static int designate_next(struct gf_lease* l, uint64_t w, uint64_t now) {
+  int pick = gf_lease_pick(l, now);
+  if (pick < 0 || pick == (int)l->slot) return 0;
+  struct gpufrac_arbiter* a = l->arb;
+  struct gf_info info = read_info(a, w);
+  uint64_t next = gpufrac_lease_word((uint32_t)pick + 1, 0, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.claim_ms);
+  if (!cas_lease(a, w, next)) return -1;
+  charge_taken(l, w, info);
+  wake_all(a);
+  return 1;
+}
+
+/* 1: claimed; 0: not this process's to take now; -1: the word moved under the CAS. */
+static int try_take(struct gf_lease* l, uint64_t w, uint64_t now) {
+  uint32_t holder = gpufrac_lease_holder(w);
+  int32_t past = ms_diff(ms_of(now), gpufrac_lease_deadline(w));
+  int implausible = -past > (int32_t)(l->p.lease_ms + l->p.claim_ms + 1000);
+  int taken = 0;
+  if (holder != 0 && holder <= GPUFRAC_ARBITER_SLOTS && !gpufrac_lease_claimed(w)) {
+    int mine = holder == l->slot + 1 && w != l->skip;
+    if (!mine && past <= 0 && !implausible) return 0; /* past its deadline: first come (its slot did not) */
+  } else if (holder != 0 && holder <= GPUFRAC_ARBITER_SLOTS) {
+    if (past <= (int32_t)l->p.grace_ms && !implausible && !holder_idle(l, w, now)) return 0;
+    int d = designate_next(l, w, now);
+    if (d != 0) return d > 0 ? 0 : -1;
+    taken = 1;
+  }
+  return try_claim(l, w, now, taken) ? 1 : -1;
+}
+
+/* How long to wait before looking again: a heartbeat at most, less when the holder's lease
+ * expires or it turns idle sooner. */
+static uint64_t wait_ns(const struct gf_lease* l, uint64_t w, uint64_t now) {
+  uint64_t t = (uint64_t)l->p.heartbeat_us * 1000;
+  int32_t left = ms_diff(gpufrac_lease_deadline(w), ms_of(now));
+  if (gpufrac_lease_claimed(w)) left += (int32_t)l->p.grace_ms;
+  if (left >= 0 && (uint64_t)left * 1000000 + 1000000 < t) t = (uint64_t)left * 1000000 + 1000000;
+  struct gf_info i = read_info(l->arb, w);
+  if (i.valid && gpufrac_lease_claimed(w)) {
+    int64_t idle_left = (int64_t)(i.active + (uint64_t)l->p.idle_us * 1000 - now);
+    if (idle_left >= 0 && (uint64_t)idle_left + 50000 < t) t = (uint64_t)idle_left + 50000;
+  }
+  return t < 50000 ? 50000 : t;
+}
+
+/* Says this process waits (slot runnable). A slot coming back from idle joins at vclock; one that
+ * stayed runnable is never more than one lease of its own behind it (in the queue's order it
+ * cannot be: a lag beyond that comes from leases taken over out of turn, and is not owed). */
+static void heartbeat(struct gf_lease* l, uint64_t now) {
+  if (l->seen_ns != 0 && now - l->seen_ns < (uint64_t)l->p.heartbeat_us * 500) return;
+  struct gpufrac_arbiter_slot* s = &l->arb->slots[l->slot];
+  uint64_t prev = __atomic_exchange_n(&s->seen_ns, now, __ATOMIC_SEQ_CST);
+  l->seen_ns = now;
+  int runnable = prev != 0 && (int64_t)(now - prev) < (int64_t)l->p.runnable_us * 1000;
+  uint64_t floor = __atomic_load_n(&l->arb->vclock, __ATOMIC_SEQ_CST);
+  if (runnable) floor -= (uint64_t)l->p.lease_ms * 1000000u * 1000u / l->weight;
+  uint64_t vt = __atomic_load_n(&s->vtime, __ATOMIC_SEQ_CST);
+  while (gf_vt_before(vt, floor) &&
+         !__atomic_compare_exchange_n(&s->vtime, &vt, floor, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+}
+
+/* A high-priority waiter within its credit asks a normal-priority holder to end its lease. */
+static void request_preempt(struct gf_lease* l, uint64_t w, uint64_t now) {
+  struct gpufrac_arbiter* a = l->arb;
+  uint32_t h = gpufrac_lease_holder(w), mine = l->slot + 1;
+  if (!gpufrac_lease_claimed(w) || h == 0 || h > GPUFRAC_ARBITER_SLOTS || h == mine) return;
+  if (__atomic_load_n(&a->slots[h - 1].flags, __ATOMIC_RELAXED) & GPUFRAC_ARBITER_HIGH) return;
+  if (!gf_lease_high_eligible(l, l->slot)) return;
+  uint32_t p = __atomic_load_n(&a->preempt, __ATOMIC_SEQ_CST);
+  if (p == mine ||
+      (p != 0 && p <= GPUFRAC_ARBITER_SLOTS && gf_lease_high_eligible(l, p - 1) && gf_lease_runnable(l, p - 1, now)))
+    return;
+  __atomic_compare_exchange_n(&a->preempt, &p, mine, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+int gf_lease_acquire(struct gf_lease* l) {
+  struct gpufrac_arbiter* a = l->arb;
+  for (;;) {
+    if (!gf_lease_slot_ok(l)) return -1;
+    uint64_t now = gf_now_ns();
+    uint64_t nb = l->strict ? __atomic_load_n(&a->slots[l->slot].not_before_ns, __ATOMIC_SEQ_CST) : 0;
+    if (l->strict && (int64_t)(nb - now) > 0) { /* paced: not runnable until then */
+      uint64_t d = nb - now;
+      wait_changes(a, __atomic_load_n(&a->changes, __ATOMIC_SEQ_CST), d < 100000000 ? d : 100000000);
+      continue;
+    }
+    heartbeat(l, now);
+    uint32_t seen = __atomic_load_n(&a->changes, __ATOMIC_SEQ_CST);
+    uint64_t w = __atomic_load_n(&a->lease, __ATOMIC_SEQ_CST);
+    if (l->high) request_preempt(l, w, now);
+    int r = try_take(l, w, now);
+    if (r == 1) return 0;
+    if (r == 0) wait_changes(a, seen, wait_ns(l, w, now));
+  }
+}

@@ -1,0 +1,119 @@
+/* The holder's side of the lease (arbiter_abi.h, "End of a lease"): where its lease stands, the
+ * renewal that keeps a container alone on the GPU, the drain and release to the next slot, and
+ * what keeps a draining or waiting holder from looking dead or idle. */
+#include <limits.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "gf_arbiter.h"
+
+static uint32_t ms_of(uint64_t ns) {
+  return (uint32_t)(ns / 1000000u);
+}
+
+static int cas_lease(struct gpufrac_arbiter* a, uint64_t expected, uint64_t next) {
+  return __atomic_compare_exchange_n(&a->lease, &expected, next, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+static void wake_all(struct gpufrac_arbiter* a) {
+  __atomic_fetch_add(&a->changes, 1, __ATOMIC_SEQ_CST);
+  syscall(SYS_futex, &a->changes, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* This holder's new word, published (start_ns is kept when only the deadline moves). */
+static void republish(struct gf_lease* l, uint64_t next, uint64_t start, uint64_t now) {
+  struct gpufrac_arbiter* a = l->arb;
+  __atomic_store_n(&a->info_epoch, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&a->start_ns, start, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&a->active_ns, now, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&a->info_epoch, gpufrac_lease_epoch(next) + 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->word, next, __ATOMIC_SEQ_CST);
+  l->start_ns = start;
+}
+
+enum gf_lease_state gf_lease_state(struct gf_lease* l, uint64_t now_ns) {
+  uint64_t w = __atomic_load_n(&l->word, __ATOMIC_SEQ_CST);
+  if (w == 0) return GF_LEASE_LOST;
+  if (__atomic_load_n(&l->arb->lease, __ATOMIC_SEQ_CST) != w) {
+    __atomic_store_n(&l->word, 0, __ATOMIC_SEQ_CST);
+    return GF_LEASE_LOST;
+  }
+  if ((int32_t)(gpufrac_lease_deadline(w) - ms_of(now_ns)) <= 0) return GF_LEASE_END;
+  return gf_lease_preempted(l, now_ns) ? GF_LEASE_END : GF_LEASE_HOLD;
+}
+
+/* CAS to itself with a new deadline; the time so far is charged and the next lease starts now. */
+static int renew(struct gf_lease* l, uint64_t now) {
+  struct gpufrac_arbiter* a = l->arb;
+  uint64_t w = l->word;
+  uint64_t next = gpufrac_lease_word(l->slot + 1, 1, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.lease_ms);
+  if (!cas_lease(a, w, next)) {
+    __atomic_store_n(&l->word, 0, __ATOMIC_SEQ_CST);
+    return 0;
+  }
+  gf_arbiter_charge(a, l->slot, now - l->start_ns, now, l->weight, 0);
+  republish(l, next, now, now);
+  uint64_t vt = __atomic_load_n(&a->slots[l->slot].vtime, __ATOMIC_SEQ_CST);
+  uint64_t cur = __atomic_load_n(&a->vclock, __ATOMIC_SEQ_CST);
+  while (gf_vt_before(cur, vt) &&
+         !__atomic_compare_exchange_n(&a->vclock, &cur, vt, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  }
+  return 1;
+}
+
+/* A fair holder keeps the GPU while no runnable slot is behind it in virtual time (its own vtime
+ * counted with the time it has held the lease so far). */
+static int keeps(const struct gf_lease* l, int pick, uint64_t now) {
+  if (l->strict || gf_lease_preempted(l, now) || !gf_lease_slot_ok(l)) return 0; /* a freed slot: give it up */
+  if (pick < 0) return 1;
+  if (pick == (int)l->slot) return 0; /* another of its processes waits: its turn */
+  if (!l->high && gf_lease_high_eligible(l, (unsigned)pick)) return 0;
+  const struct gpufrac_arbiter* a = l->arb;
+  uint64_t mine = __atomic_load_n(&a->slots[l->slot].vtime, __ATOMIC_SEQ_CST) + (now - l->start_ns) * 1000u / l->weight;
+  return !gf_vt_before(__atomic_load_n(&a->slots[pick].vtime, __ATOMIC_SEQ_CST), mine);
+}
+
+int gf_lease_end(struct gf_lease* l, void (*drain)(void*), void* arg) {
+  uint64_t now = gf_now_ns();
+  if (keeps(l, gf_lease_pick(l, now), now)) return renew(l, now);
+  drain(arg); /* the overrun is part of the lease */
+  now = gf_now_ns();
+  int pick = gf_lease_pick(l, now);
+  uint64_t w = __atomic_load_n(&l->word, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->word, 0, __ATOMIC_SEQ_CST);
+  if (w == 0) return 0; /* lost while draining: the taker charged it */
+  uint32_t e = gpufrac_lease_epoch(w) + 1;
+  uint64_t next = pick >= 0 ? gpufrac_lease_word((uint32_t)pick + 1, 0, e, ms_of(now) + l->p.claim_ms)
+                            : gpufrac_lease_word(0, 0, e, ms_of(now));
+  if (!cas_lease(l->arb, w, next)) return 0;
+  gf_arbiter_charge(l->arb, l->slot, now - l->start_ns, now, l->weight, l->strict);
+  l->skip = pick == (int)l->slot ? next : 0;
+  wake_all(l->arb);
+  return 0;
+}
+
+void gf_lease_extend(struct gf_lease* l, uint64_t now_ns) {
+  uint64_t w = __atomic_load_n(&l->word, __ATOMIC_SEQ_CST);
+  if (w == 0 || (int32_t)(gpufrac_lease_deadline(w) - ms_of(now_ns)) > (int32_t)(l->p.lease_ms / 2)) return;
+  uint64_t next = gpufrac_lease_word(l->slot + 1, 1, gpufrac_lease_epoch(w) + 1, ms_of(now_ns) + l->p.lease_ms);
+  if (!cas_lease(l->arb, w, next)) {
+    __atomic_store_n(&l->word, 0, __ATOMIC_SEQ_CST);
+    return;
+  }
+  republish(l, next, l->start_ns, now_ns);
+}
+
+void gf_lease_busy(struct gf_lease* l, int busy) {
+  uint64_t w = __atomic_load_n(&l->word, __ATOMIC_SEQ_CST);
+  if (w == 0 || __atomic_load_n(&l->arb->lease, __ATOMIC_SEQ_CST) != w) return;
+  __atomic_store_n(&l->arb->active_ns, gf_now_ns(), __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->arb->busy, busy ? gpufrac_lease_epoch(w) + 1 : 0, __ATOMIC_SEQ_CST);
+}
+
+void gf_lease_drop(struct gf_lease* l) {
+  uint64_t w = __atomic_exchange_n(&l->word, 0, __ATOMIC_SEQ_CST), now = gf_now_ns();
+  if (w == 0 || !cas_lease(l->arb, w, gpufrac_lease_word(0, 0, gpufrac_lease_epoch(w) + 1, ms_of(now)))) return;
+  gf_arbiter_charge(l->arb, l->slot, now - l->start_ns, now, l->weight, l->strict);
+  wake_all(l->arb);
+}

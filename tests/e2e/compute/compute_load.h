@@ -1,0 +1,31 @@
+/* compute_load's state and helpers (compute_load.c, compute_probe.c). */
+#ifndef GPUFRAC_TESTS_COMPUTE_LOAD_H
+#define GPUFRAC_TESTS_COMPUTE_LOAD_H
+
+#include <stdint.h>
+
+#include <cuda.h>
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void**, void**);
+
+struct load {
+  CUcontext ctx;
+  CUstream stream;
+  CUfunction fn;
+  uint64_t kernel_ns;  /* the kernel's duration on the simulated GPU */
+  CUgraphExec exec;    /* the captured graph, once made */
+  launch_fn launch_pa; /* cuLaunchKernel as cuGetProcAddress hands it out */
+  launch_fn launch_dl; /* and as dlsym does */
+};
+
+uint64_t load_now_ns(void);
+void load_sleep_until(uint64_t t);
+/* Context on device dev, a stream, the kernel and cuGetProcAddress's cuLaunchKernel. 0 or -1. */
+int load_setup(struct load* g, int dev, const char* kernel);
+/* Checks of the simulated GPU (compute_checks.c): "elapsed", "burst:N", "capture". 0 or 1. */
+int load_check(struct load* g, const char* phase);
+/* "probe:N:THINK_US": prints the launch-to-start waits' percentiles. 0 or 1. */
+int load_probe(struct load* g, const char* phase);
+
+#endif /* GPUFRAC_TESTS_COMPUTE_LOAD_H */

@@ -1,0 +1,80 @@
+// The containers' compute slots where their files are written and removed (core/compute_slots.hpp,
+// core/container_state.hpp), on a temporary state directory.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "core/compute_slots.hpp"
+#include "core/container_state.hpp"
+#include "core/plan.hpp"
+#include "limits/host/arbiter_file.hpp"
+
+namespace {
+
+using namespace gpufrac;
+
+constexpr const char* kGpu = "GPU-894e9a6d-f600-b098-3d59-138988473c2c";
+
+class ComputeSlotsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpufrac-slots-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    cfg_.state_dir = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(cfg_.state_dir); }
+  limits::LimitFile file(std::uint32_t ppm) {
+    return {"c", "/run/gpufrac/usage", {{kGpu, 1 << 30, ppm, ComputeMode::strict, ComputePriority::high}}};
+  }
+  Config cfg_;
+};
+
+TEST_F(ComputeSlotsTest, SetUpAtBookingFreedAtRelease) {
+  limits::LimitFile f = file(300000);
+  ASSERT_TRUE(attach_compute_slots(cfg_, "c.1", f));
+  EXPECT_NE(f.devices[0].compute_token, 0u);
+  auto v = limits::read_arbiter(compute_arbiter_path(cfg_, kGpu));
+  ASSERT_TRUE(v) << v.error().message;
+  ASSERT_EQ(v->slots.size(), 1u);
+  EXPECT_EQ(v->slots[0].key, "c.1");
+  EXPECT_EQ(v->slots[0].weight_ppm, 300000u);
+  EXPECT_EQ(v->slots[0].mode, ComputeMode::strict);
+  EXPECT_EQ(v->slots[0].priority, ComputePriority::high);
+  limits::LimitFile again = file(300000);
+  ASSERT_TRUE(attach_compute_slots(cfg_, "c.1", again));
+  EXPECT_EQ(again.devices[0].compute_token, f.devices[0].compute_token) << "rewritten in place: same slot, token";
+  EXPECT_EQ(*release_compute_slots(cfg_, "c.1"), 1u);
+  EXPECT_TRUE(limits::read_arbiter(compute_arbiter_path(cfg_, kGpu))->slots.empty());
+}
+
+TEST_F(ComputeSlotsTest, NoComputeShareNoArbiter) {
+  limits::LimitFile f = file(0);
+  ASSERT_TRUE(attach_compute_slots(cfg_, "c.1", f));
+  EXPECT_EQ(f.devices[0].compute_token, 0u);
+  EXPECT_FALSE(std::filesystem::exists(compute_arbiter_path(cfg_, kGpu)));
+  EXPECT_EQ(*release_compute_slots(cfg_, "c.1"), 0u);
+}
+
+TEST_F(ComputeSlotsTest, RemovingTheContainersFilesFreesItsSlots) {
+  limits::LimitFile f = file(100000);
+  ASSERT_TRUE(attach_compute_slots(cfg_, "c.2", f));
+  std::filesystem::create_directories(cfg_.container_dir("c.2"));
+  ASSERT_TRUE(remove_container_files(cfg_, "c.2"));
+  EXPECT_TRUE(limits::read_arbiter(compute_arbiter_path(cfg_, kGpu))->slots.empty());
+}
+
+TEST_F(ComputeSlotsTest, GcSweepsSlotsWithoutBookings) {
+  limits::LimitFile a = file(100000), b = file(200000);
+  ASSERT_TRUE(attach_compute_slots(cfg_, "kept", a));
+  ASSERT_TRUE(attach_compute_slots(cfg_, "gone", b));
+  auto young = sweep_compute_slots(cfg_, {"kept"}, 3600);
+  ASSERT_TRUE(young);
+  EXPECT_TRUE(young->empty());
+  auto swept = sweep_compute_slots(cfg_, {"kept"}, 0);
+  ASSERT_TRUE(swept);
+  EXPECT_EQ(*swept, std::vector<std::string>{"gone"});
+}
+
+}  // namespace
