@@ -98,13 +98,16 @@ assert_contains "$OUT" "no-nvidia0" "not GPU 0"
 assert_eq "$(entries)" 0 "released"
 
 # 6. Two devices in one container: one hook per device; the limit file lists both, the first hook
-# mounted it and the second updated it in place. Then `all`: both whole GPUs.
+# mounted it and the second updated it in place; the second share's compute arbiter came with
+# gpufrac's directory mounted again over the first. Then `all`: both whole GPUs.
 podman_run --rm --name "$P-m" --pid=host --device "$KIND=0-0.25" --device "$KIND=1-0.5" -- /bin/sh -c \
-  'cat /run/gpufrac/limits; stat -c "%n %t:%T" /dev/nvidia0 /dev/nvidia1'
+  'cat /run/gpufrac/limits; stat -c "%n %t:%T" /dev/nvidia0 /dev/nvidia1; ls /run/gpufrac/compute | sed "s/^/mounted arbiter /"'
 assert_eq "$RC" 0 "two CDI devices: $OUT"
 assert_contains "$OUT" "device $GPU0 $QUARTER" "limit file lists GPU 0's quarter"
 assert_contains "$OUT" "device $GPU1 $((40536 / 2 * 1024 * 1024))" "limit file lists GPU 1's half"
 assert_contains "$OUT" "/dev/nvidia1 c3:1" "both GPU nodes"
+assert_contains "$OUT" "mounted arbiter $GPU0" "the first device's compute arbiter"
+assert_contains "$OUT" "mounted arbiter $GPU1" "the second device's compute arbiter"
 podman_run --rm --name "$P-q" --pid=host --device "$KIND=0-0.25" --device "$KIND=0-0.5" -- /bin/sh -c 'cat /run/gpufrac/limits'
 assert_eq "$RC" 0 "two shares of one GPU: $OUT"
 assert_contains "$OUT" "device $GPU0 $(((40536 / 4 + 40536 / 2) * 1024 * 1024))" "two shares of GPU 0 add up to one limit"
