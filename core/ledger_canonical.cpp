@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/ledger_json.hpp"
+#include "core/ledger_json_limits.hpp"
 
 namespace gpufrac {
 
@@ -132,8 +133,29 @@ LedgerEntry scan_entry(Scanner& sc, std::optional<BookingSource>& source) {
   // The writer leaves both out when empty.
   if (sc.peek(",\"instance\":") && (e.instance = sc.str("instance", ledger_max::kInstance)).empty()) sc.fail();
   if (sc.peek(",\"claim\":") && (e.claim = sc.str("claim", ledger_max::kClaim)).empty()) sc.fail();
+  if (sc.peek(",\"driver_limit\":")) {
+    sc.key_of("driver_limit", false);
+    DriverLimit l;
+    l.cgroup = sc.str("cgroup", ledger_max::kCgroup, true);
+    l.soft = sc.u64("soft", UINT64_MAX);
+    l.hard = sc.u64("hard", UINT64_MAX);
+    sc.lit("}");
+    e.driver_limit = std::move(l);
+  }
   sc.lit("}");
   return e;
+}
+
+LimitToClear scan_limit_to_clear(Scanner& sc) {
+  LimitToClear r;
+  r.gpu_uuid = sc.str("gpu", ledger_max::kUuid, true);
+  r.limit.cgroup = sc.str("cgroup", ledger_max::kCgroup);
+  r.limit.soft = sc.u64("soft", UINT64_MAX);
+  r.limit.hard = sc.u64("hard", UINT64_MAX);
+  r.owner = sc.str("owner", ledger_max::kId + 1 + ledger_max::kInstance);
+  r.since = static_cast<std::int64_t>(sc.u64("since", kI64));
+  sc.lit("}");
+  return r;
 }
 
 MigIdleRecord scan_idle(Scanner& sc) {
@@ -196,7 +218,10 @@ bool unique_and_valid(const LedgerState& s) {
     idle.push_back(r.uuid);
   }
   std::sort(idle.begin(), idle.end());
-  return std::adjacent_find(idle.begin(), idle.end()) == idle.end();
+  if (std::adjacent_find(idle.begin(), idle.end()) != idle.end()) return false;
+  for (const auto& r : s.limits_to_clear)
+    if (limit_to_clear_problem(r)) return false;
+  return !duplicate_limits_to_clear(s.limits_to_clear);
 }
 
 }  // namespace
@@ -204,7 +229,7 @@ bool unique_and_valid(const LedgerState& s) {
 std::optional<LedgerState> scan_canonical_ledger(std::string_view text) {
   Scanner sc(text);
   LedgerState state;
-  const std::uint64_t version = sc.u64("version", kLedgerVersionClaims, true);
+  const std::uint64_t version = sc.u64("version", kLedgerVersionMax, true);
   bool values_ok = true;
   sc.key_of("entries", false);
   state.entries = scan_list<LedgerEntry>(sc, [&](Scanner& s) {
@@ -216,6 +241,10 @@ std::optional<LedgerState> scan_canonical_ledger(std::string_view text) {
   if (version != kLedgerVersion) {
     sc.key_of("mig_idle", false);
     state.mig_idle = scan_list<MigIdleRecord>(sc, scan_idle);
+  }
+  if (version >= kLedgerVersionDriverLimits) {
+    sc.key_of("limits_to_clear", false);
+    state.limits_to_clear = scan_list<LimitToClear>(sc, scan_limit_to_clear);
   }
   sc.lit("}\n");
   // The grammar is the writer's: keys in its order, no spaces, numbers without leading zeros,

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/ledger_canonical.hpp"
+#include "core/ledger_json_limits.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac {
@@ -17,9 +18,9 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::string_view, 15> kEntryKeys{
+constexpr std::array<std::string_view, 16> kEntryKeys{
     "container_id", "device_key", "device_uuid", "gpu_index", "gpu_uuid", "mig",      "bytes", "exclusive",
-    "request",      "source",     "pid",         "pid_start", "created",  "instance", "claim"};
+    "request",      "source",     "pid",         "pid_start", "created",  "instance", "claim", "driver_limit"};
 
 // Typed field access on one JSON object; remembers the first problem with its dotted path.
 class Reader {
@@ -104,6 +105,11 @@ Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
   if (obj.contains("instance"))
     e.instance = r.str("instance", ledger_max::kInstance);                  // absent in ledgers written before it
   if (obj.contains("claim")) e.claim = r.str("claim", ledger_max::kClaim);  // claim-owned bookings only
+  if (obj.contains("driver_limit") && !r.error()) {                         // version 4: a limit the driver holds
+    auto limit = read_driver_limit(obj.at("driver_limit"), path + ".driver_limit");
+    if (!limit) return std::unexpected(limit.error());
+    e.driver_limit = std::move(*limit);
+  }
   e.source = source.value_or(BookingSource::hook);
   if (auto p = entry_value_problem(e, source.has_value())) r.fail(p->first, p->second);
   if (r.error()) return internal_error(*r.error());
@@ -126,6 +132,7 @@ std::optional<std::pair<std::string_view, std::string_view>> entry_value_problem
   if (e.claim_owned() && e.pid != 0) return P{"pid", "must be 0 on a dra booking"};
   if (!validate_optional_instance(e.instance)) return P{"instance", "is not a valid instance"};
   if (e.pid == 0 && e.pid_start != 0) return P{"pid_start", "must be 0 while pid is 0"};
+  if (e.driver_limit && driver_limit_problem(*e.driver_limit)) return P{"driver_limit", "is not a valid limit"};
   return std::nullopt;
 }
 
@@ -160,22 +167,23 @@ Result<std::vector<MigIdleRecord>> read_idle_records(const json& doc, const std:
   return out;
 }
 
-// Version 1: {version, entries}; versions 2 and 3: {version, entries, mig_idle}.
+// {version, entries} and the keys of ledger_top_level_keys(version).
 Result<int> read_version(const json& doc, const std::string& name) {
   if (!doc.is_object() || !doc.contains("version") || !doc.contains("entries"))
     return internal_error(name + ": not a gpufrac ledger; expected {\"version\": 1, \"entries\": [...]}");
   const json& v = doc.at("version");
-  if (!v.is_number_unsigned() || v.get<std::uint64_t>() < kLedgerVersion ||
-      v.get<std::uint64_t>() > kLedgerVersionClaims)
-    return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not ", kLedgerVersion, ", ",
-                                    kLedgerVersionMigIdle, " or ", kLedgerVersionClaims,
-                                    "; it was written by another gpufrac version"));
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() < kLedgerVersion || v.get<std::uint64_t>() > kLedgerVersionMax)
+    return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not 1, 2, 3 or ",
+                                    kLedgerVersionMax, "; it was written by another gpufrac version"));
   const int version = static_cast<int>(v.get<std::uint64_t>());
-  if (version == kLedgerVersion && doc.size() != 2)
-    return internal_error(name + ": unknown top-level key; expected version and entries");
-  if (version != kLedgerVersion && (doc.size() != 3 || !doc.contains("mig_idle")))
-    return internal_error(text::cat(name, ": ledger version ", version, " has exactly version, entries and mig_idle"));
-  return version;
+  const auto keys = ledger_top_level_keys(version);
+  bool exact = doc.size() == keys.size() + 2;
+  for (auto k : keys) exact = exact && doc.contains(k);
+  if (exact) return version;
+  if (keys.empty()) return internal_error(name + ": unknown top-level key; expected version and entries");
+  std::string list = "version, entries";
+  for (std::size_t i = 0; i < keys.size(); ++i) list += text::cat(i + 1 == keys.size() ? " and " : ", ", keys[i]);
+  return internal_error(text::cat(name, ": ledger version ", version, " has exactly ", list));
 }
 
 Result<LedgerState> read_state(const json& doc, const std::string& name) {
@@ -191,6 +199,8 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
     if (!e) return std::unexpected(e.error().wrap(name));
     if (e->claim_owned() && *version < kLedgerVersionClaims)
       return internal_error(text::cat(name, ": entries[", i, "]: a dra booking in a version ", *version, " ledger"));
+    if (e->driver_limit && *version < kLedgerVersionDriverLimits)
+      return internal_error(text::cat(name, ": entries[", i, "]: a driver limit in a version ", *version, " ledger"));
     if (!seen.emplace(e->claim_owned(), container_key(*e), e->device_key).second)
       return internal_error(text::cat(name, ": entries[", i, "]: a second booking of container ", container_key(*e),
                                       " device key ", text::quote(e->device_key)));
@@ -200,6 +210,11 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
     auto idle = read_idle_records(doc, name);
     if (!idle) return std::unexpected(idle.error());
     state.mig_idle = std::move(*idle);
+  }
+  if (*version >= kLedgerVersionDriverLimits) {
+    auto limits = read_limits_to_clear(doc, name);
+    if (!limits) return std::unexpected(limits.error());
+    state.limits_to_clear = std::move(*limits);
   }
   return state;
 }
@@ -223,6 +238,7 @@ json entry_to_json(const LedgerEntry& e) {
          {"created", e.created}};
   if (!e.instance.empty()) j["instance"] = e.instance;
   if (!e.claim.empty()) j["claim"] = e.claim;
+  if (e.driver_limit) j["driver_limit"] = driver_limit_to_json(*e.driver_limit);
   return j;
 }
 
@@ -294,7 +310,23 @@ void append_ledger_entry(std::string& out, const LedgerEntry& e) {
   field(out, R"(,"created":)"sv, e.created);
   if (!e.instance.empty()) string_field(out, R"(,"instance":)"sv, e.instance);
   if (!e.claim.empty()) string_field(out, R"(,"claim":)"sv, e.claim);
+  if (e.driver_limit) append_driver_limit(out, *e.driver_limit);
   out += '}';
+}
+
+void append_driver_limit(std::string& out, const DriverLimit& l) {
+  using namespace std::string_view_literals;
+  string_field(out, R"(,"driver_limit":{"cgroup":)"sv, l.cgroup);
+  text::append_to(out, R"(,"soft":)"sv, l.soft, R"(,"hard":)"sv, l.hard, '}');
+}
+
+void append_limit_to_clear(std::string& out, const LimitToClear& r) {
+  using namespace std::string_view_literals;
+  string_field(out, R"({"gpu":)"sv, r.gpu_uuid);
+  string_field(out, R"(,"cgroup":)"sv, r.limit.cgroup);
+  text::append_to(out, R"(,"soft":)"sv, r.limit.soft, R"(,"hard":)"sv, r.limit.hard);
+  string_field(out, R"(,"owner":)"sv, r.owner);
+  text::append_to(out, R"(,"since":)"sv, r.since, '}');
 }
 
 void append_idle_record(std::string& out, const MigIdleRecord& r) {
@@ -305,7 +337,16 @@ void append_idle_record(std::string& out, const MigIdleRecord& r) {
   out += '}';
 }
 
+std::vector<std::string_view> ledger_top_level_keys(int version) {
+  if (version >= kLedgerVersionDriverLimits) return {"mig_idle", "limits_to_clear"};
+  if (version >= kLedgerVersionMigIdle) return {"mig_idle"};
+  return {};
+}
+
 int ledger_version_for(const LedgerState& state) {
+  const auto limited = [](const LedgerEntry& e) { return e.driver_limit.has_value(); };
+  if (!state.limits_to_clear.empty() || std::any_of(state.entries.begin(), state.entries.end(), limited))
+    return kLedgerVersionDriverLimits;
   if (std::any_of(state.entries.begin(), state.entries.end(), [](const LedgerEntry& e) { return e.claim_owned(); }))
     return kLedgerVersionClaims;
   return state.mig_idle.empty() ? kLedgerVersion : kLedgerVersionMigIdle;
@@ -315,7 +356,7 @@ int ledger_version_for(const LedgerState& state) {
 std::string ledger_to_json(const LedgerState& state) {
   const int version = ledger_version_for(state);
   std::string out;
-  out.reserve(64 + state.entries.size() * 400 + state.mig_idle.size() * 120);
+  out.reserve(64 + state.entries.size() * 400 + state.mig_idle.size() * 120 + state.limits_to_clear.size() * 200);
   out += text::cat("{\"version\":", version, ",\"entries\":[");
   for (std::size_t i = 0; i < state.entries.size(); ++i) {
     out.append(i == 0 ? std::string_view("\n") : std::string_view(",\n"));
@@ -326,6 +367,13 @@ std::string ledger_to_json(const LedgerState& state) {
     for (std::size_t i = 0; i < state.mig_idle.size(); ++i) {
       out += i == 0 ? "\n" : ",\n";
       append_idle_record(out, state.mig_idle[i]);
+    }
+  }
+  if (version >= kLedgerVersionDriverLimits) {
+    out += "\n],\"limits_to_clear\":[";
+    for (std::size_t i = 0; i < state.limits_to_clear.size(); ++i) {
+      out += i == 0 ? "\n" : ",\n";
+      append_limit_to_clear(out, state.limits_to_clear[i]);
     }
   }
   out += "\n]}\n";

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -23,12 +24,17 @@ namespace gpufrac {
 inline constexpr int kLedgerVersion = 1;         // bookings only
 inline constexpr int kLedgerVersionMigIdle = 2;  // bookings and idle dynamic MIG records
 inline constexpr int kLedgerVersionClaims = 3;   // as 2, and bookings of Kubernetes claims (source dra)
+// As 3, and driver limits: an entry's "driver_limit" and the top-level "limits_to_clear"
+// (core/ledger_limits.hpp). The top-level keys of each version: ledger_top_level_keys.
+inline constexpr int kLedgerVersionDriverLimits = 4;
+inline constexpr int kLedgerVersionMax = kLedgerVersionDriverLimits;
 inline constexpr std::size_t kMaxLedgerEntries = 65536;
 // The bounds on string fields (bytes of printable ASCII) both readers apply.
 namespace ledger_max {
 inline constexpr std::size_t kId = 128;  // container_id, device_key
 inline constexpr std::size_t kUuid = 96, kProfile = 64, kRequest = 512, kSource = 16, kInstance = 64;
 inline constexpr std::size_t kClaim = 317;  // <namespace (63)>/<name (253)>
+inline constexpr std::size_t kCgroup = 1024;
 }  // namespace ledger_max
 
 std::string ledger_to_json(const LedgerState& state);
@@ -37,9 +43,15 @@ std::string ledger_to_json(const LedgerState& state);
 int ledger_version_for(const LedgerState& state);
 void append_ledger_entry(std::string& out, const LedgerEntry& e);
 void append_idle_record(std::string& out, const MigIdleRecord& r);
+void append_driver_limit(std::string& out, const DriverLimit& l);  // `,"driver_limit":{...}`
+void append_limit_to_clear(std::string& out, const LimitToClear& r);
+// The top-level keys a ledger of `version` has, besides "version" and "entries".
+std::vector<std::string_view> ledger_top_level_keys(int version);
 // One entry as the ledger stores it (also used by `gpufrac status --json` and `gc --json`).
 nlohmann::json entry_to_json(const LedgerEntry& e);
 nlohmann::json idle_record_to_json(const MigIdleRecord& r);
+nlohmann::json driver_limit_to_json(const DriverLimit& l);
+nlohmann::json limit_to_clear_to_json(const LimitToClear& r);
 // name is the file, for messages. An error is internal (exit 2): the file is damaged or newer.
 // A file in exactly the layout ledger_to_json writes is read by a scanner without a JSON document
 // (core/ledger_canonical.hpp, ~10x faster); anything else by the strict JSON reader. Both apply
