@@ -19,6 +19,10 @@ enum class NvmlBackend { auto_detect, nvml, simulated };
 enum class MigMode { static_, dynamic };
 enum class LogTarget { file, journal, stderr_ };
 enum class DriverInject { auto_detect, always, never };
+// Who enforces a share's memory limit (docs/architecture.md "Driver-enforced memory limits"):
+// auto: the driver's per-cgroup limit where the node has it (r615+, cgroup v2, not MIG), and the
+// shim always; driver: the same, and a share the driver cannot hold is refused; shim: the shim alone.
+enum class Enforcement { auto_detect, driver, shim };
 
 struct NvmlConfig {
   NvmlBackend backend = NvmlBackend::auto_detect;
@@ -74,6 +78,7 @@ struct Config {
   // Seconds a front-end waits for the ledger lock before it gives up with one line naming the holder.
   std::uint64_t lock_timeout_s = 10;
   MigConfig mig;
+  Enforcement enforcement = Enforcement::auto_detect;
   std::string shim_path;  // host path of libgpufrac-limits.so
   std::string hook_path;  // host path of gpufrac-hook (written into specs)
   std::string cli_path;   // host path of gpufrac (helpers the hook execs)
@@ -107,5 +112,6 @@ Result<Config> select_config(const std::string& flag_path);
 const char* to_string(Policy p);
 const char* to_string(MigMode m);
 const char* to_string(DriverInject d);
+const char* to_string(Enforcement e);
 
 }  // namespace gpufrac
