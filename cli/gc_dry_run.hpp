@@ -24,10 +24,18 @@ struct FilesReport {
   unsigned dead_slots = 0;
 };
 
+// Driver limits of released or reclaimed bookings (the ledger's limits_to_clear): cleared through
+// the driver, or kept (one line each) for the next gc.
+struct LimitsReport {
+  std::vector<LimitToClear> cleared;
+  std::vector<std::string> errors;
+};
+
 struct GcPlan {
   GcReport ledger;
   FilesReport files;
   MigReclaimReport mig;
+  LimitsReport limits;
 };
 
 Result<GcPlan> plan_gc(const Config& cfg, std::int64_t now);

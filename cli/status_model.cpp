@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/enforcement.hpp"
 #include "core/ledger_json.hpp"
 #include "core/ledger_mig.hpp"
 #include "core/load.hpp"
@@ -44,6 +45,7 @@ nlohmann::json share_json(const ShareStatus& s) {
   j["state"] = s.state;
   j["age_s"] = s.age_s;
   j["used_bytes"] = s.used_bytes ? nlohmann::json(*s.used_bytes) : nlohmann::json(nullptr);
+  j["enforcement"] = to_string(share_holder(s.entry));
   return j;
 }
 

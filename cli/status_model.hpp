@@ -24,7 +24,7 @@ struct ShareStatus {
   LedgerEntry entry;
   std::string state;  // "running", "pending", "pending (expired)", "exited", "pid reused"
   std::int64_t age_s = 0;
-  std::optional<std::uint64_t> used_bytes;  // live usage; nullopt = not known
+  std::optional<std::uint64_t> used_bytes;  // live usage (the driver's where it holds the limit); nullopt = not known
 };
 
 struct DeviceStatus {

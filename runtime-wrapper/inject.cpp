@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "core/container_state.hpp"
+#include "core/driver_limit_exec.hpp"
 #include "core/fs.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
@@ -101,6 +102,9 @@ Result<Edits> wrapper_edits(const std::vector<LedgerEntry>& bookings, const Inve
   if (auto r = hook::check_spec_gpu_nodes(bundle, edits->device_nodes); !r) return std::unexpected(r.error());
   std::vector<std::string> attach = {"--attach", "--instance", inj.instance};
   if (with_driver && !nvidia.ldcache_hook) attach.insert(attach.end(), {"--ld-cache", ld_cache_arg(inventory.driver)});
+  auto limits = driver_limits_wanted(bookings, inventory, cfg);  // set by the attach hook, once the pid exists
+  if (!limits) return std::unexpected(limits.error());
+  if (*limits) attach.push_back("--driver-limit");
   edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", attach));
   edits->hooks.push_back(plan_hook(cfg, "poststop", "poststop", {"--instance", inj.instance}));
   return edits;
@@ -257,8 +261,9 @@ void undo(const Injection& inj, const Config& cfg) {
     if (auto r = fs::write_file_atomic(inj.config_path, inj.original, inj.mode); !r)
       log::warn("undo: " + r.error().message);
   if (inj.instance.empty()) return;  // nothing was booked by this call
-  if (auto r = Ledger(LedgerOptions::from(cfg)).release(inj.container_id, inj.instance); !r)
-    log::warn("undo: " + r.error().message);
+  auto released = Ledger(LedgerOptions::from(cfg)).release(inj.container_id, inj.instance);
+  if (!released) log::warn("undo: " + released.error().message);
+  if (released) clear_released_limits(cfg, *released);
   if (auto r = remove_container_files(cfg, container_key(inj.container_id, inj.instance)); !r)
     log::warn("undo: " + r.error().message);
 }
