@@ -24,11 +24,6 @@ std::string driver_obstacle(const Gpu& g, const Inventory& inv, CgroupLayout lay
   return "";
 }
 
-std::uint64_t guaranteed(std::uint64_t bytes, double overcommit) {
-  if (overcommit <= 1.0) return bytes;
-  return static_cast<std::uint64_t>(static_cast<long double>(bytes) / static_cast<long double>(overcommit));
-}
-
 }  // namespace
 
 const char* to_string(Holder h) {
@@ -54,6 +49,11 @@ GpuEnforcement gpu_enforcement(const Gpu& g, const Inventory& inv, CgroupLayout 
   return {cfg.enforcement == Enforcement::driver ? Holder::refused : Holder::shim, std::move(obstacle)};
 }
 
+std::uint64_t guaranteed_bytes(std::uint64_t bytes, double overcommit) {
+  if (overcommit <= 1.0) return bytes;
+  return static_cast<std::uint64_t>(static_cast<long double>(bytes) / static_cast<long double>(overcommit));
+}
+
 Holder share_holder(const LedgerEntry& e) {
   return e.driver_limit ? Holder::driver : e.mig ? Holder::mig : Holder::shim;
 }
@@ -76,7 +76,7 @@ Result<std::vector<PlannedLimit>> plan_driver_limits(const std::vector<LedgerEnt
                                   "; set enforcement: auto to let the shim hold it on this node"));
     if (how.holder != Holder::driver) continue;
     out.push_back(PlannedLimit{e.device_key, e.gpu_uuid, g->index,
-                               DriverLimit{cgroup, guaranteed(e.bytes, cfg.allocation.overcommit), e.bytes}});
+                               DriverLimit{cgroup, guaranteed_bytes(e.bytes, cfg.allocation.overcommit), e.bytes}});
   }
   return out;
 }

@@ -44,6 +44,10 @@ struct PlannedLimit {
   DriverLimit limit;
 };
 
+// The memory a share of `bytes` is guaranteed: the bytes, divided by overcommit when memory is
+// overcommitted.
+std::uint64_t guaranteed_bytes(std::uint64_t bytes, double overcommit);
+
 // Whether a booking is a share the driver could hold (on a GPU, not the whole of it).
 bool is_share(const LedgerEntry& e);
 

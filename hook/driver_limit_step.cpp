@@ -2,6 +2,7 @@
 
 #include "core/driver_limit_exec.hpp"
 #include "core/fault.hpp"
+#include "core/nvidia_memory_env.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::hook {
@@ -19,6 +20,7 @@ Result<> run(const Invocation& inv, LimitCall call) {
 }  // namespace
 
 Result<> set_driver_limits(const Invocation& inv, const std::vector<LedgerEntry>& bookings) {
+  if (auto r = check_nvidia_memory_env(inv.spec.env, bookings, inv.cfg); !r) return r;
   auto wanted = driver_limits_wanted(bookings, inv.inventory, inv.cfg);
   if (!wanted) return std::unexpected(wanted.error());
   if (!*wanted) return {};

@@ -14,8 +14,9 @@
 
 namespace gpufrac::hook {
 
-// The container's bookings (annotation or CDI request): the limits they call for, if any. Crash
-// point hook-after-driver-limit (core/fault.hpp) once they are set.
+// The container's bookings (annotation or CDI request): the limits they call for, if any, after
+// NVIDIA_GPU_MEMORY_LIMIT/REQUEST in its environment were found to agree with them
+// (core/nvidia_memory_env.hpp). Crash point hook-after-driver-limit (core/fault.hpp) once set.
 Result<> set_driver_limits(const Invocation& inv, const std::vector<LedgerEntry>& bookings);
 // `--driver-limit`: the wrapper's instance or the claim (--claim) has limits to set.
 Result<> set_told_driver_limits(const Invocation& inv);

@@ -19,6 +19,7 @@
 #include "hook/oci.hpp"
 #include "hook/rootfs_path.hpp"
 #include "nvml/inventory_cache.hpp"
+#include "runtime-wrapper/driver_limit_edits.hpp"
 #include "runtime-wrapper/requests.hpp"
 #include "runtime-wrapper/spec_edit.hpp"
 #include "runtime-wrapper/warnings.hpp"
@@ -102,9 +103,8 @@ Result<Edits> wrapper_edits(const std::vector<LedgerEntry>& bookings, const Inve
   if (auto r = hook::check_spec_gpu_nodes(bundle, edits->device_nodes); !r) return std::unexpected(r.error());
   std::vector<std::string> attach = {"--attach", "--instance", inj.instance};
   if (with_driver && !nvidia.ldcache_hook) attach.insert(attach.end(), {"--ld-cache", ld_cache_arg(inventory.driver)});
-  auto limits = driver_limits_wanted(bookings, inventory, cfg);  // set by the attach hook, once the pid exists
-  if (!limits) return std::unexpected(limits.error());
-  if (*limits) attach.push_back("--driver-limit");
+  if (auto r = add_driver_limit_edits(*edits, attach, bookings, inventory, cfg, bundle.env); !r)
+    return std::unexpected(r.error());
   edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", attach));
   edits->hooks.push_back(plan_hook(cfg, "poststop", "poststop", {"--instance", inj.instance}));
   return edits;

@@ -5,6 +5,7 @@
 #include "core/cgroup_v2.hpp"
 #include "core/driver_limit_exec.hpp"
 #include "core/enforcement.hpp"
+#include "core/nvidia_memory_env.hpp"
 #include "core/text.hpp"
 #include "nvml/simulated.hpp"
 
@@ -121,6 +122,31 @@ TEST(Enforcement, DriverModeRefusesWhatTheDriverCannotHoldAndNodesWithoutItPayNo
   EXPECT_TRUE(*driver_limits_wanted({set}, r615, v2));
   set.driver_limit = DriverLimit{kCgroup, 1, 1};
   EXPECT_FALSE(*driver_limits_wanted({set}, r615, v2)) << "a limit set already (a later CDI device's hook)";
+}
+
+TEST(NvidiaMemoryEnv, GpufracsValuesInPlaceOfNvidiasOrARefusalWhereTheyDisagree) {
+  const Inventory inv = machine("h100-80gb-x3-r615.yaml");
+  Config cfg;
+  const std::vector<LedgerEntry> one{share(inv.gpus[0], 20389ull << 20)};
+  EXPECT_TRUE(nvidia_memory_env({"PATH=/bin"}, one, cfg)->empty()) << "neither variable: nothing to write";
+  EXPECT_EQ(*nvidia_memory_env({"NVIDIA_GPU_MEMORY_LIMIT=8192"}, one, cfg),
+            std::vector<std::string>{"NVIDIA_GPU_MEMORY_LIMIT=20389"});
+  cfg.allocation.overcommit = 2.0;
+  EXPECT_EQ(*nvidia_memory_env({"NVIDIA_GPU_MEMORY_REQUEST=1", "NVIDIA_GPU_MEMORY_LIMIT=1"}, one, cfg),
+            (std::vector<std::string>{"NVIDIA_GPU_MEMORY_LIMIT=20389", "NVIDIA_GPU_MEMORY_REQUEST=10194"}));
+  EXPECT_TRUE(check_nvidia_memory_env({"NVIDIA_GPU_MEMORY_LIMIT=20389"}, one, cfg));
+  auto r = check_nvidia_memory_env({"NVIDIA_GPU_MEMORY_LIMIT=8192"}, one, cfg);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().message,
+            "NVIDIA_GPU_MEMORY_LIMIT=\"8192\" disagrees with gpufrac's 20389 MiB for this container's share; remove it "
+            "or set NVIDIA_GPU_MEMORY_LIMIT=20389 (gpufrac-runtime writes gpufrac's value itself), so the driver holds "
+            "one limit");
+  auto two = nvidia_memory_env({"NVIDIA_GPU_MEMORY_LIMIT=1"}, {one[0], share(inv.gpus[1], 8ull << 30)}, cfg);
+  ASSERT_FALSE(two);
+  EXPECT_EQ(two.error().message,
+            "NVIDIA_GPU_MEMORY_LIMIT holds one value for every GPU, and the container's shares differ between GPUs "
+            "(20389 and 8192 MiB); remove NVIDIA_GPU_MEMORY_LIMIT and NVIDIA_GPU_MEMORY_REQUEST: gpufrac limits each "
+            "GPU itself");
 }
 
 TEST(DriverLimitExec, TheHelpersArgv) {
