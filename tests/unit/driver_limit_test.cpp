@@ -216,6 +216,33 @@ TEST_F(DriverLimit, ARecordOfACgroupABookingHoldsAgainIsDroppedWithoutACall) {
   EXPECT_NE(fake_limits(), "") << "and it stays set";
 }
 
+// A Kubernetes claim (gpufrac-dra's booking): its limit goes on the pod's cgroup, the parent of the
+// container's, which every container of the pod shares as they share the claim; unpreparing it
+// (release_claim) leaves the limit to clear, which gpufrac-dra clears in process.
+TEST_F(DriverLimit, AClaimsLimitIsOnThePodsCgroupAndClearedAfterUnprepare) {
+  const std::string uid = "0b1c2d3e-aaaa-bbbb-cccc-111122223333";
+  ASSERT_TRUE(fs::make_dirs(cgroup_ + "/pod1/ctr1"));
+  ASSERT_TRUE(fs::write_file_atomic(text::cat(dir_, "/proc/", kPid, "/cgroup"), "0::/pod1/ctr1\n"));
+  ReserveArgs a;
+  a.container_id = uid;
+  a.device_key = "gpu-0/share";
+  a.request = **parse_request({{"gpufrac.io/memory", "8Gi"}, {"gpufrac.io/gpu", "0"}}, true);
+  a.source = BookingSource::dra;
+  a.instance = "dra";
+  a.claim = "ns/claim1";
+  ASSERT_TRUE(Ledger(LedgerOptions::from(cfg_)).reserve(a, inv_, cfg_.allocation));
+  auto r = apply_driver_limits(cfg_, LimitTarget{uid, "", true, kPid});
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(fake_limits(), text::cat(kGpu0, " ", 8ull << 30, " ", 8ull << 30, " /pod1\n"));
+  EXPECT_EQ(ledger().entries[0].driver_limit->cgroup, cgroup_ + "/pod1");
+  auto released = Ledger(LedgerOptions::from(cfg_)).release_claim(uid);
+  ASSERT_TRUE(released);
+  ASSERT_EQ(ledger().limits_to_clear.size(), 1u);
+  EXPECT_EQ(ledger().limits_to_clear[0].owner, uid + "@dra");
+  ASSERT_TRUE(clear_driver_limits(cfg_));
+  EXPECT_EQ(fake_limits(), "");
+}
+
 // The fake's own rules, through the library as the backend loads it.
 TEST_F(DriverLimit, TheFakeKeepsTheDriversRules) {
   void* lib = ::dlopen(GPUFRAC_FAKE_NVML, RTLD_NOW | RTLD_LOCAL);
