@@ -6,16 +6,21 @@
 //     bookings on the cgroup of process P; prints one JSON object {"set": [...], "note": "..."}.
 //   gpufrac driver-limit clear
 //     after a release (poststop, a refused start): clears the ledger's limits_to_clear.
+//   gpufrac driver-limit show --cgroup DIR [--json]
+//     what the driver holds for a cgroup on each GPU (soft, hard, used), read-only.
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/context.hpp"
+#include "core/fs.hpp"
 #include "core/ledger_entry.hpp"
 #include "core/ledger_json.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "nvml/driver_limit_apply.hpp"
+#include "nvml/driver_limits.hpp"
+#include "nvml/inventory_cache.hpp"
 
 namespace gpufrac::cli {
 
@@ -88,6 +93,39 @@ int run_clear(Context& ctx, bool json) {
   return ctx.fail(internal_error(report->errors.front()).error());
 }
 
+Result<std::string> show_text(const Config& cfg, const std::string& cgroup, bool json) {
+  if (auto r = validate_cgroup_path(cgroup); !r) return std::unexpected(r.error().wrap("--cgroup"));
+  if (!fs::exists(cgroup))
+    return user_error("--cgroup " + text::quote(cgroup) + " does not exist; name a cgroup v2 directory");
+  auto inv = inventory_for_reading(cfg);
+  if (!inv) return std::unexpected(inv.error());
+  auto drv = LimitDriver::open(cfg);
+  if (!drv) return std::unexpected(drv.error());
+  nlohmann::json out = nlohmann::json::array();
+  std::string text;
+  for (const auto& g : inv->gpus) {
+    if (g.mig_enabled) continue;  // the driver refuses MIG handles; the GPU's shares are its instances
+    auto got = drv->get(g.uuid, cgroup);
+    if (!got) return std::unexpected(got.error());
+    nlohmann::json j{{"gpu_index", g.index}, {"gpu_uuid", g.uuid}, {"limit", nullptr}};
+    if (*got) j["limit"] = {{"soft", (*got)->soft}, {"hard", (*got)->hard}, {"used", (*got)->used}};
+    text += *got ? text::cat("GPU ", g.index, ": soft ", (*got)->soft, ", hard ", (*got)->hard, ", used ", (*got)->used,
+                             " bytes\n")
+                 : text::cat("GPU ", g.index, ": no limit\n");
+    out.push_back(std::move(j));
+  }
+  return json ? out.dump() + "\n" : text;
+}
+
+int run_show(Context& ctx, const std::string& cgroup, bool json) {
+  auto cfg = ctx.load();
+  if (!cfg) return ctx.fail(cfg.error());
+  auto text = show_text(*cfg, cgroup, json);
+  if (!text) return ctx.fail(text.error());
+  std::fwrite(text->data(), 1, text->size(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 void add_driver_limit_command(CLI::App& app, Context& ctx) {
@@ -104,6 +142,11 @@ void add_driver_limit_command(CLI::App& app, Context& ctx) {
   auto* clear = cmd->add_subcommand("clear", "Clear the limits of released bookings (the ledger's limits_to_clear)");
   clear->add_flag("--json", *json, "Print JSON");
   clear->callback([&ctx, json] { ctx.exit_code = run_clear(ctx, *json); });
+  auto cgroup = std::make_shared<std::string>();
+  auto* show = cmd->add_subcommand("show", "Show what the driver holds for a cgroup on each GPU (read-only)");
+  show->add_option("--cgroup", *cgroup, "The cgroup's directory (under cgroup-root)")->required();
+  show->add_flag("--json", *json, "Print JSON");
+  show->callback([&ctx, cgroup, json] { ctx.exit_code = run_show(ctx, *cgroup, *json); });
 }
 
 }  // namespace gpufrac::cli

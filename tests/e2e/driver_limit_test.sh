@@ -92,6 +92,9 @@ assert_eq "$(jq -c '.devices[0].shares[0] | [.enforcement, .used_bytes]' <<<"$OU
   "status: held by the driver, used as the driver counts it (the shim never saw the static program)"
 run "$GPUFRAC" status
 assert_contains "$OUT" "ENFORCED BY" "status names who holds each share"
+run "$GPUFRAC" driver-limit show --cgroup "$CGROOT/$P-2"
+assert_eq "$OUT" "GPU 0: soft $Q, hard $Q, used $((19 << 30)) bytes
+GPU 1: no limit" "driver-limit show: what the driver holds for the cgroup"
 runc kill "$P-2" KILL
 runc delete -f "$P-2" >/dev/null 2>&1
 assert_eq "$(limit_of "$P-2"):$(entries):$(to_clear)" ":0:0" "poststop cleared the limit and released the share"
