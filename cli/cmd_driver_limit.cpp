@@ -29,6 +29,7 @@ namespace {
 struct SetOptions {
   std::string container, instance, claim;
   std::int64_t pid = 0;
+  bool json = false;  // accepted: set always prints JSON
 };
 
 Result<LimitTarget> target_of(const SetOptions& o) {
@@ -137,6 +138,7 @@ void add_driver_limit_command(CLI::App& app, Context& ctx) {
   set->add_option("--instance", o->instance, "Container instance (gpufrac-runtime's, else p<pid>-<start>)");
   set->add_option("--claim", o->claim, "Kubernetes claim uid (instead of --container): the pod's cgroup");
   set->add_option("--pid", o->pid, "Host pid of the container's process")->required();
+  set->add_flag("--json", o->json, "Print JSON (what this command always prints)");
   set->callback([&ctx, o] { ctx.exit_code = run_set(ctx, *o); });
   auto json = std::make_shared<bool>(false);
   auto* clear = cmd->add_subcommand("clear", "Clear the limits of released bookings (the ledger's limits_to_clear)");
