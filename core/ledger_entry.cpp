@@ -109,8 +109,8 @@ Result<> validate_claim_name(std::string_view claim) {
 Result<> validate_cgroup_path(std::string_view path) {
   bool ok = path.size() <= 1024 && path.starts_with('/');
   for (unsigned char c : path) ok = ok && c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
-  for (const auto& seg : text::split(path.substr(1), '/'))
-    ok = ok && (path.size() == 1 || (!seg.empty() && seg != "." && seg != ".."));
+  if (ok && path.size() > 1)  // "/" alone is the root; every other component is a name
+    for (const auto& seg : text::split(path.substr(1), '/')) ok = ok && !seg.empty() && seg != "." && seg != "..";
   if (!ok)
     return user_error(text::cat("cgroup path ", text::quote(path),
                                 " is not valid; use an absolute path of at most 1024 printable characters, without "

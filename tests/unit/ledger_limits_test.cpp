@@ -78,6 +78,12 @@ TEST(LedgerJsonV4, AnOlderVersionWithALimitAndDamagedLimitsAreRefused) {
   doc["entries"][0]["driver_limit"] = {{"cgroup", "/sys/fs/cgroup/../etc"}, {"soft", 0}, {"hard", 1}};
   EXPECT_EQ(load_error(doc.dump()),
             "ledger.json: entries[0].driver_limit.cgroup: is not an absolute path without . or ..");
+  doc["entries"][0]["driver_limit"] = {{"cgroup", ""}, {"soft", 0}, {"hard", 1}};  // found by fuzz_ledger
+  EXPECT_EQ(load_error(doc.dump()),
+            "ledger.json: entries[0].driver_limit.cgroup: is not an absolute path without . or ..");
+  EXPECT_TRUE(validate_cgroup_path("/"));
+  EXPECT_FALSE(validate_cgroup_path("/a//b"));
+  EXPECT_FALSE(validate_cgroup_path("/a/"));
   doc["entries"][0]["driver_limit"] = {{"cgroup", "/a"}, {"soft", 0}};
   EXPECT_EQ(load_error(doc.dump()), "ledger.json: entries[0].driver_limit: must be {cgroup, soft, hard}");
   const std::string rec = R"({"gpu": "GPU-1", "cgroup": "/a", "soft": 0, "hard": 1, "owner": "c", "since": 1})";
