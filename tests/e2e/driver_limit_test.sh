@@ -139,10 +139,14 @@ assert_eq "$(limit_of "$P-k1")" "$GPU0 $Q $Q /$P-k1" "set"
 runc kill "$P-k1" KILL
 runc delete -f "$P-k1" >/dev/null 2>&1
 assert_eq "$(limit_of "$P-k1"):$(entries)" "$GPU0 $Q $Q /$P-k1:1" "killed without poststop: the limit outlives the cgroup"
+run "$GPUFRAC" gc --dry-run
+assert_contains "$OUT" "Would clear the driver limit of $P-k1@p" "gc --dry-run says what gc would clear"
+assert_eq "$(limit_of "$P-k1"):$(entries)" "$GPU0 $Q $Q /$P-k1:1" "and changes nothing"
 run "$GPUFRAC" gc
 assert_eq "$RC" 0 "gc: $OUT"
 assert_contains "$OUT" "Cleared the driver limit of $P-k1@p" "gc says what it cleared"
 assert_eq "$(limit_of "$P-k1"):$(entries):$(to_clear)" ":0:0" "gc cleared the killed container's limit"
+assert_eq "$(jq .version "$E2E_TMP/state/ledger.json")" 1 "no limit left: the ledger is the version older binaries read"
 dl_bundle "$E2E_TMP/k2" 'true' gpufrac.io/fraction=0.25 gpufrac.io/gpu=0
 with_spec "$E2E_TMP/k2" 'del(.hooks.poststop) | .hooks.createRuntime[0].env += ["GPUFRAC_FAULT=hook-after-driver-limit"]'
 run runc run --bundle "$E2E_TMP/k2" "$P-k2"
