@@ -280,6 +280,23 @@ TEST_F(DriverLimit, TheFakeKeepsTheDriversRules) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a caller that is not root: NO_PERMISSION";
+  // Within the limited cgroup (this process's own), nvmlDeviceGetMemoryInfo_v2 reports the partition.
+  auto memory_v2 =
+      reinterpret_cast<decltype(&::nvmlDeviceGetMemoryInfo_v2)>(::dlsym(lib, "nvmlDeviceGetMemoryInfo_v2"));
+  std::string own = "/";
+  for (const auto& line : text::split(*fs::read_file("/proc/self/cgroup"), '\n'))
+    if (line.starts_with("0::")) own = line.substr(3);
+  const std::string own_dir = own == "/" ? cgroup_ : cgroup_ + own;
+  ASSERT_TRUE(fs::make_dirs(own_dir));
+  nvmlMemory_v2_t m{};
+  m.version = nvmlMemory_v2;
+  ASSERT_EQ(memory_v2(gpu, &m), NVML_SUCCESS);
+  EXPECT_EQ(m.total, 81559ull << 20);
+  ASSERT_EQ(set_limits(gpu, own_dir, 1u << 30, 3u << 30), NVML_SUCCESS);
+  ASSERT_EQ(memory_v2(gpu, &m), NVML_SUCCESS);
+  EXPECT_EQ(m.total, 3ull << 30) << "the hard limit is the total within the partition";
+  EXPECT_EQ(m.free, 3ull << 30);
+  ASSERT_EQ(set_limits(gpu, own_dir, 0, NVML_DEVICE_MEMORY_LIMIT_MAX), NVML_SUCCESS);
   EXPECT_EQ(set_limits(gpu, c1, 0, 2), NVML_SUCCESS) << "soft to 0 first";
   EXPECT_EQ(set_limits(gpu, c1, 0, NVML_DEVICE_MEMORY_LIMIT_MAX), NVML_SUCCESS) << "then hard to MAX: cleared";
   EXPECT_EQ(get(gpu, &g), NVML_ERROR_NOT_FOUND);

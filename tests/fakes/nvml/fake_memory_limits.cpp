@@ -115,6 +115,19 @@ std::uint64_t cgroup_used(const State& state, const std::string& cgroup, const s
   return sum;
 }
 
+std::optional<MemoryLimit> own_limit(const State& state, const std::string& gpu_uuid) {
+  auto text = fs::read_file("/proc/self/cgroup", 64u << 10);
+  if (!text) return std::nullopt;
+  std::string cgroup;
+  for (const auto& line : text::split(*text, '\n'))
+    if (line.starts_with("0::")) cgroup = line.substr(3);
+  auto limits = load_memory_limits(state);
+  if (cgroup.empty() || !limits) return std::nullopt;
+  for (const auto& m : *limits)
+    if (m.gpu_uuid == gpu_uuid && m.cgroup == cgroup) return m;
+  return std::nullopt;
+}
+
 nvmlReturn_t injected_code(const char* function) {
   const char* list = std::getenv("GPUFRAC_FAKE_NVML_FAIL");
   if (!list) return NVML_SUCCESS;

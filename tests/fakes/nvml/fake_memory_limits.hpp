@@ -36,6 +36,10 @@ Result<> save_memory_limits(State& state, const std::vector<MemoryLimit>& limits
 // Bytes the live processes of `cgroup` hold on the GPU (0 without a state file).
 std::uint64_t cgroup_used(const State& state, const std::string& cgroup, const std::string& gpu_uuid);
 
+// The limit of the calling process's own cgroup (its /proc/self/cgroup "0::" line) on the GPU:
+// nvmlDeviceGetMemoryInfo_v2 called within a partition reports it (total = hard).
+std::optional<MemoryLimit> own_limit(const State& state, const std::string& gpu_uuid);
+
 // GPUFRAC_FAKE_NVML_FAIL names `function` ("name" fails with NVML_ERROR_UNKNOWN, "name:<code>" with
 // that code): the code, else NVML_SUCCESS.
 nvmlReturn_t injected_code(const char* function);
