@@ -8,10 +8,12 @@ namespace gpufrac {
 namespace {
 
 // What to do about each error the calls return.
-std::string remedy(nvmlReturn_t code, const DriverLimit& l) {
+std::string remedy(std::string_view call, nvmlReturn_t code, const DriverLimit& l) {
+  const bool get = call.find("Get") != std::string_view::npos;
   switch (code) {
     case NVML_ERROR_NO_PERMISSION:
-      return "only root may set it: run gpufrac as root, or set enforcement: shim";
+      return get ? "the driver refused to read it: run gpufrac as root"
+                 : "only root may set it: run gpufrac as root, or set enforcement: shim";
     case NVML_ERROR_INVALID_ARGUMENT:
       return text::cat("soft ", l.soft, " and hard ", l.hard, " bytes must be soft <= hard <= the GPU's memory");
     case NVML_ERROR_NOT_SUPPORTED:
@@ -32,7 +34,7 @@ Error limit_call_error(std::string_view call, const std::string& error_text, nvm
                        const std::string& gpu_uuid, const DriverLimit& l) {
   ErrorKind kind = code == NVML_ERROR_UNKNOWN || code == NVML_ERROR_GPU_IS_LOST ? ErrorKind::internal : ErrorKind::user;
   return Error{text::cat("driver memory limit of ", gpu_uuid, " on ", l.cgroup, ": ", call, ": ", error_text, "; ",
-                         remedy(code, l)),
+                         remedy(call, code, l)),
                0, kind};
 }
 

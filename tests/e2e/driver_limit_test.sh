@@ -95,6 +95,12 @@ assert_contains "$OUT" "ENFORCED BY" "status names who holds each share"
 run "$GPUFRAC" driver-limit show --cgroup "$CGROOT/$P-2"
 assert_eq "$OUT" "GPU 0: soft $Q, hard $Q, used $((19 << 30)) bytes
 GPU 1: no limit" "driver-limit show: what the driver holds for the cgroup"
+GPUFRAC_FAKE_NVML_FAIL=nvmlDeviceGetMemoryLimits_v1:4 run "$GPUFRAC" driver-limit show --cgroup "$CGROOT/$P-2"
+assert_eq "$RC:$OUT" "1:gpufrac: driver memory limit of $GPU0 on $CGROOT/$P-2: nvmlDeviceGetMemoryLimits_v1: Insufficient Permissions (4); the driver refused to read it: run gpufrac as root" \
+  "a failed get is one line"
+GPUFRAC_FAKE_NVML_FAIL=nvmlDeviceGetMemoryLimits_v1:999 run "$GPUFRAC" status --json
+assert_eq "$RC:$(jq -c '.devices[0].shares[0] | [.enforcement, .used_bytes]' <<<"$OUT")" '0:["driver",0]' \
+  "status without the driver's answer: the region's usage (the shim saw nothing of the static program)"
 runc kill "$P-2" KILL
 runc delete -f "$P-2" >/dev/null 2>&1
 assert_eq "$(limit_of "$P-2"):$(entries):$(to_clear)" ":0:0" "poststop cleared the limit and released the share"
