@@ -3,8 +3,10 @@
 // files of containers without bookings, drops dead processes from accounting regions, sets
 // ledger.reserve to what the ledger needs (core/ledger_file.hpp: not garbage), and says what it
 // did. On dynamic-MIG GPUs it also undoes half-made instances and destroys instances idle for
-// mig.idle-timeout (nvml/mig_reclaim.hpp), and lists those kept for reuse. --dry-run says what it
-// would do from what `status` reads (cli/gc_dry_run.hpp), and writes nothing.
+// mig.idle-timeout (nvml/mig_reclaim.hpp), and lists those kept for reuse. The driver limits of the
+// bookings it reclaims, and of those released before their limit was cleared, are cleared
+// (nvml/driver_limit_apply.hpp). --dry-run says what it would do from what `status` reads
+// (cli/gc_dry_run.hpp), and writes nothing.
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -23,6 +25,7 @@
 #include "core/ledger_json.hpp"
 #include "core/text.hpp"
 #include "limits/host/region_file.hpp"
+#include "nvml/driver_limit_apply.hpp"
 #include "nvml/mig_reclaim.hpp"
 
 namespace gpufrac::cli {
@@ -136,8 +139,19 @@ nlohmann::json idle_json(const std::vector<IdleMigInstance>& list) {
   return out;
 }
 
+std::string render(const LimitsReport& l, bool dry) {
+  std::string out;
+  for (const auto& r : l.cleared)
+    out += text::cat(dry ? "Would clear" : "Cleared", " the driver limit of ", r.owner, " on ", r.gpu_uuid, " (",
+                     r.limit.cgroup, ").\n");
+  for (const auto& e : l.errors) out += "Driver limit kept: " + e + "\n";
+  return out;
+}
+
 std::string report_text(const GcPlan& p, const Config& cfg, bool json, bool dry) {
-  if (!json) return render(p.ledger, dry) + render(p.files, dry) + render(p.mig, cfg.mig.idle_timeout_s, dry);
+  if (!json)
+    return render(p.ledger, dry) + render(p.files, dry) + render(p.mig, cfg.mig.idle_timeout_s, dry) +
+           render(p.limits, dry);
   nlohmann::json j = to_json(p.ledger);
   j["dry_run"] = dry;
   j["container_dirs_removed"] = p.files.dirs_removed;
@@ -146,6 +160,10 @@ std::string report_text(const GcPlan& p, const Config& cfg, bool json, bool dry)
   j["mig_destroyed"] = idle_json(p.mig.destroyed);
   j["mig_idle"] = idle_json(p.mig.idle);
   j["mig_notes"] = p.mig.notes;
+  nlohmann::json cleared = nlohmann::json::array();
+  for (const auto& r : p.limits.cleared) cleared.push_back(limit_to_clear_to_json(r));
+  j["driver_limits_cleared"] = cleared;
+  j["driver_limit_errors"] = p.limits.errors;
   return j.dump(2) + "\n";
 }
 
@@ -168,10 +186,13 @@ int run_gc(Context& ctx, bool json, bool dry_run) {
       std::fprintf(stderr, "gpufrac: warning: %s\n", r.error().message.c_str());
     auto mig = reclaim_idle_mig(*cfg, now, cdi::spec_refresher(*cfg));
     if (!mig) return ctx.fail(mig.error());
-    plan = GcPlan{std::move(*report), std::move(*files), std::move(*mig)};
+    auto limits = clear_driver_limits(*cfg);
+    if (!limits) return ctx.fail(limits.error());
+    plan = GcPlan{std::move(*report), std::move(*files), std::move(*mig), {limits->cleared, limits->errors}};
   }
   std::string out = report_text(plan, *cfg, json, dry_run);
   std::fwrite(out.data(), 1, out.size(), stdout);
+  if (!plan.limits.errors.empty()) return ctx.fail(internal_error(plan.limits.errors.front()).error());
   return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include "cli/context.hpp"
 #include "cli/table.hpp"
+#include "core/enforcement.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
 
@@ -70,9 +71,30 @@ std::string compute_text(const AllocationConfig& allocation) {
          "of the GPU's time\n";
 }
 
-std::string render(const Inventory& inv, const Config& cfg) {
+// Who holds each GPU's shares' memory limits, and why (docs/architecture.md "Driver-enforced
+// memory limits").
+std::string render_enforcement(const Inventory& inv, const Config& cfg, CgroupLayout layout) {
+  Table t({"GPU", "BY", "WHY"});
+  for (const auto& g : inv.gpus) {
+    const GpuEnforcement e = gpu_enforcement(g, inv, layout, cfg);
+    t.add({text::cat(g.index), to_string(e.holder), e.why});
+  }
+  return text::cat("\nMemory limits (enforcement: ", to_string(cfg.enforcement), ", ", to_string(layout), ")\n") +
+         t.render();
+}
+
+nlohmann::json info_json(const Inventory& inv, const Config& cfg, CgroupLayout layout) {
+  nlohmann::json j = to_json(inv);
+  for (std::size_t i = 0; i < inv.gpus.size(); ++i) {
+    const GpuEnforcement e = gpu_enforcement(inv.gpus[i], inv, layout, cfg);
+    j["gpus"][i]["enforcement"] = {{"by", to_string(e.holder)}, {"why", e.why}};
+  }
+  return j;
+}
+
+std::string render(const Inventory& inv, const Config& cfg, CgroupLayout layout) {
   std::string out = text::cat("Driver ", inv.driver_version, "  (", inv.source, ")\n\n");
-  out += render_gpus(inv) + render_instances(inv) + render_profiles(inv);
+  out += render_gpus(inv) + render_enforcement(inv, cfg, layout) + render_instances(inv) + render_profiles(inv);
   std::vector<std::string> control;
   for (const auto& n : inv.control_nodes) control.push_back(node_text(n));
   return out + "\nControl nodes: " + text::join(control, ", ") + "\n" + compute_text(cfg.allocation);
@@ -85,7 +107,8 @@ int run_info(Context& ctx, const std::string& machine, bool json, bool refresh) 
   if (!inv) return ctx.fail(inv.error());
   if (refresh)
     if (auto r = write_inventory_cache(*cfg, *inv); !r) return ctx.fail(r.error());
-  std::string out = json ? to_json(*inv).dump(2) + "\n" : render(*inv, *cfg);
+  const CgroupLayout layout = detect_cgroup_layout(cfg->cgroup_root);
+  std::string out = json ? info_json(*inv, *cfg, layout).dump(2) + "\n" : render(*inv, *cfg, layout);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
   if (refresh) std::fprintf(stderr, "gpufrac: inventory cache written to %s\n", cfg->inventory_cache_path().c_str());

@@ -32,4 +32,7 @@ void add_cdi_command(CLI::App& app, Context& ctx);      // generate, list, valid
 void add_runtime_command(CLI::App& app, Context& ctx);  // configure containerd|docker|crio|podman
 void add_mig_command(CLI::App& app, Context& ctx);      // provision, plan (dynamic MIG)
 
+// set, clear: the driver's per-cgroup memory limits (the static front-ends run these).
+void add_driver_limit_command(CLI::App& app, Context& ctx);
+
 }  // namespace gpufrac::cli

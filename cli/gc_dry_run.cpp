@@ -7,6 +7,7 @@
 #include "cli/node_view.hpp"
 #include "core/container_state.hpp"
 #include "core/fs.hpp"
+#include "core/ledger_limits.hpp"
 #include "core/ledger_mig.hpp"
 #include "core/text.hpp"
 #include "limits/host/arbiter_file.hpp"
@@ -86,6 +87,20 @@ MigReclaimReport plan_mig(const Config& cfg, const NodeView& node, std::int64_t 
   return out;
 }
 
+// The records gc would clear: those waiting, and the limits of the bookings it would reclaim.
+LimitsReport plan_limits(const NodeView& node, const GcReport& ledger, std::int64_t now) {
+  LedgerState after = node.ledger;
+  std::vector<LedgerEntry> gone;
+  for (const auto& r : ledger.reclaimed) gone.push_back(r.entry);
+  std::erase_if(after.entries,
+                [&](const LedgerEntry& e) { return std::find(gone.begin(), gone.end(), e) != gone.end(); });
+  record_limits_to_clear(after, gone, now);
+  LimitsReport out;
+  for (const auto& rec : after.limits_to_clear)
+    if (!limit_held(after, rec.gpu_uuid, rec.limit.cgroup)) out.cleared.push_back(rec);
+  return out;
+}
+
 }  // namespace
 
 Result<GcPlan> plan_gc(const Config& cfg, std::int64_t now) {
@@ -95,6 +110,7 @@ Result<GcPlan> plan_gc(const Config& cfg, std::int64_t now) {
   p.ledger = plan_ledger(node->report, cfg);
   p.files = plan_files(cfg, *node, p.ledger);
   p.mig = plan_mig(cfg, *node, now);
+  p.limits = plan_limits(*node, p.ledger, now);
   return p;
 }
 

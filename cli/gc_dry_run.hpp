@@ -28,10 +28,18 @@ struct FilesReport {
 // A compute slot younger than this is left alone by gc (its booking may be in the making).
 inline constexpr std::uint64_t kComputeSlotMinAgeS = 60;
 
+// Driver limits of released or reclaimed bookings (the ledger's limits_to_clear): cleared through
+// the driver, or kept (one line each) for the next gc.
+struct LimitsReport {
+  std::vector<LimitToClear> cleared;
+  std::vector<std::string> errors;
+};
+
 struct GcPlan {
   GcReport ledger;
   FilesReport files;
   MigReclaimReport mig;
+  LimitsReport limits;
 };
 
 Result<GcPlan> plan_gc(const Config& cfg, std::int64_t now);

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "core/enforcement.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::cli {
@@ -17,8 +18,9 @@ Labels device_labels(const DeviceStatus& d, const std::string& gpu_uuid) {
 }
 
 Labels share_labels(const LedgerEntry& e) {
-  return {{"gpu_index", text::cat(e.gpu_index)}, {"gpu_uuid", e.gpu_uuid},     {"device_uuid", e.device_uuid},
-          {"container_id", e.container_id},      {"device_key", e.device_key}, {"request", e.request}};
+  return {{"gpu_index", text::cat(e.gpu_index)},      {"gpu_uuid", e.gpu_uuid},     {"device_uuid", e.device_uuid},
+          {"container_id", e.container_id},           {"device_key", e.device_key}, {"request", e.request},
+          {"enforcement", to_string(share_holder(e))}};
 }
 
 // The devices that hold shares, with their GPU's UUID, and every share (unknown devices too).
@@ -29,7 +31,8 @@ std::vector<Family> memory_families(const StatusReport& r) {
   Family free("gpufrac_gpu_memory_free_bytes", Type::gauge, "Memory a new share may still book (total x overcommit)");
   Family shares("gpufrac_gpu_shares", Type::gauge, "Bookings on the device");
   Family limit("gpufrac_share_limit_bytes", Type::gauge, "Memory booked by one share (its limit)");
-  Family used("gpufrac_share_used_bytes", Type::gauge, "Memory the share's processes hold now (accounting region)");
+  Family used("gpufrac_share_used_bytes", Type::gauge,
+              "Memory the share's processes hold now (accounting region, or the driver where it holds the limit)");
   std::string gpu_uuid;
   auto add_share = [&](const ShareStatus& s) {
     limit.add(share_labels(s.entry), s.entry.bytes);

@@ -7,8 +7,9 @@
 //   gpufrac_gpu_shares{gpu_index,gpu_uuid,device_uuid}            bookings on the device
 //       per device that holds shares: a GPU not in MIG mode (device_uuid = gpu_uuid) or a MIG
 //       instance (device_uuid = MIG-...); a GPU in MIG mode has only gpu_info and mig_instances
-//   gpufrac_share_{limit,used}_bytes{gpu_index,gpu_uuid,device_uuid,container_id,device_key,request}
-//       per booking; used only where the container's accounting region says (not when pending)
+//   gpufrac_share_{limit,used}_bytes{gpu_index,gpu_uuid,device_uuid,container_id,device_key,request,enforcement}
+//       per booking; used only where the container's accounting region (or, where it holds the
+//       limit, the driver) says (not when pending); enforcement: driver, shim or mig
 //   gpufrac_gpu_compute_{booked,free}_ratio{gpu_index,gpu_uuid,device_uuid}
 //       the GPU's time booked by its shares and still free (0 to 1), per GPU not in MIG mode
 //   gpufrac_share_compute_booked_ratio{<share labels>}            per booking with a compute share

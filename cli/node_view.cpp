@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -11,6 +12,7 @@
 #include "core/process.hpp"
 #include "limits/host/arbiter_file.hpp"
 #include "limits/host/region_file.hpp"
+#include "nvml/driver_limits.hpp"
 #include "nvml/inventory_cache.hpp"
 
 namespace gpufrac::cli {
@@ -59,6 +61,24 @@ ComputeAchievedOf compute_achieved(const Config& cfg) {
   };
 }
 
+// Where the driver holds a share's limit, what it counts for the cgroup (currentUsed) is the usage:
+// it sees every allocation, the shim only those through the preloaded library. The driver is
+// opened only when a booking has a limit; when it cannot be read, the region's figure stands.
+UsageOf driver_usage(const Config& cfg, const LedgerState& ledger, UsageOf region) {
+  auto readings = std::make_shared<std::map<std::pair<std::string, std::string>, std::uint64_t>>();
+  if (std::any_of(ledger.entries.begin(), ledger.entries.end(), [](const LedgerEntry& e) { return e.driver_limit; }))
+    if (auto drv = LimitDriver::open(cfg))
+      for (const auto& e : ledger.entries)
+        if (e.driver_limit)
+          if (auto r = drv->get(e.gpu_uuid, e.driver_limit->cgroup); r && *r)
+            (*readings)[{e.gpu_uuid, e.driver_limit->cgroup}] = (*r)->used;
+  return [readings, region](const LedgerEntry& e) -> std::optional<std::uint64_t> {
+    if (e.driver_limit)
+      if (auto it = readings->find({e.gpu_uuid, e.driver_limit->cgroup}); it != readings->end()) return it->second;
+    return region(e);
+  };
+}
+
 std::uint64_t file_size(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
@@ -78,7 +98,7 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
   v.ledger_file_bytes = file_size(options.path);
   v.report = build_status(
       v.inventory, v.ledger, cfg.allocation, now, [&](const LedgerEntry& e) { return share_state(e, cfg, now); },
-      live_usage(cfg), compute_achieved(cfg));
+      driver_usage(cfg, v.ledger, live_usage(cfg)), compute_achieved(cfg));
   return v;
 }
 

@@ -1,6 +1,7 @@
 // What `gpufrac status`, `gpufrac metrics` and `gpufrac gc --dry-run` read of a node: the inventory
-// (the cache, never NVML), the ledger without its lock, and each booking's state and live usage
-// from its container's accounting region. Reading never writes a file and never waits for a
+// (the cache), the ledger without its lock, and each booking's state and live usage from its
+// container's accounting region, or from the driver where it holds the booking's limit (NVML is
+// opened only then). Reading never writes a file and never waits for a
 // container start: the ledger is replaced whole, the regions are read with atomic loads.
 #pragma once
 

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/enforcement.hpp"
 #include "core/ledger_json.hpp"
 #include "core/ledger_mig.hpp"
 #include "core/load.hpp"
@@ -58,6 +59,7 @@ nlohmann::json share_json(const ShareStatus& s) {
   j["used_bytes"] = s.used_bytes ? nlohmann::json(*s.used_bytes) : nlohmann::json(nullptr);
   j["compute_achieved_ppm"] =
       s.compute_achieved_ppm ? nlohmann::json(*s.compute_achieved_ppm) : nlohmann::json(nullptr);
+  j["enforcement"] = to_string(share_holder(s.entry));
   return j;
 }
 

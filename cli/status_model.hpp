@@ -24,7 +24,7 @@ struct ShareStatus {
   LedgerEntry entry;
   std::string state;  // "running", "pending", "pending (expired)", "exited", "pid reused"
   std::int64_t age_s = 0;
-  std::optional<std::uint64_t> used_bytes;  // live usage; nullopt = not known
+  std::optional<std::uint64_t> used_bytes;  // live usage (the driver's where it holds the limit); nullopt = not known
   // The share of the GPU's time its work held over the last 10 s, in ppm (the enforcing side's
   // per-GPU arbiter knows it); nullopt = not known ("-" in the text, null in JSON).
   std::optional<std::uint32_t> compute_achieved_ppm;

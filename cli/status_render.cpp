@@ -8,6 +8,7 @@
 
 #include "cli/table.hpp"
 #include "core/compute_share.hpp"
+#include "core/enforcement.hpp"
 #include "core/quantity.hpp"
 #include "core/text.hpp"
 
@@ -153,11 +154,15 @@ std::vector<std::string> compute_cells(const ShareStatus& s) {
 std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool compute, const StatusStyle& st) {
   const bool keys =
       std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return !r.share->entry.device_key.empty(); });
+  // Where the driver holds a limit, every share says who holds its own (driver, shim or mig).
+  const bool holders =
+      std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return r.share->entry.driver_limit.has_value(); });
   std::vector<std::string> rest{"CONTAINER"};
   if (keys) rest.push_back("CDI DEVICE");
   for (const char* h : {"REQUEST", "RESERVED", "USED"}) rest.push_back(h);
   if (compute) rest.insert(rest.end(), {"COMPUTE", "ACHIEVED (10 s)"});
   for (const char* h : {"SOURCE", "PID", "STATE", "AGE"}) rest.push_back(h);
+  if (holders) rest.push_back("ENFORCED BY");
   auto h = header(rest, mig);
   h.insert(h.begin(), "SHARE");
   Table t(h);
@@ -175,6 +180,7 @@ std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool comp
     for (auto v : {std::string(to_string(e.source)), e.pending() ? std::string("-") : text::cat(e.pid),
                    state_text(r.share->state, st), format_age(r.share->age_s)})
       row.push_back(v);
+    if (holders) row.push_back(to_string(share_holder(e)));
     t.add(std::move(row));
   }
   return t.render();

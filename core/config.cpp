@@ -36,6 +36,10 @@ const char* to_string(ComputeManagement c) {
   return c == ComputeManagement::unmanaged ? "unmanaged" : "managed";
 }
 
+const char* to_string(Enforcement e) {
+  return e == Enforcement::driver ? "driver" : e == Enforcement::shim ? "shim" : "auto";
+}
+
 Config default_config() {
   Config c;
   c.shim_path = std::string(build::kShimDir) + "/libgpufrac-limits.so";
@@ -194,6 +198,11 @@ Result<> parse_sections(const Located& root, Config& c) {
     if (auto r = parse_driver(root.child("driver"), c.driver); !r) return r;
   if (root.node["cdi"])
     if (auto r = parse_cdi_section(root.child("cdi"), c.cdi); !r) return r;
+  if (root.node["enforcement"]) {
+    auto v = yaml::as_choice(root.child("enforcement"), {"auto", "driver", "shim"});
+    if (!v) return std::unexpected(v.error());
+    c.enforcement = *v == "driver" ? Enforcement::driver : *v == "shim" ? Enforcement::shim : Enforcement::auto_detect;
+  }
   if (root.node["aliases"]) GPUFRAC_TRY_ASSIGN(c.aliases, yaml::as_bool(root.child("aliases")));
   if (root.node["require-host-pid"])
     GPUFRAC_TRY_ASSIGN(c.require_host_pid, yaml::as_bool(root.child("require-host-pid")));
@@ -216,7 +225,7 @@ Result<Config> load_config_string(const std::string& content, const std::string&
   if (!root) return std::unexpected(root.error());
   if (auto r = yaml::check_keys(*root, {"state-dir", "host-root", "proc-root", "cgroup-root", "nvml", "allocation",
                                         "aliases", "require-host-pid", "lock-timeout", "mig", "shim", "hook", "cli",
-                                        "runtimes", "log", "cdi", "driver"});
+                                        "runtimes", "log", "cdi", "driver", "enforcement"});
       !r)
     return std::unexpected(r.error());
   Config c = default_config();

@@ -22,6 +22,10 @@ enum class DriverInject { auto_detect, always, never };
 // allocation.compute: whether a share without gpufrac.io/compute books a compute weight equal to its
 // memory share (managed) or none, leaving the GPU's time to its own time-slicing (unmanaged).
 enum class ComputeManagement { managed, unmanaged };
+// Who enforces a share's memory limit (docs/architecture.md "Driver-enforced memory limits"):
+// auto: the driver's per-cgroup limit where the node has it (r615+, cgroup v2, not MIG), and the
+// shim always; driver: the same, and a share the driver cannot hold is refused; shim: the shim alone.
+enum class Enforcement { auto_detect, driver, shim };
 
 struct NvmlConfig {
   NvmlBackend backend = NvmlBackend::auto_detect;
@@ -78,6 +82,7 @@ struct Config {
   // Seconds a front-end waits for the ledger lock before it gives up with one line naming the holder.
   std::uint64_t lock_timeout_s = 10;
   MigConfig mig;
+  Enforcement enforcement = Enforcement::auto_detect;
   std::string shim_path;  // host path of libgpufrac-limits.so
   std::string hook_path;  // host path of gpufrac-hook (written into specs)
   std::string cli_path;   // host path of gpufrac (helpers the hook execs)
@@ -112,5 +117,6 @@ const char* to_string(Policy p);
 const char* to_string(MigMode m);
 const char* to_string(DriverInject d);
 const char* to_string(ComputeManagement c);
+const char* to_string(Enforcement e);
 
 }  // namespace gpufrac

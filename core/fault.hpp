@@ -1,7 +1,10 @@
 // Fault injection for crash tests: with GPUFRAC_FAULT=<point> in the environment, the process
 // kills itself with SIGKILL when it reaches that point, the way a hook killed by its runtime would
 // die. Points: ledger-after-lock, ledger-after-temp-write, ledger-before-rename, dra-after-book
-// (gpufrac-dra: a claim booked, its CDI spec not written, its checkpoint entry still `started`).
+// (gpufrac-dra: a claim booked, its CDI spec not written, its checkpoint entry still `started`),
+// mig-after-gi, driver-limit-after-record and driver-limit-after-set (`gpufrac driver-limit set`:
+// the limit recorded in the ledger, not yet set / set), hook-after-driver-limit (gpufrac-hook: the
+// limit set and booked, the container's files not yet written).
 #pragma once
 
 #include <string_view>

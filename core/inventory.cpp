@@ -2,7 +2,14 @@
 
 #include <algorithm>
 
+#include "core/text.hpp"
+
 namespace gpufrac {
+
+unsigned driver_major(std::string_view version) {
+  auto major = text::parse_u64(version.substr(0, version.find('.')));
+  return major && *major < 100000 ? static_cast<unsigned>(*major) : 0;
+}
 
 std::uint32_t Gpu::memory_slices() const {
   std::uint32_t slices = 0;

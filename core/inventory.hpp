@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -75,6 +76,7 @@ struct Gpu {
   bool mig_pending = false;                // pending mode (after reset)
   std::vector<MigProfile> mig_profiles;    // what NVML reports: only while MIG mode is enabled
   std::vector<MigInstance> mig_instances;  // existing instances, by (gi, ci)
+  bool memory_limits = false;              // the driver sets per-cgroup memory limits on it (r615+)
   DeviceNodeInfo node;                     // /dev/nvidia<minor>
   std::uint32_t memory_slices() const;     // 8 on A100/H100, 4 on A30; 0 while MIG mode is off
   const MigProfile* profile_by_name(const std::string& name) const;
@@ -120,6 +122,11 @@ struct Inventory {
   std::optional<std::pair<const Gpu*, const MigInstance*>> mig_by_uuid(const std::string& uuid) const;
   bool same_hardware(const Inventory& o) const;  // == except `source`
 };
+
+// The first driver branch with per-cgroup device-memory limits, and a version string's major
+// number ("615" of "615.20.03"; 0 when it does not start with one).
+inline constexpr unsigned kMemoryLimitsDriverMajor = 615;
+unsigned driver_major(std::string_view version);
 
 // Told the new inventory after the node changed under gpufrac (dynamic MIG created or destroyed an
 // instance). The layer above decides what follows (the CLI rewrites the CDI spec); an error it

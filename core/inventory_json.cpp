@@ -101,6 +101,7 @@ json gpu_json(const Gpu& g) {
             {"pending", g.mig_pending},
             {"profiles", profiles},
             {"instances", instances}}},
+          {"memory_limits", g.memory_limits},
           {"node", node_json(g.node)}};
 }
 
@@ -123,6 +124,7 @@ Gpu gpu_from(const json& j) {
   for (const auto& m : mig.at("instances")) g.mig_instances.push_back(instance_from(m));
   // Caches written before "capable" existed listed profiles for every MIG-capable GPU.
   g.mig_capable = mig.value("capable", g.mig_enabled || g.mig_pending || !g.mig_profiles.empty());
+  g.memory_limits = j.value("memory_limits", false);  // caches written before r615 support: none
   g.node = node_from(j.at("node"));
   return g;
 }

@@ -6,6 +6,7 @@
 #include "core/allocator.hpp"
 #include "core/fault.hpp"
 #include "core/ledger_file.hpp"
+#include "core/ledger_limits.hpp"
 #include "core/ledger_mig.hpp"
 #include "core/process.hpp"
 #include "core/text.hpp"
@@ -119,6 +120,7 @@ std::vector<Reclaimed> Ledger::reclaim(LedgerState& state, bool processes) const
   std::vector<LedgerEntry> gone;
   for (const auto& r : out) gone.push_back(r.entry);
   record_idle(state, gone, options_.mig, t);
+  record_limits_to_clear(state, gone, t);
   return out;
 }
 
@@ -219,6 +221,7 @@ Result<std::vector<LedgerEntry>> Ledger::remove_if(const std::string& id,
     return true;
   });
   record_idle(tx->state, removed, options_.mig, now());
+  record_limits_to_clear(tx->state, removed, now());
   if (!removed.empty())
     if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
   return removed;

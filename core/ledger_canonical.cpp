@@ -11,6 +11,7 @@
 
 #include "core/compute_share.hpp"
 #include "core/ledger_json.hpp"
+#include "core/ledger_json_limits.hpp"
 
 namespace gpufrac {
 
@@ -124,6 +125,17 @@ void scan_compute(Scanner& sc, LedgerEntry& e) {
   e.priority = *priority;
 }
 
+// `,"driver_limit":{"cgroup":"<path>","soft":<bytes>,"hard":<bytes>}`, written only for a limit the driver holds.
+DriverLimit scan_driver_limit(Scanner& sc) {
+  sc.key_of("driver_limit", false);
+  DriverLimit l;
+  l.cgroup = sc.str("cgroup", ledger_max::kCgroup, true);
+  l.soft = sc.u64("soft", UINT64_MAX);
+  l.hard = sc.u64("hard", UINT64_MAX);
+  sc.lit("}");
+  return l;
+}
+
 LedgerEntry scan_entry(Scanner& sc, std::optional<BookingSource>& source) {
   LedgerEntry e;
   e.container_id = sc.str("container_id", ledger_max::kId, true);
@@ -144,8 +156,21 @@ LedgerEntry scan_entry(Scanner& sc, std::optional<BookingSource>& source) {
   if (sc.peek(",\"instance\":") && (e.instance = sc.str("instance", ledger_max::kInstance)).empty()) sc.fail();
   if (sc.peek(",\"claim\":") && (e.claim = sc.str("claim", ledger_max::kClaim)).empty()) sc.fail();
   if (sc.peek(",\"compute\":")) scan_compute(sc, e);
+  if (sc.peek(",\"driver_limit\":")) e.driver_limit = scan_driver_limit(sc);
   sc.lit("}");
   return e;
+}
+
+LimitToClear scan_limit_to_clear(Scanner& sc) {
+  LimitToClear r;
+  r.gpu_uuid = sc.str("gpu", ledger_max::kUuid, true);
+  r.limit.cgroup = sc.str("cgroup", ledger_max::kCgroup);
+  r.limit.soft = sc.u64("soft", UINT64_MAX);
+  r.limit.hard = sc.u64("hard", UINT64_MAX);
+  r.owner = sc.str("owner", ledger_max::kId + 1 + ledger_max::kInstance);
+  r.since = static_cast<std::int64_t>(sc.u64("since", kI64));
+  sc.lit("}");
+  return r;
 }
 
 MigIdleRecord scan_idle(Scanner& sc) {
@@ -208,7 +233,10 @@ bool unique_and_valid(const LedgerState& s) {
     idle.push_back(r.uuid);
   }
   std::sort(idle.begin(), idle.end());
-  return std::adjacent_find(idle.begin(), idle.end()) == idle.end();
+  if (std::adjacent_find(idle.begin(), idle.end()) != idle.end()) return false;
+  for (const auto& r : s.limits_to_clear)
+    if (limit_to_clear_problem(r)) return false;
+  return !duplicate_limits_to_clear(s.limits_to_clear);
 }
 
 }  // namespace
@@ -216,7 +244,7 @@ bool unique_and_valid(const LedgerState& s) {
 std::optional<LedgerState> scan_canonical_ledger(std::string_view text) {
   Scanner sc(text);
   LedgerState state;
-  const std::uint64_t version = sc.u64("version", kLedgerVersionCompute, true);
+  const std::uint64_t version = sc.u64("version", kLedgerVersionMax, true);
   bool values_ok = true;
   sc.key_of("entries", false);
   state.entries = scan_list<LedgerEntry>(sc, [&](Scanner& s) {
@@ -228,6 +256,10 @@ std::optional<LedgerState> scan_canonical_ledger(std::string_view text) {
   if (version != kLedgerVersion) {
     sc.key_of("mig_idle", false);
     state.mig_idle = scan_list<MigIdleRecord>(sc, scan_idle);
+  }
+  if (version >= kLedgerVersionDriverLimits) {
+    sc.key_of("limits_to_clear", false);
+    state.limits_to_clear = scan_list<LimitToClear>(sc, scan_limit_to_clear);
   }
   sc.lit("}\n");
   // The grammar is the writer's: keys in its order, no spaces, numbers without leading zeros,

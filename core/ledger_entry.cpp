@@ -109,6 +109,18 @@ Result<> validate_claim_name(std::string_view claim) {
   return {};
 }
 
+Result<> validate_cgroup_path(std::string_view path) {
+  bool ok = path.size() <= 1024 && path.starts_with('/');
+  for (unsigned char c : path) ok = ok && c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  if (ok && path.size() > 1)  // "/" alone is the root; every other component is a name
+    for (const auto& seg : text::split(path.substr(1), '/')) ok = ok && !seg.empty() && seg != "." && seg != "..";
+  if (!ok)
+    return user_error(text::cat("cgroup path ", text::quote(path),
+                                " is not valid; use an absolute path of at most 1024 printable characters, without "
+                                "quotes, backslashes, empty, . or .. components"));
+  return {};
+}
+
 Result<> validate_kube_uid(std::string_view uid, std::string_view what) {
   if (uid.empty() || uid.size() > 64 || uid.find_first_not_of("0123456789abcdef-") != std::string_view::npos)
     return user_error(text::cat(what, " ", text::quote(uid), " is not a uid; use the object's metadata.uid"));

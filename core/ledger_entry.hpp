@@ -21,6 +21,15 @@ enum class BookingSource { hook, wrapper, cdi, dra };
 const char* to_string(BookingSource s);
 std::optional<BookingSource> booking_source_from(std::string_view s);
 
+// A per-cgroup device-memory limit gpufrac has the driver hold for a booking (docs/architecture.md
+// "Driver-enforced memory limits"), recorded before it is set, so that release and gc know what to
+// clear. Bytes.
+struct DriverLimit {
+  std::string cgroup;  // the cgroup v2 directory (full path under cgroup-root), the NVML nameSpace
+  std::uint64_t soft = 0, hard = 0;
+  bool operator==(const DriverLimit&) const = default;
+};
+
 struct LedgerEntry {
   std::string container_id;
   std::string device_key;   // tells several devices of one container apart ("" for annotations)
@@ -46,6 +55,8 @@ struct LedgerEntry {
   std::uint32_t compute_ppm = 0;
   ComputeMode compute_mode = ComputeMode::fair;
   ComputePriority priority = ComputePriority::normal;
+  // The driver limit set (or being set) on the booking's GPU for its cgroup; none: the shim alone.
+  std::optional<DriverLimit> driver_limit;
   bool pending() const { return pid == 0; }
   bool claim_owned() const { return source == BookingSource::dra; }
   bool operator==(const LedgerEntry&) const = default;
@@ -64,12 +75,27 @@ struct MigIdleRecord {
   bool operator==(const MigIdleRecord&) const = default;
 };
 
+// A driver limit whose booking left the ledger (released, reclaimed) before gpufrac cleared it:
+// kept until `gpufrac driver-limit clear` (poststop, a refused start) or gc clears it, so that no
+// limit is ever forgotten (core/ledger_limits.hpp).
+struct LimitToClear {
+  std::string gpu_uuid;
+  DriverLimit limit;
+  std::string owner;  // the booking's container key (or claim uid), for messages
+  std::int64_t since = 0;
+  bool operator==(const LimitToClear&) const = default;
+};
+
 // The ledger file's content. Version 1 holds bookings only; version 2 adds the idle records of
-// dynamic MIG instances (top-level "mig_idle"). The writer writes the lowest version that holds
-// the content (docs/architecture.md "Dynamic MIG").
+// dynamic MIG instances (top-level "mig_idle"); version 3 claim bookings; version 4 compute shares
+// (an entry's "compute", "compute_mode", "priority"); version 5 driver limits (an entry's
+// "driver_limit" and the top-level "limits_to_clear"). The writer writes the lowest version that
+// holds the content (docs/architecture.md "The ledger and a booking's life").
 struct LedgerState {
   std::vector<LedgerEntry> entries;
   std::vector<MigIdleRecord> mig_idle;  // by uuid, at most one record per instance
+  // At most one per (GPU, cgroup).
+  std::vector<LimitToClear> limits_to_clear;
   bool operator==(const LedgerState&) const = default;
 };
 
@@ -97,6 +123,9 @@ Result<> validate_container_key(std::string_view key);
 Result<> validate_device_key(std::string_view key);
 // "<namespace>/<name>" of a ResourceClaim: a DNS label (<= 63) and subdomain (<= 253), [a-z0-9.-].
 Result<> validate_claim_name(std::string_view claim);
+// A cgroup directory as a driver limit names it: absolute, printable ASCII without quotes or
+// backslashes, no empty, "." or ".." component, at most 1024 bytes ("/" alone is the root).
+Result<> validate_cgroup_path(std::string_view path);
 // A Kubernetes object uid (a claim's or a pod's): lowercase hex digits and '-', at most 64; empty
 // is refused. `what` names it in the message ("claim uid", "pod uid").
 Result<> validate_kube_uid(std::string_view uid, std::string_view what);

@@ -10,6 +10,7 @@
 
 #include "core/compute_share.hpp"
 #include "core/ledger_canonical.hpp"
+#include "core/ledger_json_limits.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac {
@@ -18,10 +19,10 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::string_view, 18> kEntryKeys{
-    "container_id", "device_key", "device_uuid", "gpu_index", "gpu_uuid",     "mig",
-    "bytes",        "exclusive",  "request",     "source",    "pid",          "pid_start",
-    "created",      "instance",   "claim",       "compute",   "compute_mode", "priority"};
+constexpr std::array<std::string_view, 19> kEntryKeys{
+    "container_id", "device_key", "device_uuid",  "gpu_index", "gpu_uuid",    "mig",     "bytes",
+    "exclusive",    "request",    "source",       "pid",       "pid_start",   "created", "instance",
+    "claim",        "compute",    "compute_mode", "priority",  "driver_limit"};
 
 // Typed field access on one JSON object; remembers the first problem with its dotted path.
 class Reader {
@@ -119,6 +120,11 @@ Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
     e.instance = r.str("instance", ledger_max::kInstance);                  // absent in ledgers written before it
   if (obj.contains("claim")) e.claim = r.str("claim", ledger_max::kClaim);  // claim-owned bookings only
   if (obj.contains("compute") || obj.contains("compute_mode") || obj.contains("priority")) read_compute(r, e);
+  if (obj.contains("driver_limit") && !r.error()) {  // version 5: a limit the driver holds
+    auto limit = read_driver_limit(obj.at("driver_limit"), path + ".driver_limit");
+    if (!limit) return std::unexpected(limit.error());
+    e.driver_limit = std::move(*limit);
+  }
   e.source = source.value_or(BookingSource::hook);
   if (auto p = entry_value_problem(e, source.has_value())) r.fail(p->first, p->second);
   if (r.error()) return internal_error(*r.error());
@@ -145,6 +151,7 @@ std::optional<std::pair<std::string_view, std::string_view>> entry_value_problem
   if (e.compute_ppm != 0 && e.mig) return P{"compute", "is never booked on a MIG instance"};
   if (e.compute_ppm == 0 && (e.compute_mode != ComputeMode::fair || e.priority != ComputePriority::normal))
     return P{"compute_mode", "is set only with compute"};
+  if (e.driver_limit && driver_limit_problem(*e.driver_limit)) return P{"driver_limit", "is not a valid limit"};
   return std::nullopt;
 }
 
@@ -179,22 +186,23 @@ Result<std::vector<MigIdleRecord>> read_idle_records(const json& doc, const std:
   return out;
 }
 
-// Version 1: {version, entries}; versions 2 to 4: {version, entries, mig_idle}.
+// {version, entries} and the keys of ledger_top_level_keys(version).
 Result<int> read_version(const json& doc, const std::string& name) {
   if (!doc.is_object() || !doc.contains("version") || !doc.contains("entries"))
     return internal_error(name + ": not a gpufrac ledger; expected {\"version\": 1, \"entries\": [...]}");
   const json& v = doc.at("version");
-  if (!v.is_number_unsigned() || v.get<std::uint64_t>() < kLedgerVersion ||
-      v.get<std::uint64_t>() > kLedgerVersionCompute)
-    return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not ", kLedgerVersion, ", ",
-                                    kLedgerVersionMigIdle, ", ", kLedgerVersionClaims, " or ", kLedgerVersionCompute,
-                                    "; it was written by another gpufrac version"));
+  if (!v.is_number_unsigned() || v.get<std::uint64_t>() < kLedgerVersion || v.get<std::uint64_t>() > kLedgerVersionMax)
+    return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not 1, 2, 3, 4 or ",
+                                    kLedgerVersionMax, "; it was written by another gpufrac version"));
   const int version = static_cast<int>(v.get<std::uint64_t>());
-  if (version == kLedgerVersion && doc.size() != 2)
-    return internal_error(name + ": unknown top-level key; expected version and entries");
-  if (version != kLedgerVersion && (doc.size() != 3 || !doc.contains("mig_idle")))
-    return internal_error(text::cat(name, ": ledger version ", version, " has exactly version, entries and mig_idle"));
-  return version;
+  const auto keys = ledger_top_level_keys(version);
+  bool exact = doc.size() == keys.size() + 2;
+  for (auto k : keys) exact = exact && doc.contains(k);
+  if (exact) return version;
+  if (keys.empty()) return internal_error(name + ": unknown top-level key; expected version and entries");
+  std::string list = "version, entries";
+  for (std::size_t i = 0; i < keys.size(); ++i) list += text::cat(i + 1 == keys.size() ? " and " : ", ", keys[i]);
+  return internal_error(text::cat(name, ": ledger version ", version, " has exactly ", list));
 }
 
 Result<LedgerState> read_state(const json& doc, const std::string& name) {
@@ -212,6 +220,8 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
       return internal_error(text::cat(name, ": entries[", i, "]: a dra booking in a version ", *version, " ledger"));
     if (e->compute_ppm != 0 && *version < kLedgerVersionCompute)
       return internal_error(text::cat(name, ": entries[", i, "]: a compute share in a version ", *version, " ledger"));
+    if (e->driver_limit && *version < kLedgerVersionDriverLimits)
+      return internal_error(text::cat(name, ": entries[", i, "]: a driver limit in a version ", *version, " ledger"));
     if (!seen.emplace(e->claim_owned(), container_key(*e), e->device_key).second)
       return internal_error(text::cat(name, ": entries[", i, "]: a second booking of container ", container_key(*e),
                                       " device key ", text::quote(e->device_key)));
@@ -221,6 +231,11 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
     auto idle = read_idle_records(doc, name);
     if (!idle) return std::unexpected(idle.error());
     state.mig_idle = std::move(*idle);
+  }
+  if (*version >= kLedgerVersionDriverLimits) {
+    auto limits = read_limits_to_clear(doc, name);
+    if (!limits) return std::unexpected(limits.error());
+    state.limits_to_clear = std::move(*limits);
   }
   return state;
 }
@@ -249,121 +264,12 @@ json entry_to_json(const LedgerEntry& e) {
     j["compute_mode"] = to_string(e.compute_mode);
     j["priority"] = to_string(e.priority);
   }
+  if (e.driver_limit) j["driver_limit"] = driver_limit_to_json(*e.driver_limit);
   return j;
 }
 
 json idle_record_to_json(const MigIdleRecord& r) {
   return json{{"uuid", r.uuid}, {"gpu", r.gpu_uuid}, {"since", r.since}};
-}
-
-namespace {
-
-// A JSON string; anything outside printable ASCII is escaped, so the file is always valid JSON.
-void append_string(std::string& out, std::string_view s) {
-  out.push_back('"');
-  const auto plain = [](unsigned char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; };
-  if (std::all_of(s.begin(), s.end(), plain)) {  // ids, uuids, requests: nothing to escape
-    out.append(s);
-    out.push_back('"');
-    return;
-  }
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(static_cast<char>(c));
-    } else if (c < 0x20 || c >= 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  out.push_back('"');
-}
-
-template <class... Args>
-void field(std::string& out, std::string_view prefix, const Args&... value) {
-  text::append_to(out, prefix, value...);
-}
-
-// `,"key":"value"` (the prefix up to the colon) with the value escaped.
-void string_field(std::string& out, std::string_view prefix, std::string_view value) {
-  out.append(prefix);
-  append_string(out, value);
-}
-
-}  // namespace
-
-// Every key with its punctuation is one literal: one append of a known size each.
-void append_ledger_entry(std::string& out, const LedgerEntry& e) {
-  using namespace std::string_view_literals;
-  string_field(out, R"({"container_id":)"sv, e.container_id);
-  string_field(out, R"(,"device_key":)"sv, e.device_key);
-  string_field(out, R"(,"device_uuid":)"sv, e.device_uuid);
-  field(out, R"(,"gpu_index":)"sv, e.gpu_index);
-  string_field(out, R"(,"gpu_uuid":)"sv, e.gpu_uuid);
-  if (e.mig) {
-    text::append_to(out, R"(,"mig":{"gi":)"sv, e.mig->gi, R"(,"ci":)"sv, e.mig->ci);
-    string_field(out, R"(,"profile":)"sv, e.mig->profile);
-    out += '}';
-  } else {
-    out.append(R"(,"mig":null)"sv);
-  }
-  field(out, R"(,"bytes":)"sv, e.bytes);
-  field(out, R"(,"exclusive":)"sv, e.exclusive);
-  string_field(out, R"(,"request":)"sv, e.request);
-  field(out, R"(,"source":")"sv, std::string_view(to_string(e.source)), '"');
-  field(out, R"(,"pid":)"sv, e.pid);
-  field(out, R"(,"pid_start":)"sv, e.pid_start);
-  field(out, R"(,"created":)"sv, e.created);
-  if (!e.instance.empty()) string_field(out, R"(,"instance":)"sv, e.instance);
-  if (!e.claim.empty()) string_field(out, R"(,"claim":)"sv, e.claim);
-  if (e.compute_ppm != 0) {
-    field(out, R"(,"compute":)"sv, e.compute_ppm);
-    field(out, R"(,"compute_mode":")"sv, std::string_view(to_string(e.compute_mode)), '"');
-    field(out, R"(,"priority":")"sv, std::string_view(to_string(e.priority)), '"');
-  }
-  out += '}';
-}
-
-void append_idle_record(std::string& out, const MigIdleRecord& r) {
-  using namespace std::string_view_literals;
-  string_field(out, R"({"uuid":)"sv, r.uuid);
-  string_field(out, R"(,"gpu":)"sv, r.gpu_uuid);
-  field(out, R"(,"since":)"sv, r.since);
-  out += '}';
-}
-
-int ledger_version_for(const LedgerState& state) {
-  const auto& entries = state.entries;
-  if (std::any_of(entries.begin(), entries.end(), [](const LedgerEntry& e) { return e.compute_ppm != 0; }))
-    return kLedgerVersionCompute;
-  if (std::any_of(entries.begin(), entries.end(), [](const LedgerEntry& e) { return e.claim_owned(); }))
-    return kLedgerVersionClaims;
-  return state.mig_idle.empty() ? kLedgerVersion : kLedgerVersionMigIdle;
-}
-
-// One entry (and one idle record) per line: fast to write and easy to read or diff by hand.
-std::string ledger_to_json(const LedgerState& state) {
-  const int version = ledger_version_for(state);
-  std::string out;
-  out.reserve(64 + state.entries.size() * 400 + state.mig_idle.size() * 120);
-  out += text::cat("{\"version\":", version, ",\"entries\":[");
-  for (std::size_t i = 0; i < state.entries.size(); ++i) {
-    out.append(i == 0 ? std::string_view("\n") : std::string_view(",\n"));
-    append_ledger_entry(out, state.entries[i]);
-  }
-  if (version != kLedgerVersion) {
-    out += "\n],\"mig_idle\":[";
-    for (std::size_t i = 0; i < state.mig_idle.size(); ++i) {
-      out += i == 0 ? "\n" : ",\n";
-      append_idle_record(out, state.mig_idle[i]);
-    }
-  }
-  out += "\n]}\n";
-  return out;
 }
 
 Result<LedgerState> parse_ledger(std::string_view text, const std::string& name) {

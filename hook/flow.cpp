@@ -7,6 +7,7 @@
 #include "core/build_info.hpp"
 #include "core/config.hpp"
 #include "core/container_state.hpp"
+#include "core/driver_limit_exec.hpp"
 #include "core/env_request.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
@@ -15,6 +16,7 @@
 #include "core/text.hpp"
 #include "hook/booking.hpp"
 #include "hook/cgroup_devices.hpp"
+#include "hook/driver_limit_step.hpp"
 #include "hook/driver_step.hpp"
 #include "hook/ns_apply.hpp"
 #include "hook/nvidia_edits.hpp"
@@ -87,9 +89,31 @@ Result<> remount_for_added_device(const Invocation& inv, const std::vector<Ledge
   return apply(inv, edits);
 }
 
+// gpufrac-runtime's createRuntime hook (--attach): the wrapper booked, wrote the container's files
+// and edited the spec; what is left is, in the order of a booking hook, the driver's limits (told by
+// --driver-limit), gpufrac's directory, and the pid. A failure is the wrapper's to undo (it releases).
+Result<> attach_step(const Invocation& inv) {
+  if (inv.args.driver_limit)
+    if (auto r = set_told_driver_limits(inv); !r) return r;
+  if (auto r = mount_gpufrac_dir(inv, inv.state.id, inv.instance); !r) return r;
+  return attach_pid(inv);
+}
+
+// A DRA claim's spec: gpufrac-dra booked before any container; the policy, the driver's limits on
+// the pod's cgroup (told by --driver-limit) and gpufrac's directory with the claim's files are what
+// is left. A failure refuses the container; the claim stays prepared until it is unprepared.
+Result<> claim_step(const Invocation& inv) {
+  if (auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r) return r;
+  if (inv.args.driver_limit)
+    if (auto r = set_told_driver_limits(inv); !r) return r;
+  return mount_gpufrac_dir(inv, inv.args.claim, kClaimInstance);
+}
+
 void rollback(const Invocation& inv) {
   Ledger ledger(LedgerOptions::from(inv.cfg));
-  if (auto r = ledger.release(inv.state.id, inv.instance); !r) log::warn("rollback: " + r.error().message);
+  auto released = ledger.release(inv.state.id, inv.instance);
+  if (!released) log::warn("rollback: " + released.error().message);
+  if (released) clear_released_limits(inv.cfg, *released);
   if (auto r = remove_container_files(inv.cfg, inv.key()); !r) log::warn("rollback: " + r.error().message);
 }
 
@@ -97,10 +121,7 @@ Result<> book_and_apply(Invocation& inv) {
   if (auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r) return r;
   if (!inv.state.pid)
     return user_error("the OCI state on stdin has no pid; gpufrac-hook must run at prestart or createRuntime");
-  if (inv.args.attach) {  // the runtime wrapper booked and edited the spec; its undo releases
-    if (auto r = mount_gpufrac_dir(inv, inv.state.id, inv.instance); !r) return r;
-    return attach_pid(inv);
-  }
+  if (inv.args.attach) return attach_step(inv);  // the runtime wrapper booked and edited the spec
   auto bookings = book(inv);
   if (!bookings) return std::unexpected(bookings.error());
   if (bookings->empty()) return {};  // only alias keys, and aliases are off
@@ -108,6 +129,7 @@ Result<> book_and_apply(Invocation& inv) {
   // later ones only update the (already mounted) limit file in place.
   const bool mounted = !inv.args.cdi_device.empty() && bookings->size() > 1;
   auto done = [&]() -> Result<> {
+    if (auto r = set_driver_limits(inv, *bookings); !r) return r;
     auto files = write_container_files(inv.cfg, inv.key(), *bookings, image_preload(inv),
                                        mounted ? FileUpdate::in_place : FileUpdate::replace);
     if (!files) return std::unexpected(files.error());
@@ -135,13 +157,8 @@ Result<> ld_cache_step(const Invocation& inv) {
 }
 
 Result<> run_steps(Invocation& inv) {
-  // A DRA claim's spec: gpufrac-dra booked before any container; the policy and gpufrac's directory
-  // with the claim's files are what is left.
-  if (!inv.args.claim.empty()) {
-    auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root);
-    if (r) r = mount_gpufrac_dir(inv, inv.args.claim, kClaimInstance);
-    if (!r) return std::unexpected(r.error().wrap("claim " + inv.args.claim));
-  }
+  if (!inv.args.claim.empty())
+    if (auto r = claim_step(inv); !r) return std::unexpected(r.error().wrap("claim " + inv.args.claim));
   // A CDI spec's `--ld-cache` hook never books: the annotation request has its own hook.
   const bool books = !inv.args.cdi_device.empty() || inv.args.attach ||
                      (inv.args.ld_cache.empty() && inv.args.claim.empty() &&
@@ -220,6 +237,7 @@ int poststop(const HookArgs& args, const OciState& state, std::uint64_t started_
   for (const auto& e : released ? *released : std::vector<LedgerEntry>{}) keys.insert(container_key(e));
   for (const auto& key : keys)
     if (auto r = remove_container_files(*cfg, key); !r) log::warn("poststop: " + r.error().message);
+  if (released) clear_released_limits(*cfg, *released);
   if (released && !released->empty()) log::info(text::cat("released ", released->size(), " booking(s)"));
   count(*cfg, args.stage, started_ns, nullptr, nullptr);
   return 0;  // poststop never fails the lifecycle
@@ -242,6 +260,8 @@ std::string hook_help() {
          "  --instance ID      the container instance gpufrac-runtime booked for (else its pid and start time)\n"
          "  --claim UID        a container of a Kubernetes claim gpufrac-dra prepared: check the host-PID\n"
          "                     policy, mount gpufrac's directory (the claim's CDI spec passes it)\n"
+         "  --driver-limit     with --attach or --claim: also set the driver's per-cgroup memory limits of the\n"
+         "                     bookings (gpufrac-runtime and gpufrac-dra pass it where the driver holds them)\n"
          "  --help             print this help; --version prints the version\n";
 }
 
@@ -273,6 +293,8 @@ Result<HookArgs> parse_hook_args(int argc, const char* const* argv) {
       a.instance = argv[++i];
     else if (opt == "--claim" && has_value)
       a.claim = argv[++i];
+    else if (opt == "--driver-limit")
+      a.driver_limit = true;
     else
       return user_error(text::quote(opt) + " is not an option; " + usage);
   }

@@ -19,16 +19,18 @@ struct HookArgs {
   std::string instance;     // --instance ID: the wrapper's instance of this container (else from its pid)
   std::string claim;        // --claim UID: a container of a DRA claim (booked by gpufrac-dra): the
                             // host-PID policy and gpufrac's directory
+  // --driver-limit: with --attach or --claim, also set the driver's memory limits of the bookings.
+  bool driver_limit = false;
 };
 
 inline constexpr const char* kHookUsage =
     "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach] "
-    "[--ld-cache DIRS] [--instance ID] [--claim UID]";
+    "[--ld-cache DIRS] [--instance ID] [--claim UID] [--driver-limit]";
 // `gpufrac-hook --help`: the usage and what each part means.
 std::string hook_help();
 
 // gpufrac-hook <prestart|createRuntime|poststop> [--config FILE] [--cdi-device NAME] [--attach]
-// [--ld-cache DIRS] [--instance ID] [--claim UID]
+// [--ld-cache DIRS] [--instance ID] [--claim UID] [--driver-limit]
 Result<HookArgs> parse_hook_args(int argc, const char* const* argv);
 
 // Runs one invocation on the OCI state read from stdin; returns the exit code. Errors are printed as

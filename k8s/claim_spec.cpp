@@ -7,6 +7,7 @@
 #include "cdi/spec.hpp"
 #include "cdi/spec_file.hpp"
 #include "core/container_state.hpp"
+#include "core/driver_limit_exec.hpp"
 #include "core/plan.hpp"
 #include "core/text.hpp"
 
@@ -34,11 +35,15 @@ Result<> write_claim_spec(const std::string& cdi_dir, const std::string& uid, co
   auto edits = plan_spec_edits(grants, inv, cfg, claim_files_key(uid), with_driver);
   if (!edits) return std::unexpected(edits.error());
   // One createRuntime hook: the host-PID policy for the claim's containers (the shim's accounting
-  // needs host pids), gpufrac's directory with the claim's files and, when gpufrac brings the
-  // driver, the loader cache.
+  // needs host pids), the driver's limits where it holds the shares (--driver-limit, below),
+  // gpufrac's directory with the claim's files and, when gpufrac brings the driver, the loader cache.
   std::vector<std::string> hook_args{"--claim", uid};
   if (with_driver) hook_args.insert(hook_args.end(), {"--ld-cache", ld_cache_arg(inv.driver)});
   edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", hook_args));
+  // Where the driver holds the shares, that hook also sets the claim's limits on the pod's cgroup.
+  auto limits = driver_limits_wanted(bookings, inv, cfg);
+  if (!limits) return std::unexpected(limits.error());
+  if (*limits) edits->hooks.back().args.push_back("--driver-limit");
   cdi::Spec spec{kCdiKind, {}, {{uid, std::move(*edits)}}};
   const std::string text = cdi::render(cdi::spec_json(spec), cdi::Format::yaml,
                                        "CDI spec of a Kubernetes claim prepared by gpufrac-dra; removed at unprepare.");

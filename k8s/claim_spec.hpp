@@ -1,11 +1,11 @@
 // The transient CDI spec of one prepared claim: <cdi dir>/k8s.gpufrac.io-gpu_<claim uid>.yaml with
 // one device, k8s.gpufrac.io/gpu=<claim uid>, carrying the same Edits as the wrapper's spec
 // (core/plan.hpp plan_spec_edits: device nodes, the preload file, the driver's files) and one
-// createRuntime hook (`--claim <uid>`: the host-PID policy, gpufrac's directory with the claim's
-// limits file and accounting region, the loader cache). The claim's files live under
-// <state-dir>/containers/<uid>@dra: every container of a pod that uses the claim shares its one
-// limit and one region. A claim's name is never reused: the runtime's spec cache
-// cannot hand out a stale one.
+// createRuntime hook (`--claim <uid>`: the host-PID policy, the driver's limits on the pod's cgroup
+// with `--driver-limit`, gpufrac's directory with the claim's limits file and accounting region,
+// the loader cache). The claim's files live under <state-dir>/containers/<uid>@dra: every container
+// of a pod that uses the claim shares its one limit and one region. A claim's name is never reused:
+// the runtime's spec cache cannot hand out a stale one.
 #pragma once
 
 #include <string>

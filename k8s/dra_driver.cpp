@@ -11,6 +11,7 @@
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "k8s/claim_spec.hpp"
+#include "nvml/driver_limit_apply.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "nvml/mig_provision.hpp"
 
@@ -193,10 +194,21 @@ std::string DraDriver::unprepare(const ClaimRef& claim) {
   return "";
 }
 
+// The driver limits the claim's pods had (nvml/driver_limit_apply.hpp), cleared in process; one
+// that cannot be cleared stays recorded for gpufrac gc, and the unprepare goes on.
+void DraDriver::clear_claim_limits(const std::vector<LedgerEntry>& released) const {
+  if (std::none_of(released.begin(), released.end(), [](const LedgerEntry& e) { return e.driver_limit.has_value(); }))
+    return;
+  auto r = clear_driver_limits(cfg_);
+  if (!r) log::warn("driver limit: " + r.error().message + " (gpufrac gc clears it later)");
+  for (const auto& e : r ? r->errors : std::vector<std::string>{}) log::warn("driver limit kept for gc: " + e);
+}
+
 Result<> DraDriver::unprepare_locked(const std::string& uid) {
   if (auto r = remove_claim_spec(options_.cdi_dir, uid, cfg_); !r) return r;
   auto released = Ledger(LedgerOptions::from(cfg_)).release_claim(uid);
   if (!released) return std::unexpected(released.error());
+  clear_claim_limits(*released);
   if (checkpoint_.claims.erase(uid) > 0 || !released->empty()) {
     if (auto r = save(); !r) return r;
     log::info(text::cat("unprepared claim ", uid, ": released ", released->size(), " booking(s)"));

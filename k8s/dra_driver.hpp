@@ -52,6 +52,7 @@ class DraDriver {
  private:
   Result<std::vector<PreparedDevice>> prepare_locked(const ClaimRef& claim);
   Result<> unprepare_locked(const std::string& uid);
+  void clear_claim_limits(const std::vector<LedgerEntry>& released) const;
   Result<nlohmann::json> fetch(const ClaimRef& claim) const;
   // The cross-process lock, with the checkpoint brought up to date under it.
   Result<LedgerLock> serialize();

@@ -20,6 +20,7 @@ enum : nvmlReturn_t {
   NVML_ERROR_INSUFFICIENT_SIZE = 7,
   NVML_ERROR_DRIVER_NOT_LOADED = 9,
   NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+  NVML_ERROR_OPERATING_SYSTEM = 17,
   NVML_ERROR_GPU_IS_LOST = 15,
   NVML_ERROR_RESET_REQUIRED = 16,
   NVML_ERROR_IN_USE = 19,
@@ -131,6 +132,23 @@ typedef struct {
   nvmlComputeInstancePlacement_t placement;
 } nvmlComputeInstanceInfo_t;
 
+// Per-cgroup device-memory limits (driver r615, CUDA 13.4): on a cgroup v2 path (the full sysfs
+// path of its directory), enforced by the driver for every process of the cgroup. Hard: the most
+// it may allocate (CUDA_ERROR_OUT_OF_MEMORY past it; cuMemGetInfo reports it as the total); soft:
+// guaranteed before allocations may fail under pressure. Set is root only; soft 0 and hard
+// NVML_DEVICE_MEMORY_LIMIT_MAX clear it. Not on MIG device handles.
+typedef struct {
+  const char* nameSpace;                    // full path of the cgroup's directory, e.g. /sys/fs/cgroup/x.slice/y
+  unsigned long long softLimit, hardLimit;  // bytes
+} nvmlSetMemoryLimits_v1_t;
+
+typedef struct {
+  const char* nameSpace;                                 // [in]
+  unsigned long long softLimit, hardLimit, currentUsed;  // [out] bytes
+} nvmlGetMemoryLimits_v1_t;
+
+enum : unsigned long long { NVML_DEVICE_MEMORY_LIMIT_MAX = ~0ull };  // hard limit: "none"
+
 // System
 nvmlReturn_t nvmlInit(void);
 nvmlReturn_t nvmlInit_v2(void);
@@ -191,6 +209,11 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_
 nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
                                                   nvmlComputeInstance_t* computeInstance);
 nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance);
+// Per-cgroup memory limits (r615+; absent from older libraries). Errors: NO_PERMISSION (not root),
+// INVALID_ARGUMENT (soft > hard, or above the device's memory), NOT_SUPPORTED (MIG handles, GPUs
+// without the feature), OPERATING_SYSTEM (the cgroup path), NOT_FOUND (get: no limit there).
+nvmlReturn_t nvmlDeviceSetMemoryLimits_v1(nvmlDevice_t device, nvmlSetMemoryLimits_v1_t* limits);
+nvmlReturn_t nvmlDeviceGetMemoryLimits_v1(nvmlDevice_t device, nvmlGetMemoryLimits_v1_t* limits);
 
 }  // extern "C"
 
@@ -224,3 +247,5 @@ static_assert(sizeof(nvmlComputeInstanceProfileInfo_t) == 36 &&
               offsetof(nvmlComputeInstanceProfileInfo_t, sharedOfaCount) == 32);
 static_assert(sizeof(nvmlComputeInstanceInfo_t) == 32 && offsetof(nvmlComputeInstanceInfo_t, gpuInstance) == 8 &&
               offsetof(nvmlComputeInstanceInfo_t, id) == 16 && offsetof(nvmlComputeInstanceInfo_t, placement) == 24);
+static_assert(sizeof(nvmlSetMemoryLimits_v1_t) == 24 && offsetof(nvmlSetMemoryLimits_v1_t, hardLimit) == 16);
+static_assert(sizeof(nvmlGetMemoryLimits_v1_t) == 32 && offsetof(nvmlGetMemoryLimits_v1_t, currentUsed) == 24);

@@ -57,6 +57,16 @@ Result<> read_identity(const Library& lib, nvmlDevice_t dev, Gpu& g) {
   return lib.check(fn.nvmlDeviceGetMinorNumber(dev, &g.minor), "nvmlDeviceGetMinorNumber");
 }
 
+// Whether the driver sets per-cgroup memory limits on the GPU: the library exports the calls, and a
+// get answers with anything but FUNCTION_NOT_FOUND (NVML's code for a call its driver lacks; the
+// empty nameSpace names no cgroup, so nothing is read or changed).
+bool memory_limits(const Library& lib, nvmlDevice_t dev) {
+  if (!lib.has_memory_limits()) return false;
+  nvmlGetMemoryLimits_v1_t probe{};
+  probe.nameSpace = "";
+  return lib.fn().nvmlDeviceGetMemoryLimits_v1(dev, &probe) != NVML_ERROR_FUNCTION_NOT_FOUND;
+}
+
 Result<Gpu> read_gpu(const Library& lib, unsigned int index) {
   const auto& fn = lib.fn();
   nvmlDevice_t dev = nullptr;
@@ -72,6 +82,7 @@ Result<Gpu> read_gpu(const Library& lib, unsigned int index) {
       !r)
     return std::unexpected(r.error());
   if (auto r = nvml::read_mig(lib, dev, g); !r) return std::unexpected(r.error());
+  g.memory_limits = memory_limits(lib, dev);
   canonical_order(g);
   return g;
 }

@@ -33,6 +33,9 @@ namespace gpufrac::nvml {
 #define GPUFRAC_NVML_MIG_CHANGE(X)                                                                       \
   X(nvmlDeviceGetHandleByUUID) X(nvmlDeviceCreateGpuInstanceWithPlacement) X(nvmlDeviceGetGpuInstanceById) \
   X(nvmlGpuInstanceCreateComputeInstance) X(nvmlComputeInstanceDestroy) X(nvmlGpuInstanceDestroy)
+// Per-cgroup device-memory limits (r615+): optional; absent on older drivers, where gpufrac uses the
+// shim alone (has_memory_limits()).
+#define GPUFRAC_NVML_MEMORY_LIMITS(X) X(nvmlDeviceSetMemoryLimits_v1) X(nvmlDeviceGetMemoryLimits_v1)
 // clang-format on
 
 struct Symbols {
@@ -41,6 +44,7 @@ struct Symbols {
   GPUFRAC_NVML_OPTIONAL(GPUFRAC_NVML_POINTER)
   GPUFRAC_NVML_MIG(GPUFRAC_NVML_POINTER)
   GPUFRAC_NVML_MIG_CHANGE(GPUFRAC_NVML_POINTER)
+  GPUFRAC_NVML_MEMORY_LIMITS(GPUFRAC_NVML_POINTER)
 #undef GPUFRAC_NVML_POINTER
 };
 
@@ -62,6 +66,8 @@ class Library {
   std::string missing_mig_symbol() const;
   // The same for the functions that create and destroy MIG instances.
   std::string missing_mig_change_symbol() const;
+  // Whether the library exports both per-cgroup memory-limit calls (r615+).
+  bool has_memory_limits() const { return fn_.nvmlDeviceSetMemoryLimits_v1 && fn_.nvmlDeviceGetMemoryLimits_v1; }
 
  private:
   struct Closer {

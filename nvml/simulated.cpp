@@ -102,6 +102,9 @@ Result<SimulatedMachine> load_simulated_machine_string(const std::string& conten
     m.inventory.gpus.push_back(std::move(*g));
   }
   if (auto r = check_unique_gpus(gpus, m.inventory.gpus); !r) return std::unexpected(r.error());
+  // What the fake libnvidia-ml.so.1 answers for this driver (its memory-limit calls from r615 on).
+  for (auto& g : m.inventory.gpus)
+    g.memory_limits = driver_major(m.inventory.driver_version) >= kMemoryLimitsDriverMajor;
   as_nvml_reports(m);
   return m;
 }

@@ -7,6 +7,7 @@
 
 #include "core/compute_share.hpp"
 #include "core/container_state.hpp"
+#include "core/driver_limit_exec.hpp"
 #include "core/fs.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
@@ -19,6 +20,7 @@
 #include "hook/oci.hpp"
 #include "hook/rootfs_path.hpp"
 #include "nvml/inventory_cache.hpp"
+#include "runtime-wrapper/driver_limit_edits.hpp"
 #include "runtime-wrapper/requests.hpp"
 #include "runtime-wrapper/spec_edit.hpp"
 #include "runtime-wrapper/warnings.hpp"
@@ -104,6 +106,8 @@ Result<Edits> wrapper_edits(const std::vector<LedgerEntry>& bookings, const Inve
   if (auto r = hook::check_spec_gpu_nodes(bundle, edits->device_nodes); !r) return std::unexpected(r.error());
   std::vector<std::string> attach = {"--attach", "--instance", inj.instance};
   if (with_driver && !nvidia.ldcache_hook) attach.insert(attach.end(), {"--ld-cache", ld_cache_arg(inventory.driver)});
+  if (auto r = add_driver_limit_edits(*edits, attach, bookings, inventory, cfg, bundle.env); !r)
+    return std::unexpected(r.error());
   edits->hooks.push_back(plan_hook(cfg, "createRuntime", "createRuntime", attach));
   edits->hooks.push_back(plan_hook(cfg, "poststop", "poststop", {"--instance", inj.instance}));
   return edits;
@@ -260,8 +264,9 @@ void undo(const Injection& inj, const Config& cfg) {
     if (auto r = fs::write_file_atomic(inj.config_path, inj.original, inj.mode); !r)
       log::warn("undo: " + r.error().message);
   if (inj.instance.empty()) return;  // nothing was booked by this call
-  if (auto r = Ledger(LedgerOptions::from(cfg)).release(inj.container_id, inj.instance); !r)
-    log::warn("undo: " + r.error().message);
+  auto released = Ledger(LedgerOptions::from(cfg)).release(inj.container_id, inj.instance);
+  if (!released) log::warn("undo: " + released.error().message);
+  if (released) clear_released_limits(cfg, *released);
   if (auto r = remove_container_files(cfg, container_key(inj.container_id, inj.instance)); !r)
     log::warn("undo: " + r.error().message);
 }

@@ -71,6 +71,14 @@ sleep 600 &
 SLEEPER=$!
 e2e_on_exit() { kill "$SLEEPER" 2>/dev/null || true; }
 { cat "$CFG"; echo "mig: {mode: dynamic}"; } >"$E2E_TMP/dynamic.yaml"
+# A node on the simulated r615 machine through the fake NVML, for what only a driver answers.
+R615=$E2E_TMP/r615.yaml
+mkdir -p "$E2E_TMP/cgroup/c1" "$E2E_TMP/r615-root"
+: >"$E2E_TMP/cgroup/cgroup.controllers"
+printf 'state-dir: %s\nhost-root: %s\ncgroup-root: %s\nnvml: {backend: nvml, library: %s}\ndriver: {inject: never}\n' \
+  "$E2E_TMP/r615-state" "$E2E_TMP/r615-root" "$E2E_TMP/cgroup" "$GPUFRAC_FAKES_DIR/libnvidia-ml.so.1" >"$R615"
+export GPUFRAC_FAKE_NVML_MACHINE=$MACHINES/h100-80gb-x3-r615.yaml GPUFRAC_FAKE_NVML_CGROUP_ROOT=$E2E_TMP/cgroup
+"$GPUFRAC" info --refresh --config "$R615" >/dev/null 2>&1 || fail "info --refresh on the r615 node"
 json_ok() { # json_ok ARGS...: exit 0, stdout one JSON document, stderr separate
   set +e
   "$GPUFRAC" "$@" >"$E2E_TMP/out.json" 2>"$E2E_TMP/err.txt"
@@ -94,6 +102,9 @@ JSON_RUNS=(
   "cdi generate --json --output $SPEC --config $CFG"
   "cdi list --json --spec-dir $E2E_TMP/cdi --config $CFG"
   "cdi validate --json $SPEC"
+  "driver-limit set --json --container web --pid $SLEEPER --config $CFG"
+  "driver-limit clear --json --config $CFG"
+  "driver-limit show --json --cgroup $E2E_TMP/cgroup/c1 --config $R615"
   "runtime configure containerd --json --dry-run --engine-config $E2E_TMP/engine/config.toml --runtime-path /usr/bin/gpufrac-runtime"
 )
 done_leaves=""
@@ -147,12 +158,12 @@ assert_eq "$RC:$OUT" "0:gpufrac: no CDI device found in $E2E_TMP/none" "cdi list
 # 5. gpufrac-hook and gpufrac-runtime.
 run "$BIN_DIR/gpufrac-hook" --help
 assert_eq "$RC" 0 "gpufrac-hook --help"
-assert_eq "$(head -1 <<<"$OUT")" "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach] [--ld-cache DIRS] [--instance ID] [--claim UID]" \
+assert_eq "$(head -1 <<<"$OUT")" "usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach] [--ld-cache DIRS] [--instance ID] [--claim UID] [--driver-limit]" \
   "gpufrac-hook usage"
 run "$BIN_DIR/gpufrac-hook" --version
 assert_eq "$RC:$OUT" "0:gpufrac-hook $("$GPUFRAC" --version | cut -d' ' -f2)" "gpufrac-hook --version"
 run "$BIN_DIR/gpufrac-hook" createRuntim
-assert_eq "$RC:$OUT" '2:gpufrac-hook: "createRuntim" is not a stage; usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach] [--ld-cache DIRS] [--instance ID] [--claim UID]' \
+assert_eq "$RC:$OUT" '2:gpufrac-hook: "createRuntim" is not a stage; usage: gpufrac-hook prestart|createRuntime|poststop [--config FILE] [--cdi-device NAME] [--attach] [--ld-cache DIRS] [--instance ID] [--claim UID] [--driver-limit]' \
   "gpufrac-hook errors are prefixed gpufrac-hook:"
 run "$BIN_DIR/gpufrac-hook" createRuntime --claim ../etc
 assert_eq "$RC:$OUT" '2:gpufrac-hook: --claim: claim "../etc" is not a uid; use the object'"'"'s metadata.uid' \

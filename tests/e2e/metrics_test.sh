@@ -46,7 +46,7 @@ value() {
   awk -v s="$series" '{ v = $NF; $NF = ""; sub(/ $/, ""); if ($0 == s) print v }' "$E2E_TMP/scrape.prom"
 }
 dev() { echo "gpu_index=\"$1\",gpu_uuid=\"$2\",device_uuid=\"$2\""; }
-share() { echo "$(dev "$1" "$2"),container_id=\"$P-$3\",device_key=\"\",request=\"$4\""; }
+share() { echo "$(dev "$1" "$2"),container_id=\"$P-$3\",device_key=\"\",request=\"$4\",enforcement=\"shim\""; }
 
 # 1. Four shares: the allocation loop (0.25 of GPU 0) and three sleepers.
 make_bundle "$E2E_TMP/loop" "/bin/shim_probe alloc cuMemAlloc_v2 $GIB gate /tmp/g1 alloc cuMemAlloc_v2 $GIB \

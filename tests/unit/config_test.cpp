@@ -31,6 +31,7 @@ allocation: {policy: spread, overcommit: 1.5, max-shares-per-gpu: 8, mig-serves-
              compute: unmanaged}
 aliases: false
 require-host-pid: false
+enforcement: driver
 mig: {mode: dynamic, gpus: {"1": static, GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee: dynamic}, idle-timeout: 30}
 shim: {path: /opt/shim.so}
 hook: {path: /opt/gpufrac-hook}
@@ -47,6 +48,7 @@ cdi: {output: /tmp/cdi/gpufrac.yaml, fractions: ["0.5", "0.25"], memory-shares: 
   EXPECT_EQ(c->allocation.max_shares_per_gpu, 8u);
   EXPECT_EQ(c->allocation.compute, ComputeManagement::unmanaged);
   EXPECT_FALSE(c->aliases);
+  EXPECT_EQ(c->enforcement, Enforcement::driver);
   EXPECT_EQ(c->mig.mode_for(1, "GPU-x"), MigMode::static_);
   EXPECT_EQ(c->mig.mode_for(0, "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"), MigMode::dynamic);
   EXPECT_EQ(c->mig.mode_for(3, "GPU-y"), MigMode::dynamic);
@@ -105,6 +107,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"allocation:\n  compute: [managed]\n",
                   "cfg.yaml:2: allocation.compute: must be a string (accepted: managed, unmanaged)"},
         BadConfig{"require-host-pid: yes please\n", "cfg.yaml:1: require-host-pid: must be true or false"},
+        BadConfig{"enforcement: strict\n",
+                  "cfg.yaml:1: enforcement: \"strict\" is not accepted (accepted: auto, driver, shim)"},
         BadConfig{"mig: {gpus: {gpu0: dynamic}}\n", "mig.gpus.gpu0: GPU key must be an index"},
         BadConfig{"mig: {mode: lazy}\n", "mig.mode: \"lazy\" is not accepted (accepted: static, dynamic)"},
         BadConfig{"cdi: {fractions: [\"0.3x\"]}\n", "cdi.fractions[0]: \"0.3x\" is not a fraction"},
@@ -144,6 +148,8 @@ TEST(Config, ShippedDefaultFileParsesToDefaults) {
   EXPECT_EQ(c->cdi.fractions, d.cdi.fractions);
   EXPECT_EQ(c->runtimes, d.runtimes);
   EXPECT_EQ(c->mig.idle_timeout_s, d.mig.idle_timeout_s);
+  EXPECT_EQ(c->enforcement, Enforcement::auto_detect);
+  EXPECT_EQ(d.enforcement, Enforcement::auto_detect);
 }
 
 }  // namespace

@@ -85,6 +85,7 @@ TEST(NodeMetrics, Golden) {
   node.ledger.entries = {booking("web", node.inventory.gpus[0], 10626269184, 42),
                          booking("batch", node.inventory.gpus[0], 4 * kGiB, 0)};
   node.ledger.entries[0].compute_ppm = 250'000;
+  node.ledger.entries[0].driver_limit = DriverLimit{"/sys/fs/cgroup/web", 10626269184, 10626269184};
   node.ledger.entries[1].compute_ppm = 300'000;
   node.ledger.entries[1].compute_mode = ComputeMode::strict;
   node.ledger.entries[1].request = "memory=4Gi compute=30 compute-mode=strict";

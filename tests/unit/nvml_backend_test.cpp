@@ -74,7 +74,7 @@ TEST_F(NvmlBackend, EveryShippedMachineReadsAsTheSimulatedOne) {
     EXPECT_FALSE(real.gpus.empty()) << e.path();
     ++count;
   }
-  EXPECT_EQ(count, 7);
+  EXPECT_EQ(count, 8);
 }
 
 TEST_F(NvmlBackend, ReadsMigInstancesProfilesAndUuids) {
@@ -201,6 +201,22 @@ TEST_F(NvmlBackend, OptionalSymbolsMayBeMissing) {
   EXPECT_TRUE(real.same_hardware(sim)) << to_json(real).dump();
   ASSERT_EQ(real.gpus.size(), 2u);
   EXPECT_EQ(real.gpus[1].memory_bytes, 40536 * kMiB);
+}
+
+TEST_F(NvmlBackend, MemoryLimitsFollowTheDriverAndTheLibrarysSymbols) {
+  auto [sim, real] = both(kMachines + "h100-80gb-x3-r615.yaml");
+  for (const auto& g : real.gpus) EXPECT_TRUE(g.memory_limits) << "r615: GPU " << g.index;
+  EXPECT_TRUE(real.same_hardware(sim));
+  auto [sim550, real550] = both(kMachines + "a100-40gb-x2.yaml");
+  for (const auto& g : real550.gpus) EXPECT_FALSE(g.memory_limits) << "r550 answers FUNCTION_NOT_FOUND";
+  // A library without the calls (an older driver's): none, and not an error.
+  auto [sim_partial, partial] = both(kMachines + "a100-40gb-x2.yaml", kFakePartial);
+  for (const auto& g : partial.gpus) EXPECT_FALSE(g.memory_limits);
+  void* lib = ::dlopen(kFakePartial.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr);
+  EXPECT_EQ(::dlsym(lib, "nvmlDeviceSetMemoryLimits_v1"), nullptr);
+  EXPECT_EQ(::dlsym(lib, "nvmlDeviceGetMemoryLimits_v1"), nullptr);
+  ::dlclose(lib);
 }
 
 TEST_F(NvmlBackend, MigGpuNeedsEveryMigSymbol) {

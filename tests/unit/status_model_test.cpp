@@ -85,6 +85,32 @@ TEST(StatusModel, MigInstancesAndUsage) {
   EXPECT_EQ(j["devices"][4]["state"], "idle");
 }
 
+// Where the driver holds a share's limit, each share says who holds its own (ENFORCED BY, the last
+// column, after the compute columns); its used bytes are what the usage function gives (the
+// driver's currentUsed, cli/node_view.cpp).
+TEST(StatusModel, EnforcementPerShare) {
+  auto inv = machine("h100-80gb-x3-r615.yaml");
+  LedgerEntry driven = entry("d", inv.gpus[0].uuid, 20 * kGiB, 42, 1000);
+  driven.driver_limit = DriverLimit{"/sys/fs/cgroup/d", 20 * kGiB, 20 * kGiB};
+  driven.compute_ppm = 250'000;  // allocation.compute: managed, as most shares are
+  LedgerEntry shim = entry("s", inv.gpus[1].uuid, kGiB, 43, 1000);
+  shim.compute_ppm = 12'560;
+  LedgerState ledger{{driven, shim}};
+  auto report = build_status(
+      inv, ledger, AllocationConfig{}, 1125, state_of,
+      [](const LedgerEntry& e) { return std::optional<std::uint64_t>(e.driver_limit ? 7 : 3); },
+      [](const LedgerEntry& e) { return e.driver_limit ? std::optional<std::uint32_t>(240'000) : std::nullopt; });
+  expect_golden("driver-limits", render_status(report));
+  auto j = status_json(report);
+  EXPECT_EQ(j["devices"][0]["shares"][0]["enforcement"], "driver");
+  EXPECT_EQ(j["devices"][0]["shares"][0]["compute"], 250'000);
+  EXPECT_EQ(j["devices"][0]["shares"][0]["compute_achieved_ppm"], 240'000);
+  EXPECT_EQ(j["devices"][0]["shares"][0]["used_bytes"], 7);
+  EXPECT_EQ(j["devices"][0]["shares"][0]["driver_limit"]["cgroup"], "/sys/fs/cgroup/d");
+  EXPECT_EQ(j["devices"][1]["shares"][0]["enforcement"], "shim");
+  EXPECT_EQ(render_status(two_gpus_report()).find("ENFORCED BY"), std::string::npos) << "no driver limit: no column";
+}
+
 TEST(StatusModel, OvercommitAndEmpty) {
   auto inv = machine("a100-40gb-x2.yaml");
   AllocationConfig cfg;

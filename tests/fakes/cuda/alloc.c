@@ -2,6 +2,7 @@
  * memory info. Streams are accepted and ignored: everything completes at once. */
 #include <stdlib.h>
 
+#include "drvlimit.h"
 #include "fake_cuda.h"
 
 #define FAKE_PITCH_ALIGN 512
@@ -53,9 +54,13 @@ FAKE_API CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
   CUdevice dev;
   CUresult rc = fake_current_device(&dev);
   if (rc != CUDA_SUCCESS) return rc;
-  uint64_t used = fake_mem_used(dev);
-  if (free_bytes != NULL) *free_bytes = (size_t)(fake_devices[dev].total - used);
-  if (total_bytes != NULL) *total_bytes = (size_t)fake_devices[dev].total;
+  uint64_t used = fake_mem_used(dev), total = fake_devices[dev].total, hard, group;
+  if (fake_limit_info(dev, used, &hard, &group)) { /* the cgroup's driver limit is the total */
+    total = hard < total ? hard : total;
+    used = group;
+  }
+  if (free_bytes != NULL) *free_bytes = (size_t)(total > used ? total - used : 0);
+  if (total_bytes != NULL) *total_bytes = (size_t)total;
   return CUDA_SUCCESS;
 }
 

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "drvlimit.h"
 #include "fake_cuda.h"
 
 #define FAKE_ALIGN 512
@@ -92,6 +93,8 @@ CUresult fake_mem_alloc(enum fake_kind kind, CUdevice dev, uint64_t size, uint64
   CUresult rc = CUDA_SUCCESS;
   if (dev >= 0 && size > fake_devices[dev].total - fake_devices[dev].used) {
     rc = CUDA_ERROR_OUT_OF_MEMORY;
+  } else if (dev >= 0 && fake_limit_charge(dev, fake_devices[dev].used, size) != CUDA_SUCCESS) {
+    rc = CUDA_ERROR_OUT_OF_MEMORY; /* the cgroup's driver limit (drvlimit.h) */
   } else {
     uint64_t value = kind == FAKE_PTR ? fake_address(dev, size) : (g_next_id++) << 4;
     if (insert((uint64_t)kind << 60 | value, size, dev) != 0) {
@@ -112,6 +115,7 @@ CUresult fake_mem_free(enum fake_kind kind, uint64_t key) {
   if (e != NULL) {
     int d = e->dev + 1;
     if (e->dev >= 0) fake_devices[e->dev].used -= e->size;
+    if (e->dev >= 0) fake_limit_release(e->dev, fake_devices[e->dev].used);
     if (kind == FAKE_PTR && g_nfree[d] < FAKE_FREE_LIST) {
       g_free[d][g_nfree[d]++] = (struct block){key, (e->size + FAKE_ALIGN - 1) / FAKE_ALIGN * FAKE_ALIGN};
     }

@@ -1,9 +1,11 @@
 // Per-device queries. GPU handles answer from the machine's model; MIG device handles answer
 // UUID, name, memory (the instance's: its profile's memorySizeMB), processes and their MIG ids,
 // and NOT_SUPPORTED for GPU-only queries (index, PCI, minor, compute capability).
+#include <algorithm>
 #include <cstdio>
 
 #include "fake_entry.hpp"
+#include "fake_memory_limits.hpp"
 
 using namespace gpufrac::fake_nvml;
 
@@ -69,11 +71,18 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlM
   });
 }
 
+// Within a cgroup the driver limits (r615, fake_memory_limits.hpp): the partition, as the driver
+// reports it there (total = the hard limit, used = the cgroup's).
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
-  return with_device(device, [&](nvmlDevice_st& d) -> nvmlReturn_t {
-    if (!memory) return NVML_ERROR_INVALID_ARGUMENT;
+  return with_state([&](State& s) -> nvmlReturn_t {
+    nvmlDevice_st* d = find_device(s, device);
+    if (!d || !memory) return NVML_ERROR_INVALID_ARGUMENT;
     if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    *memory = nvmlMemory_v2_t{nvmlMemory_v2, total_bytes(d), 0, total_bytes(d), 0};
+    *memory = nvmlMemory_v2_t{nvmlMemory_v2, total_bytes(*d), 0, total_bytes(*d), 0};
+    if (auto own = d->mig ? std::nullopt : own_limit(s, d->gpu->model.uuid)) {
+      const std::uint64_t used = std::min(cgroup_used(s, own->cgroup, own->gpu_uuid), own->hard);
+      *memory = nvmlMemory_v2_t{nvmlMemory_v2, own->hard, 0, own->hard - used, used};
+    }
     return NVML_SUCCESS;
   });
 }

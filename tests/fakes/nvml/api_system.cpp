@@ -101,6 +101,8 @@ FAKE_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
       return "Driver Not Loaded";
     case NVML_ERROR_FUNCTION_NOT_FOUND:
       return "Function Not Found";
+    case NVML_ERROR_OPERATING_SYSTEM:
+      return "OS call failed or operation not supported on this OS";
     case NVML_ERROR_GPU_IS_LOST:
       return "GPU is lost";
     case NVML_ERROR_RESET_REQUIRED:

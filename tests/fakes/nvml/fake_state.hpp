@@ -75,12 +75,21 @@ struct FileStamp {
   bool operator==(const FileStamp&) const = default;
 };
 
+// A per-cgroup device-memory limit (fake_memory_limits.hpp).
+struct MemoryLimit {
+  std::string gpu_uuid;
+  std::string cgroup;  // "/a/b": the cgroup's path below the cgroup root
+  std::uint64_t soft = 0, hard = 0;
+  bool operator==(const MemoryLimit&) const = default;
+};
+
 struct State {
   std::string driver_version;
   std::vector<std::unique_ptr<PhysicalGpu>> gpus;
   std::uint64_t serial = 0;  // MIG devices created so far: new MIG UUIDs derive from it
   std::string state_file;    // GPUFRAC_FAKE_NVML_STATE, "" = this process only
   FileStamp stamp;
+  std::vector<MemoryLimit> memory_limits;  // without a state file (else in <state_file>.limits)
 };
 
 // Loads a machine file (docs/machines.md) into a fresh state.

@@ -1,0 +1,165 @@
+/* The driver's per-cgroup memory limits (drvlimit.h). libc only, like the rest of the fake. */
+#include "drvlimit.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fake_cuda.h"
+
+#define FAKE_PATH 4096
+
+static char g_cgroup[FAKE_PATH];         /* this process's "0::" path; "" when it has none */
+static unsigned long long g_start;       /* this process's start time (field 22 of /proc/self/stat) */
+static int g_recorded[FAKE_MAX_DEVICES]; /* a usage line was written for the device */
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static const char* state_file(void) {
+  const char* s = getenv("GPUFRAC_FAKE_NVML_STATE");
+  return s != NULL && *s != '\0' && g_cgroup[0] != '\0' ? s : NULL;
+}
+
+/* Field 22 of /proc/<pid>/stat (pid "self" for this process), 0 when it cannot be read. */
+static unsigned long long start_time(const char* pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%s/stat", pid);
+  FILE* f = fopen(path, "re");
+  if (f == NULL) return 0;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char* p = strrchr(buf, ')');
+  for (int field = 2; p != NULL && field < 22; field++) p = strchr(p + 1, ' ');
+  return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+static void init_identity(void) {
+  FILE* f = fopen("/proc/self/cgroup", "re");
+  char line[FAKE_PATH];
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    if (strncmp(line, "0::", 3) != 0) continue;
+    line[strcspn(line, "\n")] = '\0';
+    snprintf(g_cgroup, sizeof g_cgroup, "%s", line + 3);
+  }
+  if (f != NULL) fclose(f);
+  g_start = start_time("self");
+}
+
+/* The hard limit on uuid for this process's cgroup, 0 when none. */
+static uint64_t hard_limit(const char* state, const char* uuid) {
+  char path[FAKE_PATH + 16], line[FAKE_PATH + 128];
+  snprintf(path, sizeof path, "%s.limits", state);
+  FILE* f = fopen(path, "re");
+  uint64_t hard = 0;
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    char id[64];
+    unsigned long long soft, h;
+    int used = 0;
+    line[strcspn(line, "\n")] = '\0';
+    if (sscanf(line, "%63s %llu %llu %n", id, &soft, &h, &used) == 3 && used > 0 && strcmp(id, uuid) == 0 &&
+        strcmp(line + used, g_cgroup) == 0)
+      hard = h;
+  }
+  if (f != NULL) fclose(f);
+  return hard;
+}
+
+/* Bytes another live process of this cgroup holds on uuid, by its usage file. */
+static uint64_t other_held(const char* file, const char* pid, const char* uuid) {
+  FILE* f = fopen(file, "re");
+  char line[FAKE_PATH + 128], group[FAKE_PATH + 128] = "";
+  unsigned long long start = 0, bytes = 0, b;
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    char id[64];
+    line[strcspn(line, "\n")] = '\0';
+    if (strncmp(line, "cgroup ", 7) == 0) snprintf(group, sizeof group, "%s", line + 7);
+    sscanf(line, "start %llu", &start);
+    if (sscanf(line, "used %63s %llu", id, &b) == 2 && strcmp(id, uuid) == 0) bytes = b;
+  }
+  if (f != NULL) fclose(f);
+  return strcmp(group, g_cgroup) == 0 && start != 0 && start_time(pid) == start ? bytes : 0;
+}
+
+static uint64_t others_held(const char* state, const char* uuid) {
+  char dir[FAKE_PATH + 16], file[2 * FAKE_PATH], self[32];
+  snprintf(dir, sizeof dir, "%s.usage", state);
+  snprintf(self, sizeof self, "%d", (int)getpid());
+  DIR* d = opendir(dir);
+  uint64_t sum = 0;
+  for (struct dirent* e = d != NULL ? readdir(d) : NULL; e != NULL; e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || strcmp(e->d_name, self) == 0) continue;
+    snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
+    sum += other_held(file, e->d_name, uuid);
+  }
+  if (d != NULL) closedir(d);
+  return sum;
+}
+
+/* Rewrites this process's usage file with dev at `held` (the other devices as recorded). Called with
+ * the allocation registry's lock held (memory.c). */
+static void write_usage(const char* state, CUdevice dev, uint64_t held) {
+  char dir[FAKE_PATH + 16], file[FAKE_PATH + 48], tmp[FAKE_PATH + 64];
+  snprintf(dir, sizeof dir, "%s.usage", state);
+  mkdir(dir, 0755);
+  snprintf(file, sizeof file, "%s/%d", dir, (int)getpid());
+  snprintf(tmp, sizeof tmp, "%s.tmp", file);
+  FILE* f = fopen(tmp, "we");
+  if (f == NULL) return;
+  fprintf(f, "start %llu\ncgroup %s\n", g_start, g_cgroup);
+  g_recorded[dev] = 1;
+  for (int i = 0; i < fake_device_count; i++)
+    if (g_recorded[i]) /* the caller holds the registry's lock: read used directly */
+      fprintf(f, "used %s %llu\n", fake_devices[i].uuid, (unsigned long long)(i == dev ? held : fake_devices[i].used));
+  if (fclose(f) == 0) rename(tmp, file);
+}
+
+static int lock_state(const char* state) {
+  char path[FAKE_PATH + 16];
+  snprintf(path, sizeof path, "%s.lock", state);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0) flock(fd, LOCK_EX);
+  return fd;
+}
+
+static void unlock_state(int fd) {
+  if (fd >= 0) close(fd); /* closing drops the flock */
+}
+
+CUresult fake_limit_charge(CUdevice dev, uint64_t held, uint64_t size) {
+  pthread_once(&g_once, init_identity);
+  const char* state = state_file();
+  if (state == NULL || dev < 0) return CUDA_SUCCESS;
+  int fd = lock_state(state);
+  CUresult rc = CUDA_SUCCESS;
+  uint64_t hard = hard_limit(state, fake_devices[dev].uuid);
+  if (hard != 0 && others_held(state, fake_devices[dev].uuid) + held + size > hard) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (hard != 0 && rc == CUDA_SUCCESS) write_usage(state, dev, held + size);
+  unlock_state(fd);
+  return rc;
+}
+
+void fake_limit_release(CUdevice dev, uint64_t held) {
+  pthread_once(&g_once, init_identity);
+  const char* state = state_file();
+  if (state == NULL || dev < 0 || !g_recorded[dev]) return;
+  int fd = lock_state(state);
+  write_usage(state, dev, held);
+  unlock_state(fd);
+}
+
+int fake_limit_info(CUdevice dev, uint64_t held, uint64_t* hard, uint64_t* used) {
+  pthread_once(&g_once, init_identity);
+  const char* state = state_file();
+  if (state == NULL || dev < 0) return 0;
+  int fd = lock_state(state);
+  *hard = hard_limit(state, fake_devices[dev].uuid);
+  *used = *hard != 0 ? others_held(state, fake_devices[dev].uuid) + held : 0;
+  unlock_state(fd);
+  return *hard != 0;
+}
