@@ -1,10 +1,12 @@
-// `gpufrac info [--json] [--machine FILE] [--refresh]`: GPUs, MIG instances, profiles, device nodes.
+// `gpufrac info [--json] [--machine FILE] [--refresh] [--topology]`: GPUs, MIG instances, profiles,
+// device nodes; with --topology the GPUs' links as nvidia-smi topo -m shows them.
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/context.hpp"
 #include "cli/table.hpp"
+#include "cli/topology_render.hpp"
 #include "core/enforcement.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
@@ -100,18 +102,28 @@ std::string render(const Inventory& inv, const Config& cfg, CgroupLayout layout)
   return out + "\nControl nodes: " + text::join(control, ", ") + "\n" + compute_text(cfg.allocation);
 }
 
-int run_info(Context& ctx, const std::string& machine, bool json, bool refresh) {
-  auto cfg = ctx.load(machine);
+struct InfoOptions {
+  std::string machine;
+  bool json = false, refresh = false, topology = false;
+};
+
+std::string output(const Inventory& inv, const Config& cfg, const InfoOptions& o) {
+  if (o.topology) return o.json ? topology_json(inv).dump(2) + "\n" : render_topology(inv);
+  const CgroupLayout layout = detect_cgroup_layout(cfg.cgroup_root);
+  return o.json ? info_json(inv, cfg, layout).dump(2) + "\n" : render(inv, cfg, layout);
+}
+
+int run_info(Context& ctx, const InfoOptions& o) {
+  auto cfg = ctx.load(o.machine);
   if (!cfg) return ctx.fail(cfg.error());
   auto inv = discover(*cfg);
   if (!inv) return ctx.fail(inv.error());
-  if (refresh)
+  if (o.refresh)
     if (auto r = write_inventory_cache(*cfg, *inv); !r) return ctx.fail(r.error());
-  const CgroupLayout layout = detect_cgroup_layout(cfg->cgroup_root);
-  std::string out = json ? info_json(*inv, *cfg, layout).dump(2) + "\n" : render(*inv, *cfg, layout);
+  const std::string out = output(*inv, *cfg, o);
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
-  if (refresh) std::fprintf(stderr, "gpufrac: inventory cache written to %s\n", cfg->inventory_cache_path().c_str());
+  if (o.refresh) std::fprintf(stderr, "gpufrac: inventory cache written to %s\n", cfg->inventory_cache_path().c_str());
   return 0;
 }
 
@@ -119,13 +131,13 @@ int run_info(Context& ctx, const std::string& machine, bool json, bool refresh) 
 
 void add_info_command(CLI::App& app, Context& ctx) {
   auto* cmd = app.add_subcommand("info", "Show GPUs, MIG instances and profiles, and the device nodes they need");
-  auto machine = std::make_shared<std::string>();
-  auto json = std::make_shared<bool>(false);
-  auto refresh = std::make_shared<bool>(false);
-  cmd->add_option("--machine", *machine, "Simulated machine file instead of the real driver");
-  cmd->add_flag("--json", *json, "Print JSON");
-  cmd->add_flag("--refresh", *refresh, "Also write the inventory cache (<state-dir>/inventory.json)");
-  cmd->callback([&ctx, machine, json, refresh] { ctx.exit_code = run_info(ctx, *machine, *json, *refresh); });
+  auto o = std::make_shared<InfoOptions>();
+  cmd->add_option("--machine", o->machine, "Simulated machine file instead of the real driver");
+  cmd->add_flag("--json", o->json, "Print JSON");
+  cmd->add_flag("--refresh", o->refresh, "Also write the inventory cache (<state-dir>/inventory.json)");
+  cmd->add_flag("--topology", o->topology,
+                "Show how the GPUs are linked (NVLink, PCIe, NUMA) as nvidia-smi topo -m does");
+  cmd->callback([&ctx, o] { ctx.exit_code = run_info(ctx, *o); });
 }
 
 }  // namespace gpufrac::cli

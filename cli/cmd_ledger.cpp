@@ -33,13 +33,17 @@ int run_reserve(Context& ctx, const ReserveOptions& o) {
   if (o.json) {
     auto j = grant_json(booking->grant, booking->existing);
     j["reclaimed"] = booking->reclaimed.size();
+    if (booking->grants.size() > 1) {  // a multi-GPU share: every GPU's grant, by index
+      j["gpus"] = nlohmann::json::array();
+      for (const auto& g : booking->grants) j["gpus"].push_back(grant_json(g, booking->existing));
+    }
     std::printf("%s\n", j.dump().c_str());
-  } else {
-    const Grant& g = booking->grant;
+    return 0;
+  }
+  for (const Grant& g : booking->grants)
     std::printf("%s %s on %s for %s: %s\n", booking->existing ? "already booked" : "booked",
                 booked_text(g.bytes, g.compute_ppm).c_str(), g.device_uuid.c_str(), o.container.c_str(),
                 g.reason.c_str());
-  }
   return 0;
 }
 

@@ -1,6 +1,7 @@
 #include "cli/status_model.hpp"
 
 #include <algorithm>
+#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -52,6 +53,21 @@ DeviceStatus instance_status(const Gpu& g, const MigInstance& m, const DeviceLoa
                       m.memory_bytes, m.memory_bytes, d.reserved,     d.entries.empty() ? m.memory_bytes : 0,   {}};
 }
 
+// Sets ShareStatus::gpus on every GPU's booking of each multi-GPU share (keys gpus/<k>).
+void mark_multi_gpu_shares(StatusReport& r) {
+  std::map<std::string, std::vector<ShareStatus*>> groups;
+  for (auto& d : r.devices)
+    for (auto& s : d.shares)
+      if (auto k = parse_gpus_device_key(s.entry.device_key))
+        groups[text::cat(container_key(s.entry), "\n", k->base, "\n", s.entry.request)].push_back(&s);
+  for (auto& [key, members] : groups) {
+    std::vector<std::uint32_t> indices;
+    for (const ShareStatus* m : members) indices.push_back(m->entry.gpu_index);
+    std::sort(indices.begin(), indices.end());
+    for (ShareStatus* m : members) m->gpus = indices;
+  }
+}
+
 nlohmann::json share_json(const ShareStatus& s) {
   nlohmann::json j = entry_to_json(s.entry);
   j["state"] = s.state;
@@ -60,6 +76,7 @@ nlohmann::json share_json(const ShareStatus& s) {
   j["compute_achieved_ppm"] =
       s.compute_achieved_ppm ? nlohmann::json(*s.compute_achieved_ppm) : nlohmann::json(nullptr);
   j["enforcement"] = to_string(share_holder(s.entry));
+  if (!s.gpus.empty()) j["gpus"] = s.gpus;
   return j;
 }
 
@@ -91,7 +108,15 @@ StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const
     }
   }
   r.unknown = shares_of(load.unknown, src);
+  mark_multi_gpu_shares(r);
   return r;
+}
+
+bool same_multi_gpu_share(const ShareStatus& a, const ShareStatus& b) {
+  if (a.gpus.empty() || b.gpus.empty() || container_key(a.entry) != container_key(b.entry) ||
+      a.entry.request != b.entry.request)
+    return false;
+  return base_device_key(a.entry.device_key) == base_device_key(b.entry.device_key);
 }
 
 nlohmann::json status_json(const StatusReport& r) {

@@ -28,6 +28,9 @@ struct ShareStatus {
   // The share of the GPU's time its work held over the last 10 s, in ppm (the enforcing side's
   // per-GPU arbiter knows it); nullopt = not known ("-" in the text, null in JSON).
   std::optional<std::uint32_t> compute_achieved_ppm;
+  // A multi-GPU share (gpufrac.io/gpus): the indices of all its GPUs, this one's included, by index;
+  // empty for any other booking. Each GPU's booking is its own ShareStatus, under its device.
+  std::vector<std::uint32_t> gpus;
 };
 
 struct DeviceStatus {
@@ -59,6 +62,9 @@ StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const
                           std::int64_t now, const StateOf& state_of, const UsageOf& usage_of = {},
                           const ComputeAchievedOf& achieved_of = {});
 nlohmann::json status_json(const StatusReport& report);
+// Whether two bookings are GPUs of the same multi-GPU share (same container instance, the same key
+// asked for and the same request; ShareStatus::gpus set).
+bool same_multi_gpu_share(const ShareStatus& a, const ShareStatus& b);
 // "45s", "2m05s", "3h02m", "2d03h"
 std::string format_age(std::int64_t seconds);
 

@@ -9,6 +9,7 @@
 #include "cli/table.hpp"
 #include "core/compute_share.hpp"
 #include "core/enforcement.hpp"
+#include "core/ledger_entry.hpp"
 #include "core/quantity.hpp"
 #include "core/text.hpp"
 
@@ -139,11 +140,22 @@ std::string owner_text(const LedgerEntry& e, bool no_trunc) {
   return text::cat(e.claim, " (", no_trunc ? e.container_id : e.container_id.substr(0, 8), ")");
 }
 
+// One line of the shares table: a booking, or every GPU's booking of a multi-GPU share (their
+// per-GPU cells joined with ",", in GPU order).
 struct ShareRow {
-  std::string label;  // coloured as the share's cells in the bar
+  std::string label;  // coloured as the share's cells in the bar ("A,B" for a multi-GPU share)
   std::vector<std::string> where;
-  const ShareStatus* share;
+  const ShareStatus* share;                  // the first member
+  std::vector<const ShareStatus*> members;  // every GPU's booking ({share} for a single one)
 };
+
+// A per-GPU cell of a row: each member's value, joined with ",".
+template <class F>
+std::string per_gpu(const ShareRow& r, F cell) {
+  std::vector<std::string> out;
+  for (const ShareStatus* m : r.members) out.push_back(cell(*m));
+  return text::join(out, ",");
+}
 
 // The share's compute columns: booked (with a mode or priority other than fair, normal) and what it
 // achieved over the last 10 s ("-" while nothing knows).
@@ -152,8 +164,9 @@ std::vector<std::string> compute_cells(const ShareStatus& s) {
 }
 
 std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool compute, const StatusStyle& st) {
-  const bool keys =
-      std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return !r.share->entry.device_key.empty(); });
+  const bool keys = std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) {
+    return !base_device_key(r.share->entry.device_key).empty();
+  });
   // Where the driver holds a limit, every share says who holds its own (driver, shim or mig).
   const bool holders =
       std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return r.share->entry.driver_limit.has_value(); });
@@ -171,19 +184,52 @@ std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool comp
     std::vector<std::string> row{r.label};
     row.insert(row.end(), r.where.begin(), r.where.end());
     row.push_back(owner_text(e, st.no_trunc));
-    if (keys) row.push_back(e.device_key.empty() ? "-" : e.device_key);
-    for (auto v : {e.request, text::format_bytes(e.bytes),
-                   r.share->used_bytes ? text::format_bytes(*r.share->used_bytes) : std::string("-")})
-      row.push_back(v);
-    if (compute)
-      for (auto& v : compute_cells(*r.share)) row.push_back(std::move(v));
+    const std::string_view key = base_device_key(e.device_key);
+    if (keys) row.push_back(key.empty() ? "-" : std::string(key));
+    row.push_back(e.request);
+    row.push_back(per_gpu(r, [](const ShareStatus& m) { return text::format_bytes(m.entry.bytes); }));
+    row.push_back(per_gpu(r, [](const ShareStatus& m) {
+      return m.used_bytes ? text::format_bytes(*m.used_bytes) : std::string("-");
+    }));
+    if (compute) {
+      row.push_back(per_gpu(r, [](const ShareStatus& m) { return compute_cells(m)[0]; }));
+      row.push_back(per_gpu(r, [](const ShareStatus& m) { return compute_cells(m)[1]; }));
+    }
     for (auto v : {std::string(to_string(e.source)), e.pending() ? std::string("-") : text::cat(e.pid),
                    state_text(r.share->state, st), format_age(r.share->age_s)})
       row.push_back(v);
-    if (holders) row.push_back(to_string(share_holder(e)));
+    if (holders) row.push_back(per_gpu(r, [](const ShareStatus& m) { return to_string(share_holder(m.entry)); }));
     t.add(std::move(row));
   }
   return t.render();
+}
+
+// A row per booking, in device order; a multi-GPU share is one row at its first GPU, with every
+// GPU's label and booking (its later GPUs add no row).
+std::vector<ShareRow> share_rows(const StatusReport& r, const StatusStyle& st, bool mig) {
+  std::vector<ShareRow> rows;
+  for (const auto& d : r.devices)
+    for (std::size_t i = 0; i < d.shares.size(); ++i) {
+      const ShareStatus& s = d.shares[i];
+      if (s.gpus.empty()) {
+        rows.push_back({label_cell(st, i), where(d.gpu_index, d.mig, mig), &s, {&s}});
+        continue;
+      }
+      if (s.entry.gpu_index != s.gpus.front()) continue;  // shown on its first GPU's line
+      ShareRow row{"", where(d.gpu_index, d.mig, mig), &s, {}};
+      std::vector<std::string> labels, gpus;
+      for (const auto& od : r.devices)
+        for (std::size_t j = 0; j < od.shares.size(); ++j)
+          if (same_multi_gpu_share(s, od.shares[j])) {
+            row.members.push_back(&od.shares[j]);
+            labels.push_back(label_cell(st, j));
+            gpus.push_back(text::cat(od.gpu_index));
+          }
+      row.label = text::join(labels, ",");
+      row.where[0] = text::join(gpus, ",");
+      rows.push_back(std::move(row));
+    }
+  return rows;
 }
 
 // Dynamic MIG instances without booking, kept for reuse until mig.idle-timeout.
@@ -240,14 +286,11 @@ std::string render_status(const StatusReport& r, const StatusStyle& st) {
     out += "Overcommit " + text::format_fixed(r.overcommit, 2) + ": FREE counts up to TOTAL x overcommit\n\n";
   out += render_devices(r, st);
   const bool mig = any_mig(r);
-  std::vector<ShareRow> rows;
-  for (const auto& d : r.devices)
-    for (std::size_t i = 0; i < d.shares.size(); ++i)
-      rows.push_back({label_cell(st, i), where(d.gpu_index, d.mig, mig), &d.shares[i]});
+  std::vector<ShareRow> rows = share_rows(r, st, mig);
   for (const auto& s : r.unknown) {
     std::vector<std::string> cell{"?"};
     if (mig) cell.insert(cell.end(), {"-", "-"});
-    rows.push_back({"-", cell, &s});
+    rows.push_back({"-", cell, &s, {&s}});
   }
   out += rows.empty() ? "\nNo shares.\n" : "\n" + render_shares(rows, mig, any_compute(r), st) + render_unknown(r);
   return out + render_idle(r, st);

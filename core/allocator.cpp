@@ -34,7 +34,11 @@ std::string why_not(const ShareFit& f, const Request& r, const DeviceLoad& d, co
   return "";
 }
 
-ShareFit evaluate(const Gpu& g, const Request& r, const DeviceLoad& d, const AllocationConfig& cfg) {
+}  // namespace
+
+namespace alloc_detail {
+
+ShareFit evaluate_share(const Gpu& g, const Request& r, const DeviceLoad& d, const AllocationConfig& cfg) {
   ShareFit f;
   f.gpu = &g;
   f.whole = wants_whole(r, g);
@@ -53,6 +57,25 @@ ShareFit evaluate(const Gpu& g, const Request& r, const DeviceLoad& d, const All
   f.ok = f.why_not.empty() && f.memory_fits() && f.compute_fits();
   return f;
 }
+
+Grant share_grant(const ShareFit& f, const Request& r, std::string reason) {
+  const Gpu& g = *f.gpu;
+  const bool compute = f.compute != 0;
+  return Grant{g.uuid,
+               g.index,
+               g.uuid,
+               std::nullopt,
+               f.bytes,
+               f.whole,
+               std::move(reason),
+               f.compute,
+               compute ? r.compute_mode.value_or(ComputeMode::fair) : ComputeMode::fair,
+               compute ? r.priority.value_or(ComputePriority::normal) : ComputePriority::normal};
+}
+
+}  // namespace alloc_detail
+
+namespace {
 
 // a is strictly better than b: binpack prefers the higher reserved/total, spread the lower.
 bool better(const ShareFit& a, const ShareFit& b, Policy policy) {
@@ -75,23 +98,16 @@ Result<Grant> allocate_share(const Request& r, const Candidates& gpus, const Loa
   const Policy policy = r.policy.value_or(cfg.policy);
   std::vector<ShareFit> fits;
   const ShareFit* best = nullptr;
-  for (const Gpu* g : gpus) fits.push_back(evaluate(*g, r, load.of(g->uuid), cfg));
+  for (const Gpu* g : gpus) fits.push_back(evaluate_share(*g, r, load.of(g->uuid), cfg));
   for (const auto& f : fits)
     if (f.ok && (best == nullptr || better(f, *best, policy))) best = &f;
   if (best == nullptr) return user_error(share_refusal(r, fits, r.gpu.has_value()));
-  const Gpu& g = *best->gpu;
-  const bool compute = best->compute != 0;
-  return Grant{g.uuid,
-               g.index,
-               g.uuid,
-               std::nullopt,
-               best->bytes,
-               best->whole,
-               reason(*best, policy, r.gpu.has_value()),
-               best->compute,
-               compute ? r.compute_mode.value_or(ComputeMode::fair) : ComputeMode::fair,
-               compute ? r.priority.value_or(ComputePriority::normal) : ComputePriority::normal};
+  return share_grant(*best, r, reason(*best, policy, r.gpu.has_value()));
 }
+
+}  // namespace
+
+namespace alloc_detail {
 
 std::string index_list(const Inventory& inv) {
   std::vector<std::string> out;
@@ -104,17 +120,31 @@ std::string index_list(const Inventory& inv) {
   return text::join(out, ", ");
 }
 
-Result<Candidates> candidates(const Request& r, const Inventory& inv) {
-  if (inv.gpus.empty()) return user_error("this node has no GPU");
+Result<const Gpu*> pinned_gpu(const GpuPin& pin, const Inventory& inv) {
+  const Gpu* g = pin.index ? inv.gpu_by_index(*pin.index) : inv.gpu_by_uuid(pin.uuid);
+  if (g == nullptr)
+    return user_error(text::cat(annotation::kGpu, ": GPU ", pin.describe(), " is not on this node; use ",
+                                index_list(inv), " or a UUID that gpufrac info lists"));
+  return g;
+}
+
+Candidates gpus_by_index(const Inventory& inv) {
   Candidates all;
   for (const auto& g : inv.gpus) all.push_back(&g);
   std::sort(all.begin(), all.end(), [](const Gpu* a, const Gpu* b) { return a->index < b->index; });
-  if (!r.gpu) return all;
-  const Gpu* g = r.gpu->index ? inv.gpu_by_index(*r.gpu->index) : inv.gpu_by_uuid(r.gpu->uuid);
-  if (g == nullptr)
-    return user_error(text::cat(annotation::kGpu, ": GPU ", r.gpu->describe(), " is not on this node; use ",
-                                index_list(inv), " or a UUID that gpufrac info lists"));
-  return Candidates{g};
+  return all;
+}
+
+}  // namespace alloc_detail
+
+namespace {
+
+Result<Candidates> candidates(const Request& r, const Inventory& inv) {
+  if (inv.gpus.empty()) return user_error("this node has no GPU");
+  if (!r.gpu) return gpus_by_index(inv);
+  auto g = pinned_gpu(*r.gpu, inv);
+  if (!g) return std::unexpected(g.error());
+  return Candidates{*g};
 }
 
 // MIG requests on static GPUs first (existing instances only), then the planner on dynamic ones.

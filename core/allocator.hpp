@@ -53,6 +53,17 @@ struct DynamicMig {
 Result<Grant> allocate(const Request& request, const Inventory& inventory, const std::vector<LedgerEntry>& live,
                        const AllocationConfig& config, const DynamicMig& dynamic = {});
 
+// Every grant of a request, one per GPU: allocate()'s one grant, or for a multi-GPU request
+// (gpufrac.io/gpus: N > 1) the share on N distinct GPUs, all or none, in index order
+// (allocator_multi.cpp). Each GPU is judged as a single-GPU share pinned there; GPUs in MIG mode
+// never take part. The set: the pinned list (gpufrac.io/gpu: 0,2), else the GPUs whose links are
+// closest, then by policy, then the lowest indices (core/topology_place.hpp). A refusal names the
+// request and every GPU: "fraction=0.5 gpus=2 needs 2 GPUs and only 1 can take it: GPU 0 has room
+// (20.3 GiB free), GPU 1 9.9 GiB free (needs 19.8 GiB)".
+Result<std::vector<Grant>> allocate_gpus(const Request& request, const Inventory& inventory,
+                                         const std::vector<LedgerEntry>& live, const AllocationConfig& config,
+                                         const DynamicMig& dynamic = {});
+
 // True when creating a MIG instance could serve the request: a mig-profile request, or a share
 // with mig-serves-fractions, that may use (pin included) a GPU in MIG mode that is dynamic.
 // The hook and the wrapper then run the provisioner after a refusal.

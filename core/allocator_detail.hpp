@@ -27,6 +27,16 @@ struct ShareFit {
   bool compute_fits() const { return compute <= compute_free; }
 };
 
+// How g stands against a share or whole-GPU request (r's pin is not looked at), and the grant of a
+// GPU that fits (allocator.cpp).
+ShareFit evaluate_share(const Gpu& g, const Request& r, const DeviceLoad& d, const AllocationConfig& cfg);
+Grant share_grant(const ShareFit& f, const Request& r, std::string reason);
+// Every GPU of the node by index; the GPU a pin names, or the one-line refusal naming the pin.
+Candidates gpus_by_index(const Inventory& inv);
+Result<const Gpu*> pinned_gpu(const GpuPin& pin, const Inventory& inv);
+// "0-7", or "0, 2" when the indices are not contiguous.
+std::string index_list(const Inventory& inv);
+
 // The compute a share or whole GPU of `bytes` books on g: the request's own, else by
 // allocation.compute its memory share (default_compute_ppm of g's capacity; a whole GPU all of it)
 // or none.

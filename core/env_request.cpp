@@ -13,19 +13,20 @@ namespace {
 using namespace env_request;
 
 // Variable -> the annotation it stands for.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 8> kVariables{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kVariables{{
     {"GPUFRAC_FRACTION", annotation::kFraction},
     {"GPUFRAC_MEMORY", annotation::kMemory},
     {"GPUFRAC_MIG_PROFILE", annotation::kMigProfile},
     {"GPUFRAC_GPU", annotation::kGpu},
+    {"GPUFRAC_GPUS", annotation::kGpus},
     {"GPUFRAC_POLICY", annotation::kPolicy},
     {"GPUFRAC_COMPUTE", annotation::kCompute},
     {"GPUFRAC_COMPUTE_MODE", annotation::kComputeMode},
     {"GPUFRAC_PRIORITY", annotation::kPriority},
 }};
 constexpr const char* kVariableList =
-    "GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, GPUFRAC_GPU, GPUFRAC_POLICY, GPUFRAC_COMPUTE, "
-    "GPUFRAC_COMPUTE_MODE or GPUFRAC_PRIORITY";
+    "GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, GPUFRAC_GPU, GPUFRAC_GPUS, GPUFRAC_POLICY, "
+    "GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE or GPUFRAC_PRIORITY";
 
 std::string_view annotation_for(std::string_view name) {
   for (const auto& [variable, key] : kVariables)

@@ -1,6 +1,6 @@
 // Requests in the container's environment, for engines that cannot set annotations (Docker before
 // 24 has no --annotation): GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, GPUFRAC_GPU,
-// GPUFRAC_POLICY, GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE and GPUFRAC_PRIORITY stand for the
+// GPUFRAC_GPUS, GPUFRAC_POLICY, GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE and GPUFRAC_PRIORITY stand for the
 // gpufrac.io/ annotations of the same name, with the same grammar and
 // errors (naming the variable). Whoever starts the container sets both its annotations and its
 // environment: the two are trusted alike. A request by annotation and one by environment in the

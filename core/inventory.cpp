@@ -30,6 +30,12 @@ const MigProfile* Gpu::profile_by_id(std::uint32_t id) const {
   return nullptr;
 }
 
+const GpuLink* Gpu::link_to(const std::string& other) const {
+  for (const auto& l : links)
+    if (l.uuid == other) return &l;
+  return nullptr;
+}
+
 const Gpu* Inventory::gpu_by_index(std::uint32_t index) const {
   for (const auto& g : gpus)
     if (g.index == index) return &g;

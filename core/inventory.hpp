@@ -13,6 +13,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/error.hpp"
+#include "core/gpu_link.hpp"
 
 namespace gpufrac {
 
@@ -78,6 +79,11 @@ struct Gpu {
   std::vector<MigInstance> mig_instances;  // existing instances, by (gi, ci)
   bool memory_limits = false;              // the driver sets per-cgroup memory limits on it (r615+)
   DeviceNodeInfo node;                     // /dev/nvidia<minor>
+  // Topology (core/gpu_link.hpp): the NUMA node of the GPU (nullopt: unknown) and its link to every
+  // other GPU of the node, in index order (empty: unknown, e.g. a cache written before topology).
+  std::optional<std::uint32_t> numa_node;
+  std::vector<GpuLink> links;
+  const GpuLink* link_to(const std::string& uuid) const;  // null when unknown
   std::uint32_t memory_slices() const;     // 8 on A100/H100, 4 on A30; 0 while MIG mode is off
   const MigProfile* profile_by_name(const std::string& name) const;
   const MigProfile* profile_by_id(std::uint32_t id) const;

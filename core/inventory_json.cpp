@@ -84,6 +84,24 @@ MigInstance instance_from(const json& j) {
   return m;
 }
 
+// Topology: the NUMA node (null: unknown) and the links to the other GPUs ("nvlinks", "pcie" as
+// nvidia-smi topo -m names the path). Caches written before topology have neither: unknown.
+json links_json(const Gpu& g) {
+  json links = json::array();
+  for (const auto& l : g.links) links.push_back({{"uuid", l.uuid}, {"nvlinks", l.nvlinks}, {"pcie", to_string(l.pcie)}});
+  return links;
+}
+
+void topology_from(const json& j, Gpu& g) {
+  if (j.contains("numa_node") && !j.at("numa_node").is_null()) g.numa_node = j.at("numa_node").get<std::uint32_t>();
+  if (!j.contains("links")) return;
+  for (const auto& l : j.at("links")) {
+    auto pcie = pcie_link_from(l.at("pcie").get<std::string>());
+    if (!pcie) throw std::runtime_error("unknown PCIe link " + l.at("pcie").dump());
+    g.links.push_back({l.at("uuid"), l.at("nvlinks"), *pcie});
+  }
+}
+
 json gpu_json(const Gpu& g) {
   json profiles = json::array(), instances = json::array();
   for (const auto& p : g.mig_profiles) profiles.push_back(profile_json(p));
@@ -102,6 +120,8 @@ json gpu_json(const Gpu& g) {
             {"profiles", profiles},
             {"instances", instances}}},
           {"memory_limits", g.memory_limits},
+          {"numa_node", g.numa_node ? json(*g.numa_node) : json(nullptr)},
+          {"links", links_json(g)},
           {"node", node_json(g.node)}};
 }
 
@@ -126,6 +146,7 @@ Gpu gpu_from(const json& j) {
   g.mig_capable = mig.value("capable", g.mig_enabled || g.mig_pending || !g.mig_profiles.empty());
   g.memory_limits = j.value("memory_limits", false);  // caches written before r615 support: none
   g.node = node_from(j.at("node"));
+  topology_from(j, g);
   return g;
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/allocator.hpp"
 #include "core/fault.hpp"
+#include "core/ledger_book.hpp"
 #include "core/ledger_file.hpp"
 #include "core/ledger_limits.hpp"
 #include "core/ledger_mig.hpp"
@@ -43,38 +44,6 @@ LedgerEntry* find(LedgerState& s, const ReserveArgs& a) {
            e.device_key == a.device_key;
   });
   return it == s.entries.end() ? nullptr : &*it;
-}
-
-LedgerEntry entry_for(const ReserveArgs& a, const Grant& g, std::uint64_t pid_start, std::int64_t now) {
-  return LedgerEntry{a.container_id, a.device_key,         g.device_uuid,  g.gpu_index, g.gpu_uuid, g.mig, g.bytes,
-                     g.exclusive,    a.request.describe(), a.source,       a.pid,       pid_start,  now,   a.instance,
-                     a.claim,        g.compute_ppm,        g.compute_mode, g.priority};
-}
-
-// Finds the booking of (container id, instance, device key) or allocates a new one in state.
-Result<Booking> book(LedgerState& state, const ReserveArgs& a, std::uint64_t start, const Inventory& inv,
-                     const AllocationConfig& cfg, const MigConfig& mig, std::int64_t now, bool& changed) {
-  Booking b;
-  if (LedgerEntry* e = find(state, a)) {
-    if (e->request != a.request.describe())
-      return user_error(text::cat("container ", a.container_id, " already holds a booking for ", e->request,
-                                  "; release it before asking for ", a.request.describe()));
-    if (e->pending() && a.pid != 0) {
-      e->pid = a.pid;
-      e->pid_start = start;
-      changed = true;
-    }
-    b.grant = grant_of(*e);
-    b.existing = true;
-    return b;
-  }
-  auto g = allocate(a.request, inv, state.entries, cfg, DynamicMig{&mig, &state.mig_idle});
-  if (!g) return std::unexpected(g.error());
-  drop_idle_record(state, g->device_uuid);
-  state.entries.push_back(entry_for(a, *g, start, now));
-  changed = true;
-  b.grant = std::move(*g);
-  return b;
 }
 
 }  // namespace
@@ -154,13 +123,13 @@ Result<Booking> Ledger::reserve(const ReserveArgs& a, const Inventory& inv, cons
   // Dead processes matter only to a refusal: decide first, check liveness only if refused.
   auto reclaimed = reclaim(tx->state, false);
   bool changed = !reclaimed.empty();
-  auto booking = book(tx->state, a, *start, inv, cfg, options_.mig, now(), changed);
+  auto booking = ledger_detail::book(tx->state, a, *start, inv, cfg, options_.mig, now(), changed);
   if (!booking && booking.error().kind == ErrorKind::user) {
     auto dead = reclaim(tx->state);
     if (!dead.empty()) {
       changed = true;
       reclaimed.insert(reclaimed.end(), dead.begin(), dead.end());
-      booking = book(tx->state, a, *start, inv, cfg, options_.mig, now(), changed);
+      booking = ledger_detail::book(tx->state, a, *start, inv, cfg, options_.mig, now(), changed);
     }
   }
   if (changed)
@@ -290,15 +259,17 @@ Result<Booking> Ledger::reserve_granted(const ReserveArgs& a, const Grant& g) {
       return user_error(text::cat("container ", a.container_id, " already holds a booking for ", e->request, " on ",
                                   e->device_uuid, "; release it first"));
     b.grant = grant_of(*e);
+    b.grants = {b.grant};
     b.existing = true;
     return b;
   }
   for (const auto& e : tx->state.entries)
     if (e.device_uuid == g.device_uuid) return user_error(text::cat(g.device_uuid, " is booked by ", e.container_id));
   drop_idle_record(tx->state, g.device_uuid);
-  tx->state.entries.push_back(entry_for(a, g, *start, now()));
+  tx->state.entries.push_back(ledger_detail::entry_for(a, a.device_key, g, *start, now()));
   if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
   b.grant = g;
+  b.grants = {g};
   return b;
 }
 

@@ -52,7 +52,8 @@ struct Reclaimed {
 };
 
 struct Booking {
-  Grant grant;
+  Grant grant;                // the first of `grants`
+  std::vector<Grant> grants;  // one per GPU of the request (several for gpufrac.io/gpus), by index
   bool existing = false;  // the same (container id, instance, device key) was booked before: same grant
   std::vector<Reclaimed> reclaimed;
 };
@@ -68,7 +69,8 @@ class Ledger {
   explicit Ledger(LedgerOptions options);
 
   // Books a device for a container instance (idempotent per container id + instance + device key:
-  // another instance with the same id gets a booking of its own).
+  // another instance with the same id gets a booking of its own). A multi-GPU request books every
+  // GPU in this one transaction (each its own entry, keyed gpus_device_key) or none.
   Result<Booking> reserve(const ReserveArgs& args, const Inventory& inventory, const AllocationConfig& config);
   // Gives the instance's pending bookings their pid ("" instance: every booking of the id); returns
   // them. An instance with no booking (released, or reclaimed after the pending timeout) is an error.

@@ -39,6 +39,24 @@ Grant grant_of(const LedgerEntry& e) {
                e.priority};
 }
 
+std::string gpus_device_key(std::string_view base, std::size_t k) {
+  return base.empty() ? text::cat("gpus/", k) : text::cat(base, "/gpus/", k);
+}
+
+std::optional<GpusKey> parse_gpus_device_key(std::string_view key) {
+  const auto at = key.rfind("gpus/");
+  if (at == std::string_view::npos || (at != 0 && key[at - 1] != '/')) return std::nullopt;
+  const std::string_view digits = key.substr(at + 5);
+  auto k = text::parse_u64(digits);
+  if (!k || *k >= 64 || (digits.size() > 1 && digits[0] == '0')) return std::nullopt;
+  return GpusKey{key.substr(0, at == 0 ? 0 : at - 1), static_cast<std::size_t>(*k)};
+}
+
+std::string_view base_device_key(std::string_view key) {
+  auto k = parse_gpus_device_key(key);
+  return k ? k->base : key;
+}
+
 namespace {
 
 bool id_char(char c) {

@@ -119,6 +119,19 @@ inline std::string container_key(const LedgerEntry& e) {
 // A valid container id, optionally followed by "@" and a valid instance.
 Result<> validate_container_key(std::string_view key);
 
+// The device key of the k-th GPU (0-based, by index) of a multi-GPU share (gpufrac.io/gpus) booked
+// under `base`: "gpus/<k>" for an annotation request (base ""), "<base>/gpus/<k>" otherwise. Every
+// GPU of the share is its own entry; the keys tell them apart within the container.
+std::string gpus_device_key(std::string_view base, std::size_t k);
+// The base key and position of such an entry; nullopt for any other key.
+struct GpusKey {
+  std::string_view base;
+  std::size_t position = 0;
+};
+std::optional<GpusKey> parse_gpus_device_key(std::string_view key);
+// The key a booking was asked under: the base of a multi-GPU share's entry, else the key itself.
+std::string_view base_device_key(std::string_view key);
+
 // Printable ASCII without spaces, quotes or backslashes, at most 128 bytes ("" allowed).
 Result<> validate_device_key(std::string_view key);
 // "<namespace>/<name>" of a ResourceClaim: a DNS label (<= 63) and subdomain (<= 253), [a-z0-9.-].

@@ -5,6 +5,7 @@
 
 #include "core/compute_share.hpp"
 #include "core/mig_profile_name.hpp"
+#include "core/request_gpus.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac {
@@ -13,8 +14,8 @@ namespace {
 
 using namespace annotation;
 
-constexpr std::array<std::string_view, 9> kOwnKeys{kFraction, kMemory,      kMigProfile, kGpu,     kPolicy,
-                                                   kCompute,  kComputeMode, kPriority,   kInjected};
+constexpr std::array<std::string_view, 10> kOwnKeys{kFraction,    kMemory,   kMigProfile, kGpu,  kPolicy, kCompute,
+                                                    kComputeMode, kPriority, kInjected,   kGpus};
 constexpr std::array<std::string_view, 3> kAliasKeys{kAliasFraction, kAliasMemory, kAliasClearml};
 constexpr const char* kGpuForm =
     "a GPU index or GPU-<uuid> as nvidia-smi -L prints it, e.g. 0 or GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5";
@@ -25,8 +26,10 @@ constexpr const char* kSizingKeys =
 constexpr const char* kEnvSizingKeys = "GPUFRAC_FRACTION, GPUFRAC_MEMORY or GPUFRAC_MIG_PROFILE";
 // What gives a request its size: a sizing key, or compute alone.
 constexpr const char* kShareKeys =
-    "gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these) or gpufrac.io/compute";
-constexpr const char* kEnvShareKeys = "GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE or GPUFRAC_COMPUTE";
+    "gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these), gpufrac.io/compute or "
+    "gpufrac.io/gpus";
+constexpr const char* kEnvShareKeys =
+    "GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, GPUFRAC_COMPUTE or GPUFRAC_GPUS";
 
 std::unexpected<Error> refuse(std::string_view key, std::string_view message) {
   return user_error(text::cat(key, ": ", message));
@@ -48,6 +51,7 @@ std::string_view form_of(std::string_view key) {
   if (key == kCompute) return kComputeForm;
   if (key == kComputeMode) return kComputeModeForm;
   if (key == kPriority) return kPriorityForm;
+  if (key == kGpus) return kGpusForm;
   return kFractionForm;
 }
 
@@ -68,12 +72,16 @@ Result<> check_unknown_keys(const Annotations& a) {
       return user_error(text::quote(it->first) +
                         ": unknown gpufrac annotation; use gpufrac.io/fraction, gpufrac.io/memory, "
                         "gpufrac.io/mig-profile, gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, "
-                        "gpufrac.io/gpu or gpufrac.io/policy");
+                        "gpufrac.io/gpu, gpufrac.io/gpus or gpufrac.io/policy");
   return {};
 }
 
 bool is_sizing_key(std::string_view key) {
-  return key != kGpu && key != kPolicy && key != kCompute && key != kComputeMode && key != kPriority;
+  return key != kGpu && key != kPolicy && key != kCompute && key != kComputeMode && key != kPriority && key != kGpus;
+}
+
+std::size_t max_value_bytes(std::string_view key) {
+  return key == kGpu ? kMaxGpuListBytes : kMaxValueBytes;
 }
 
 // The name a message gives a key: the environment variable it was read from, else the key.
@@ -142,10 +150,16 @@ std::string lower(std::string_view s) {
 }
 
 // A request without a sizing key: compute alone is a share of that size (compute=30 is
-// fraction=0.3); anything else (gpu, policy, compute-mode, priority) lacks a size. `first` names
-// the first key present.
+// fraction=0.3), gpus alone whole GPUs; anything else (gpu, policy, compute-mode, priority) lacks a
+// size. `first` names the first key present.
 Result<Request> size_by_compute(const Annotations& a, const KeyNames& names, std::string_view first) {
   auto it = a.find(kCompute);
+  if (it == a.end() && a.contains(kGpus)) {
+    Request r;
+    r.fraction = kWholeGpuPpm;
+    r.sized_by_gpus = true;
+    return r;
+  }
   if (it == a.end())
     return refuse(first, text::cat("is set without a size; add ", names.empty() ? kShareKeys : kEnvShareKeys));
   auto ppm = parse_compute(shown(names, kCompute), it->second);
@@ -186,6 +200,27 @@ Result<> apply_compute(Request& r, const Annotations& a, const KeyNames& names) 
   return {};
 }
 
+// gpufrac.io/gpus and gpufrac.io/gpu (one GPU, or as many as gpus asks for) onto a sized request.
+Result<> apply_gpus(Request& r, const Annotations& a, const KeyNames& names) {
+  if (auto it = a.find(kGpus); it != a.end()) {
+    const std::string_view name = shown(names, kGpus);
+    if (r.kind == SizeKind::mig_profile)
+      return refuse(name, text::cat("does not apply to ", shown(names, kMigProfile),
+                                    " (a MIG instance is one device of one GPU); use it with ",
+                                    names.empty() ? "gpufrac.io/fraction, gpufrac.io/memory or gpufrac.io/compute"
+                                                  : "GPUFRAC_FRACTION, GPUFRAC_MEMORY or GPUFRAC_COMPUTE",
+                                    ", or on its own"));
+    auto n = parse_gpus(name, it->second);
+    if (!n) return std::unexpected(n.error());
+    r.gpus = *n;
+  }
+  auto it = a.find(kGpu);
+  if (it == a.end()) return {};
+  auto pins = parse_gpu_list(shown(names, kGpu), it->second);
+  if (!pins) return std::unexpected(pins.error());
+  return apply_gpu_pins(r, std::move(*pins), shown(names, kGpu), it->second, shown(names, kGpus));
+}
+
 }  // namespace
 
 std::string GpuPin::describe() const {
@@ -201,13 +236,18 @@ std::string Request::describe() const {
     auto m = format_memory(memory_bytes);
     out = "memory=" + (m ? *m : text::cat(memory_bytes, "B"));
   }
+  if (gpus && sized_by_gpus) out = text::cat("gpus=", *gpus);  // whole GPUs: the count is the size
   if (compute_ppm) {
     const std::string compute = "compute=" + format_compute_percent(*compute_ppm);
     out = sized_by_compute ? compute : out + " " + compute;
   }
   if (compute_mode) out += text::cat(" compute-mode=", to_string(*compute_mode));
   if (priority) out += text::cat(" priority=", to_string(*priority));
+  if (gpus && !sized_by_gpus) out += text::cat(" gpus=", *gpus);
   if (gpu) out += " gpu=" + gpu->describe();
+  std::vector<std::string> pins;
+  for (const auto& p : gpu_list) pins.push_back(p.describe());
+  if (!pins.empty()) out += " gpu=" + text::join(pins, ",");
   if (gpu && gpu->mig_start) out += text::cat(" placement=", *gpu->mig_start);
   if (policy) out += text::cat(" policy=", to_string(*policy));
   return out;
@@ -266,9 +306,9 @@ Result<std::optional<Request>> parse_request(const Annotations& a, bool aliases,
   auto keys = present_keys(a, aliases);
   std::vector<std::string_view> sizing;
   for (const auto* kv : keys) {
-    if (kv->second.size() > kMaxValueBytes)
+    if (kv->second.size() > max_value_bytes(kv->first))
       return refuse(shown(names, kv->first), text::cat(text::quote(kv->second), " is too long (at most ",
-                                                       kMaxValueBytes, " bytes); use ", form_of(kv->first)));
+                                                       max_value_bytes(kv->first), " bytes); use ", form_of(kv->first)));
     if (is_sizing_key(kv->first)) sizing.push_back(kv->first);
   }
   if (keys.empty()) return std::optional<Request>{};
@@ -279,11 +319,7 @@ Result<std::optional<Request>> parse_request(const Annotations& a, bool aliases,
                                 : parse_size(sizing[0], a.at(std::string(sizing[0])), shown(names, sizing[0]));
   if (!request) return std::unexpected(request.error());
   if (auto r = apply_compute(*request, a, names); !r) return std::unexpected(r.error());
-  if (auto it = a.find(kGpu); it != a.end()) {
-    auto pin = parse_gpu_pin(shown(names, kGpu), it->second);
-    if (!pin) return std::unexpected(pin.error());
-    request->gpu = *pin;
-  }
+  if (auto r = apply_gpus(*request, a, names); !r) return std::unexpected(r.error());
   if (auto it = a.find(kPolicy); it != a.end()) {
     auto policy = parse_policy(shown(names, kPolicy), it->second);
     if (!policy) return std::unexpected(policy.error());

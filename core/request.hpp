@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -25,6 +26,9 @@ inline constexpr const char* kMemory = "gpufrac.io/memory";
 inline constexpr const char* kMigProfile = "gpufrac.io/mig-profile";
 inline constexpr const char* kGpu = "gpufrac.io/gpu";
 inline constexpr const char* kPolicy = "gpufrac.io/policy";
+// How many distinct GPUs the share spans (docs/architecture.md "Requests and allocation"): alone
+// that many whole GPUs, with a size that size on each. Not a sizing key.
+inline constexpr const char* kGpus = "gpufrac.io/gpus";
 // The compute share (docs/architecture.md "Compute share"): a percent of the GPU's time, how it is
 // enforced and whose work goes first. Not sizing keys: compute alone is also the memory share.
 inline constexpr const char* kCompute = "gpufrac.io/compute";
@@ -37,7 +41,13 @@ inline constexpr const char* kAliasFraction = "gpu-fraction";
 inline constexpr const char* kAliasMemory = "gpu-memory";  // MiB
 inline constexpr const char* kAliasClearml = "clearml-injector/fraction";
 inline constexpr std::size_t kMaxValueBytes = 256;
+// gpufrac.io/gpu may list up to kMaxGpusPerRequest UUIDs (41 bytes each, and the commas).
+inline constexpr std::size_t kMaxGpuListBytes = 1024;
 }  // namespace annotation
+
+// The most GPUs one request spans: a container's limit file holds at most GPUFRAC_MAX_DEVICES
+// devices (limits/include/gpufrac/limits_abi.h).
+inline constexpr std::uint32_t kMaxGpusPerRequest = 16;
 
 enum class SizeKind { fraction, memory, mig_profile };
 
@@ -61,6 +71,14 @@ struct Request {
   std::uint64_t memory_bytes = 0;  // kind == memory
   std::string mig_profile;         // kind == mig_profile, canonical name
   std::optional<GpuPin> gpu;
+  // gpufrac.io/gpus: the share on that many distinct GPUs (nullopt: one), each GPU's booking its
+  // own; sized_by_gpus: it was the only size (whole GPUs). gpu_list: gpufrac.io/gpu naming several
+  // GPUs, exactly *gpus of them (gpu is then unset; a single pin is always `gpu`).
+  std::optional<std::uint32_t> gpus;
+  bool sized_by_gpus = false;
+  std::vector<GpuPin> gpu_list;
+  std::uint32_t gpu_count() const { return gpus.value_or(1); }
+  bool multi_gpu() const { return gpu_count() > 1; }
   std::optional<Policy> policy;  // overrides the node's allocation.policy
   // gpufrac.io/compute in ppm of the GPU's time (percent x 10'000); nullopt: the default share
   // (allocation.compute). sized_by_compute: compute was the only size, so the memory share is the
@@ -73,7 +91,8 @@ struct Request {
   // a MIG instance, whose time is its own.
   bool compute_intent() const { return compute_ppm || compute_mode || priority; }
   // "fraction=0.25", "memory=4Gi gpu=1", "mig-profile=1g.10gb policy=spread",
-  // "compute=30 compute-mode=strict priority=high": recorded in the ledger.
+  // "compute=30 compute-mode=strict priority=high", "gpus=2", "fraction=0.5 gpus=2 gpu=0,2":
+  // recorded in the ledger (each GPU of a multi-GPU share carries the whole request).
   std::string describe() const;
   bool operator==(const Request&) const = default;
 };

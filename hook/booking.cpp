@@ -114,16 +114,17 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
                    *inv.state.pid, inv.pid_start,
                    inv.instance};
   auto booking = ledger.reserve(args, inv.inventory, inv.cfg.allocation);
-  if (!booking && inv.args.cdi_device.empty() &&
+  // A multi-GPU share never takes a MIG instance: no provisioner for it.
+  if (!booking && inv.args.cdi_device.empty() && !(*request)->multi_gpu() &&
       provisioning_may_help(booking.error(), **request, inv.inventory, inv.cfg)) {
     if (auto r = provision(inv); !r) return std::unexpected(r.error());
   } else if (!booking) {
     return std::unexpected(booking.error());
   } else {
     for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
-    log::info(text::cat("booked ", booking->grant.device_uuid, " (",
-                        booked_text(booking->grant.bytes, booking->grant.compute_ppm), ") for ", (*request)->describe(),
-                        ": ", booking->grant.reason));
+    for (const auto& g : booking->grants)
+      log::info(text::cat("booked ", g.device_uuid, " (", booked_text(g.bytes, g.compute_ppm), ") for ",
+                          (*request)->describe(), ": ", g.reason));
   }
   return ledger.bookings_of(inv.state.id, inv.instance);
 }

@@ -149,6 +149,25 @@ typedef struct {
 
 enum : unsigned long long { NVML_DEVICE_MEMORY_LIMIT_MAX = ~0ull };  // hard limit: "none"
 
+// Topology. nvmlGpuTopologyLevel_t: the closest common ancestor of two GPUs on the PCIe tree, as
+// nvidia-smi topo -m names it (SINGLE PIX, MULTIPLE PXB, HOSTBRIDGE PHB, NODE, SYSTEM SYS).
+typedef int nvmlGpuTopologyLevel_t;
+enum : nvmlGpuTopologyLevel_t {
+  NVML_TOPOLOGY_INTERNAL = 0,
+  NVML_TOPOLOGY_SINGLE = 10,
+  NVML_TOPOLOGY_MULTIPLE = 20,
+  NVML_TOPOLOGY_HOSTBRIDGE = 30,
+  NVML_TOPOLOGY_NODE = 40,
+  NVML_TOPOLOGY_SYSTEM = 50,
+};
+typedef int nvmlEnableState_t;
+enum : nvmlEnableState_t { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
+typedef int nvmlGpuP2PCapsIndex_t;
+enum : nvmlGpuP2PCapsIndex_t { NVML_P2P_CAPS_INDEX_NVLINK = 2 };
+typedef int nvmlGpuP2PStatus_t;
+enum : nvmlGpuP2PStatus_t { NVML_P2P_STATUS_OK = 0, NVML_P2P_STATUS_NOT_SUPPORTED = 5 };
+enum : unsigned int { NVML_NVLINK_MAX_LINKS = 18 };  // 12 before r520: a higher link is INVALID_ARGUMENT
+
 // System
 nvmlReturn_t nvmlInit(void);
 nvmlReturn_t nvmlInit_v2(void);
@@ -209,6 +228,14 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_
 nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
                                                   nvmlComputeInstance_t* computeInstance);
 nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance);
+// Topology (optional: a call a library lacks, or that fails, leaves that part unknown).
+nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                 nvmlGpuTopologyLevel_t* pathInfo);
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t* isActive);
+nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t* pci);
+nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2, nvmlGpuP2PCapsIndex_t p2pIndex,
+                                    nvmlGpuP2PStatus_t* p2pStatus);
+nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node);
 // Per-cgroup memory limits (r615+; absent from older libraries). Errors: NO_PERMISSION (not root),
 // INVALID_ARGUMENT (soft > hard, or above the device's memory), NOT_SUPPORTED (MIG handles, GPUs
 // without the feature), OPERATING_SYSTEM (the cgroup path), NOT_FOUND (get: no limit there).

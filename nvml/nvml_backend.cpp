@@ -97,11 +97,17 @@ Result<Inventory> read_inventory(const Library& lib) {
   unsigned int count = 0;
   if (auto r = lib.check(lib.fn().nvmlDeviceGetCount_v2(&count), "nvmlDeviceGetCount_v2"); !r)
     return std::unexpected(r.error());
+  std::vector<nvmlDevice_t> devices;
   for (unsigned int i = 0; i < count; ++i) {
     auto g = read_gpu(lib, i);
     if (!g) return std::unexpected(std::move(g.error().wrap(text::cat("GPU ", i))));
     inv.gpus.push_back(std::move(*g));
+    devices.emplace_back();
+    if (auto r = lib.check(lib.fn().nvmlDeviceGetHandleByIndex_v2(i, &devices.back()), "nvmlDeviceGetHandleByIndex_v2");
+        !r)
+      return std::unexpected(r.error());
   }
+  nvml::read_topology(lib, devices, inv.gpus);
   return inv;
 }
 

@@ -16,6 +16,10 @@ namespace gpufrac::nvml {
 // memorySizeMB: the MIG handle's nvmlDeviceGetMemoryInfo total differs slightly per driver.
 Result<> read_mig(const Library& lib, nvmlDevice_t device, Gpu& gpu);
 
+// Fills numa_node and links (core/gpu_link.hpp) of every GPU, devices[i] being gpus[i]'s handle;
+// what the library lacks or does not answer stays unknown (nvml_topology.cpp).
+void read_topology(const Library& lib, const std::vector<nvmlDevice_t>& devices, std::vector<Gpu>& gpus);
+
 // Calls `visit` with every GPU instance of `device`, profile by profile (nvmlDeviceGetGpuInstances).
 Result<> for_each_gpu_instance(const Library& lib, nvmlDevice_t device, const std::vector<MigProfile>& profiles,
                                const std::function<Result<>(nvmlGpuInstance_t)>& visit);

@@ -79,7 +79,7 @@ void as_nvml_reports(SimulatedMachine& m) {
 Result<SimulatedMachine> load_simulated_machine_string(const std::string& content, const std::string& name) {
   auto root = yaml::load_string(content, name);
   if (!root) return std::unexpected(root.error());
-  if (auto r = yaml::check_keys(*root, {"description", "driver-version", "device-majors", "profile-sets", "gpus"}); !r)
+  if (auto r = yaml::check_keys(*root, {"description", "driver-version", "device-majors", "profile-sets", "gpus", "topology"}); !r)
     return std::unexpected(r.error());
   SimulatedMachine m;
   m.file = name;
@@ -102,6 +102,7 @@ Result<SimulatedMachine> load_simulated_machine_string(const std::string& conten
     m.inventory.gpus.push_back(std::move(*g));
   }
   if (auto r = check_unique_gpus(gpus, m.inventory.gpus); !r) return std::unexpected(r.error());
+  if (auto r = sim::parse_topology(root->child("topology"), m.inventory.gpus); !r) return std::unexpected(r.error());
   // What the fake libnvidia-ml.so.1 answers for this driver (its memory-limit calls from r615 on).
   for (auto& g : m.inventory.gpus)
     g.memory_limits = driver_major(m.inventory.driver_version) >= kMemoryLimitsDriverMajor;

@@ -17,5 +17,8 @@ Result<std::uint32_t> u32(const yaml::Located& n, std::uint64_t max);
 Result<ProfileSets> parse_profile_sets(const yaml::Located& n);
 Result<Gpu> parse_gpu(const yaml::Located& n, std::uint32_t index, const ProfileSets& sets);
 Result<> check_instances(const yaml::Located& n, const Gpu& gpu);
+// The file's topology: (links and NUMA nodes of every GPU, simulated_topology.cpp); without one,
+// every pair PHB and NUMA node 0.
+Result<> parse_topology(const yaml::Located& n, std::vector<Gpu>& gpus);
 
 }  // namespace gpufrac::sim

@@ -62,7 +62,8 @@ Result<> book_one(const Injection& inj, const WantedDevice& w, const Annotations
                   const Config& cfg) {
   ReserveArgs args{inj.container_id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt, inj.instance};
   auto booking = Ledger(LedgerOptions::from(cfg)).reserve(args, inventory, cfg.allocation);
-  if (!booking && w.device_key.empty() && provisioning_may_help(booking.error(), w.request, inventory, cfg)) {
+  if (!booking && w.device_key.empty() && !w.request.multi_gpu() &&
+      provisioning_may_help(booking.error(), w.request, inventory, cfg)) {
     // Dynamic MIG: the provisioner books it pending; the new instance's nodes are in the
     // inventory read again.
     ProvisionCall call{inj.container_id, "", 0, BookingSource::wrapper, request_annotations(keys, cfg.aliases),
@@ -74,9 +75,9 @@ Result<> book_one(const Injection& inj, const WantedDevice& w, const Annotations
   }
   if (!booking) return std::unexpected(booking.error());
   for (const auto& r : booking->reclaimed) log::info("reclaimed " + r.entry.container_id + ": " + r.why);
-  log::info(text::cat("booked ", booking->grant.device_uuid, " (",
-                      booked_text(booking->grant.bytes, booking->grant.compute_ppm), ") pending for ",
-                      w.request.describe(), ": ", booking->grant.reason));
+  for (const auto& g : booking->grants)
+    log::info(text::cat("booked ", g.device_uuid, " (", booked_text(g.bytes, g.compute_ppm), ") pending for ",
+                        w.request.describe(), ": ", g.reason));
   return {};
 }
 

@@ -12,7 +12,8 @@ namespace {
 
 constexpr const char* kComputeTail = "; use an integer percent of the GPU's time from 1 to 100, e.g. 30";
 constexpr const char* kShareKeys =
-    "gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these) or gpufrac.io/compute";
+    "gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these), gpufrac.io/compute or "
+    "gpufrac.io/gpus";
 constexpr const char* kMigTail =
     " (a MIG instance owns its share of the GPU's time); use it with gpufrac.io/fraction or gpufrac.io/memory, or on "
     "its own";
@@ -129,7 +130,7 @@ TEST(ComputeRequest, TheEnvironmentNamesTheVariable) {
             "error: GPUFRAC_COMPUTE_MODE: \"lax\" is not a compute mode; use fair or strict");
   EXPECT_EQ(from_env({"GPUFRAC_PRIORITY=high"}),
             "error: GPUFRAC_PRIORITY: is set without a size; add GPUFRAC_FRACTION, GPUFRAC_MEMORY, "
-            "GPUFRAC_MIG_PROFILE or GPUFRAC_COMPUTE");
+            "GPUFRAC_MIG_PROFILE, GPUFRAC_COMPUTE or GPUFRAC_GPUS");
   EXPECT_EQ(from_env({"GPUFRAC_MIG_PROFILE=1g.10gb", "GPUFRAC_COMPUTE=30"}),
             "error: GPUFRAC_COMPUTE: does not apply to GPUFRAC_MIG_PROFILE (a MIG instance owns its share of the "
             "GPU's time); use it with GPUFRAC_FRACTION or GPUFRAC_MEMORY, or on its own");

@@ -32,8 +32,8 @@ TEST(EnvRequest, ErrorsNameTheVariable) {
             "error: GPUFRAC_FRACTION and GPUFRAC_MEMORY: both set; set only one of GPUFRAC_FRACTION, GPUFRAC_MEMORY "
             "or GPUFRAC_MIG_PROFILE");
   EXPECT_EQ(describe({}, {"GPUFRAC_GPU=0"}),
-            "error: GPUFRAC_GPU: is set without a size; add GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE or "
-            "GPUFRAC_COMPUTE");
+            "error: GPUFRAC_GPU: is set without a size; add GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, "
+            "GPUFRAC_COMPUTE or GPUFRAC_GPUS");
   EXPECT_EQ(describe({}, {"GPUFRAC_FRACTION=0.25", "GPUFRAC_POLICY=tight"}),
             "error: GPUFRAC_POLICY: \"tight\" is not a policy; use binpack or spread");
   EXPECT_EQ(describe({}, {"GPUFRAC_FRACTION=0.25", "GPUFRAC_FRACTION=0.5"}),
@@ -78,7 +78,7 @@ TEST(EnvRequest, WarningsForNearMisses) {
   EXPECT_EQ(w[0],
             "\"GPUFRAC_FRACTON\" in the container's environment is not a gpufrac request (did you mean "
             "GPUFRAC_FRACTION?); use GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, GPUFRAC_GPU, "
-            "GPUFRAC_POLICY, GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE or GPUFRAC_PRIORITY");
+            "GPUFRAC_GPUS, GPUFRAC_POLICY, GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE or GPUFRAC_PRIORITY");
   EXPECT_EQ(w[1],
             "\"gpufrac.io/mig-profile\" in the container's environment is not a gpufrac request; use "
             "GPUFRAC_MIG_PROFILE (or the annotation where the engine can set one)");

@@ -16,10 +16,12 @@ constexpr const char* kGpuTail =
 constexpr const char* kSizing =
     "gpufrac.io/fraction, gpufrac.io/memory or gpufrac.io/mig-profile (aliases count as these)";
 constexpr const char* kShareKeys =
-    "gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these) or gpufrac.io/compute";
+    "gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these), gpufrac.io/compute or "
+    "gpufrac.io/gpus";
 constexpr const char* kUnknownTail =
     ": unknown gpufrac annotation; use gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile, "
-    "gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, gpufrac.io/gpu or gpufrac.io/policy";
+    "gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, gpufrac.io/gpu, gpufrac.io/gpus or "
+    "gpufrac.io/policy";
 
 struct Case {
   const char* name;

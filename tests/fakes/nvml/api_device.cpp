@@ -2,7 +2,6 @@
 // UUID, name, memory (the instance's: its profile's memorySizeMB), processes and their MIG ids,
 // and NOT_SUPPORTED for GPU-only queries (index, PCI, minor, compute capability).
 #include <algorithm>
-#include <cstdio>
 
 #include "fake_entry.hpp"
 #include "fake_memory_limits.hpp"
@@ -42,14 +41,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name,
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
   return with_gpu(device, [&](PhysicalGpu& g) -> nvmlReturn_t {
     if (!pci) return NVML_ERROR_INVALID_ARGUMENT;
-    *pci = nvmlPciInfo_t{};
-    const std::string& id = g.model.pci_bus_id;
-    id.copy(pci->busId, sizeof pci->busId - 1);
-    unsigned int function = 0;
-    std::sscanf(id.c_str(), "%x:%x:%x.%x", &pci->domain, &pci->bus, &pci->device, &function);
-    std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04x:%02x:%02x.%x", pci->domain & 0xffff, pci->bus & 0xff,
-                  pci->device & 0xff, function & 0xf);
-    pci->pciDeviceId = 0x10DE;
+    fill_pci_info(g.model, *pci);
     return NVML_SUCCESS;
   });
 }

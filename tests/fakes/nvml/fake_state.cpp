@@ -1,6 +1,7 @@
 #include "fake_state.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/text.hpp"
 #include "nvml/simulated.hpp"
@@ -133,6 +134,17 @@ nvmlComputeInstance_st* find_compute_instance(State& state, nvmlComputeInstance_
     for (auto* c : gpu->mig.slots)
       if (ci && c == ci) return ci;
   return nullptr;
+}
+
+void fill_pci_info(const Gpu& g, nvmlPciInfo_t& pci) {
+  pci = nvmlPciInfo_t{};
+  const std::string& id = g.pci_bus_id;
+  id.copy(pci.busId, sizeof pci.busId - 1);
+  unsigned int function = 0;
+  std::sscanf(id.c_str(), "%x:%x:%x.%x", &pci.domain, &pci.bus, &pci.device, &function);
+  std::snprintf(pci.busIdLegacy, sizeof pci.busIdLegacy, "%04x:%02x:%02x.%x", pci.domain & 0xffff, pci.bus & 0xff,
+                pci.device & 0xff, function & 0xf);
+  pci.pciDeviceId = 0x10DE;
 }
 
 }  // namespace gpufrac::fake_nvml

@@ -115,6 +115,10 @@ nvmlComputeInstance_st* add_compute_instance(nvmlGpuInstance_st& gi, std::uint32
 std::uint32_t ci_profile_slices(std::uint32_t index);
 bool ci_profile_fits(std::uint32_t ci_slices, std::uint32_t gi_slices);
 
+// nvmlPciInfo_t of a GPU: busId as the machine file has it, domain, bus and device parsed from it,
+// vendor id only.
+void fill_pci_info(const Gpu& gpu, nvmlPciInfo_t& pci);
+
 // Handle checks: what a handle points to, or null when it is not a live object of `state`.
 nvmlDevice_st* find_device(State& state, nvmlDevice_t device);  // a GPU or a MIG device
 PhysicalGpu* find_gpu(State& state, nvmlDevice_t device);       // a GPU (not a MIG device)
