@@ -191,6 +191,14 @@ nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_
 nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
                                                   nvmlComputeInstance_t* computeInstance);
 nvmlReturn_t nvmlComputeInstanceDestroy(nvmlComputeInstance_t computeInstance);
+// Compute instances at a placement (compute slices inside the GPU instance; compute instances of
+// several sizes in one GPU instance). Placements lists every placement, free or not.
+nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                                 nvmlComputeInstancePlacement_t* placements,
+                                                                 unsigned int* count);
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstanceWithPlacement(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                               const nvmlComputeInstancePlacement_t* placement,
+                                                               nvmlComputeInstance_t* computeInstance);
 
 }  // extern "C"
 

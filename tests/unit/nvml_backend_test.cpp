@@ -74,7 +74,7 @@ TEST_F(NvmlBackend, EveryShippedMachineReadsAsTheSimulatedOne) {
     EXPECT_FALSE(real.gpus.empty()) << e.path();
     ++count;
   }
-  EXPECT_EQ(count, 7);
+  EXPECT_EQ(count, 8);
 }
 
 TEST_F(NvmlBackend, ReadsMigInstancesProfilesAndUuids) {
