@@ -35,6 +35,7 @@
 #include "core/grant.hpp"
 #include "core/inventory.hpp"
 #include "core/ledger_entry.hpp"
+#include "core/mig_fit.hpp"
 #include "core/request.hpp"
 
 namespace gpufrac {
@@ -50,8 +51,14 @@ struct DynamicMig {
   bool dynamic(const Gpu& gpu) const;  // in MIG mode and dynamic by the config
 };
 
+// `holder`: who asks; a container gets at most one compute instance per GPU instance.
 Result<Grant> allocate(const Request& request, const Inventory& inventory, const std::vector<LedgerEntry>& live,
-                       const AllocationConfig& config, const DynamicMig& dynamic = {});
+                       const AllocationConfig& config, const DynamicMig& dynamic = {}, const MigHolder& holder = {});
+
+// Whether a request may be served by MIG at all: mig-profile, or a share (with mig-serves-fractions)
+// without compute-mode or priority, which only the time-slicing arbiter honours (a MIG device owns
+// its SMs: compute there is a size, docs/architecture.md "Compute share").
+bool reaches_mig(const Request& request);
 
 // True when creating a MIG instance could serve the request: a mig-profile request, or a share
 // with mig-serves-fractions, that may use (pin included) a GPU in MIG mode that is dynamic.
