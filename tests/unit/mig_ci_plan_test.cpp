@@ -140,10 +140,10 @@ TEST(MigCiPlan, ComputeInstancesFoundOnTheNodeAreNeverDestroyed) {
             "1c.3g.20gb@0 (idle)");
   auto one = plan_mig(ci_request("1c.3g.20gb"), {s.view()});
   ASSERT_TRUE(one) << one.error().message;
-  EXPECT_EQ(one->reuse_uuid, "MIG-0a6f3c21-7d4e-5b89-a1c2-3e4f5a6b7c01");  // the lowest GI, then CI
+  EXPECT_EQ(one->reuse_uuid, "MIG-1a6f3c21-7d4e-5b89-a1c2-3e4f5a6b7c01");  // the lowest GI, then CI
   auto two = plan_mig(with_compute(memory_request(4 * kGiB), 20), {s.view()});
   ASSERT_TRUE(two) << two.error().message;
-  EXPECT_EQ(two->reuse_uuid, "MIG-0a6f3c21-7d4e-5b89-a1c2-3e4f5a6b7c04");  // 2c.3g.20gb: 28 SMs for 20 SMs
+  EXPECT_EQ(two->reuse_uuid, "MIG-4a6f3c21-7d4e-5b89-a1c2-3e4f5a6b7c04");  // 2c.3g.20gb: 28 SMs for 20 SMs
   EXPECT_EQ(two->bytes, 4 * kGiB);
 }
 
