@@ -1,7 +1,9 @@
 // Fault injection for crash tests: with GPUFRAC_FAULT=<point> in the environment, the process
 // kills itself with SIGKILL when it reaches that point, the way a hook killed by its runtime would
-// die. Points: ledger-after-lock, ledger-after-temp-write, ledger-before-rename, dra-after-book
-// (gpufrac-dra: a claim booked, its CDI spec not written, its checkpoint entry still `started`).
+// die; GPUFRAC_FAULT=<point>@<n> when it reaches it the n-th time (the provisioner takes the ledger
+// lock several times). Points: ledger-after-lock, ledger-after-temp-write, ledger-before-rename,
+// dra-after-book (gpufrac-dra: a claim booked, its CDI spec not written, its checkpoint entry
+// still `started`), mig-after-gi and mig-after-ci (nvml/mig_steps.hpp).
 #pragma once
 
 #include <string_view>
@@ -10,7 +12,7 @@ namespace gpufrac::fault {
 
 inline constexpr const char* kEnv = "GPUFRAC_FAULT";
 
-// raise(SIGKILL) when $GPUFRAC_FAULT equals point; otherwise nothing.
+// raise(SIGKILL) when $GPUFRAC_FAULT names this point (and this is the n-th time); otherwise nothing.
 void point(std::string_view point);
 
 }  // namespace gpufrac::fault

@@ -135,6 +135,8 @@ Result<ProvisionResult> provision_on(Target& t, const Inventory& inv, const Gpu&
   if (!created) return std::unexpected(created.error());
   if (!fresh) return std::unexpected(fresh.error());
   if (auto r = finish_journaled(t.cfg, *fresh, gpu.uuid, *created); !r) return std::unexpected(r.error());
+  if (const Gpu* now_gpu = fresh->gpu_by_uuid(gpu.uuid); now_gpu && !plan->destroy.empty())
+    if (auto pruned = prune_mig_made(t.cfg, *now_gpu); !pruned) return std::unexpected(pruned.error());
   out.destroyed = plan->destroy;
   out.created = plan->create;
   auto grant = grant_of_instance(*fresh, gpu.uuid, created->gi, created->ci, *plan);
