@@ -11,7 +11,9 @@
 //    holds the memory (a whole GPU instance by the rule above; a smaller compute instance books the
 //    request's amount, or fraction x the GPU's memory, of its GI's memory). Order: fewest SMs (the
 //    compute the request wastes), then the GI's memory, memory slices and compute slices (the memory
-//    it wastes), a whole GPU instance before a compute instance of a larger one.
+//    it wastes), a whole GPU instance before a compute instance of a larger one. The planner makes
+//    whole GPU instances only for such a request: a smaller compute instance it takes only in a GPU
+//    instance that exists (core/mig_plan.hpp).
 //  - Plain GI profiles before attributed ones (+me, -me, +gfx), in every order.
 #pragma once
 
