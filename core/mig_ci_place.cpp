@@ -17,12 +17,18 @@ bool free_at(const std::vector<Span>& taken, const Span& s) {
   return std::none_of(taken.begin(), taken.end(), [&](const Span& t) { return t.overlaps(s); });
 }
 
+// The compute slices a placement of the profile occupies: NVML's placement size (a Hopper 3g's
+// full compute instance is reported at 0:4), at least its slices.
+std::uint32_t span_of(const MigComputeProfile& c) {
+  return std::max(c.slices, c.placement_size);
+}
+
 // (largest compute instance profile still placeable, placements of all profiles still free).
 std::pair<std::uint32_t, std::uint32_t> room(const MigProfile& gi, const std::vector<Span>& taken) {
   std::uint32_t largest = 0, free = 0;
   for (const MigComputeProfile& c : gi.compute_profiles)
     for (std::uint32_t start : c.placement_starts)
-      if (free_at(taken, {start, c.slices})) {
+      if (free_at(taken, {start, span_of(c)})) {
         largest = std::max(largest, c.slices);
         ++free;
       }
@@ -36,16 +42,17 @@ std::optional<std::uint32_t> best_ci_start(const MigProfile& gi, const MigComput
   std::vector<Span> taken;
   std::uint32_t same = 0;
   for (const MigCiOccupant& c : cis) {
-    taken.push_back({c.start, c.slices});
+    const MigComputeProfile* p = gi.compute_profile_by_id(c.profile_id);
+    taken.push_back({c.start, p != nullptr && p->slices == c.slices ? span_of(*p) : c.slices});
     same += c.slices == ci.slices;
   }
   if (same >= ci.max_count) return std::nullopt;
   std::optional<std::uint32_t> best;
   std::pair<std::uint32_t, std::uint32_t> best_room{};
   for (std::uint32_t start : ci.placement_starts) {
-    if (!free_at(taken, {start, ci.slices})) continue;
+    if (!free_at(taken, {start, span_of(ci)})) continue;
     auto after = taken;
-    after.push_back({start, ci.slices});
+    after.push_back({start, span_of(ci)});
     const auto r = room(gi, after);
     if (!best || r > best_room) {
       best = start;
