@@ -186,6 +186,35 @@ std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool comp
   return t.render();
 }
 
+// GPU instances split into compute instances: their memory, which the compute instances' bookings
+// share, and their compute instances ("1c.3g.40gb x3 (2 booked)").
+std::string render_split(const StatusReport& r) {
+  Table t({"GPU", "GI", "PROFILE", "MEMORY", "BOOKED", "FREE", "COMPUTE INSTANCES"});
+  for (std::size_t i = 0; i < r.devices.size(); ++i) {
+    const DeviceStatus& d = r.devices[i];
+    if (!d.split || (i > 0 && r.devices[i - 1].split && r.devices[i - 1].mig->gi == d.mig->gi &&
+                     r.devices[i - 1].gpu_index == d.gpu_index))
+      continue;
+    std::vector<std::pair<std::string, std::pair<int, int>>> kinds;  // name -> (count, booked)
+    for (std::size_t j = i; j < r.devices.size() && r.devices[j].mig && r.devices[j].mig->gi == d.mig->gi &&
+                            r.devices[j].gpu_index == d.gpu_index;
+         ++j) {
+      const DeviceStatus& c = r.devices[j];
+      auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == c.name; });
+      if (it == kinds.end()) it = kinds.insert(kinds.end(), {c.name, {0, 0}});
+      ++it->second.first;
+      it->second.second += !c.shares.empty();
+    }
+    std::vector<std::string> parts;
+    for (const auto& [name, n] : kinds)
+      parts.push_back(text::cat(name, n.first > 1 ? text::cat(" x", n.first) : "", " (", n.second, " booked)"));
+    t.add({text::cat(d.gpu_index), text::cat(d.mig->gi), d.gi_profile, text::format_bytes(d.total),
+           text::format_bytes(d.gi_reserved), text::format_bytes(d.total > d.gi_reserved ? d.total - d.gi_reserved : 0),
+           text::join(parts, ", ")});
+  }
+  return t.empty() ? "" : "\nMIG GPU instances with compute instances (they share its memory)\n" + t.render();
+}
+
 // Dynamic MIG instances without booking, kept for reuse until mig.idle-timeout.
 std::string render_idle(const StatusReport& r, const StatusStyle& st) {
   Table t({"GPU", "GI", "CI", "NAME", "UUID", "STATE", "IDLE"});
@@ -250,7 +279,7 @@ std::string render_status(const StatusReport& r, const StatusStyle& st) {
     rows.push_back({"-", cell, &s});
   }
   out += rows.empty() ? "\nNo shares.\n" : "\n" + render_shares(rows, mig, any_compute(r), st) + render_unknown(r);
-  return out + render_idle(r, st);
+  return out + render_split(r) + render_idle(r, st);
 }
 
 bool colour_wanted(int fd) {

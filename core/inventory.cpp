@@ -30,6 +30,12 @@ const MigProfile* Gpu::profile_by_id(std::uint32_t id) const {
   return nullptr;
 }
 
+const MigComputeProfile* MigProfile::compute_profile_by_id(std::uint32_t ci_id) const {
+  for (const auto& c : compute_profiles)
+    if (c.id == ci_id) return &c;
+  return nullptr;
+}
+
 const Gpu* Inventory::gpu_by_index(std::uint32_t index) const {
   for (const auto& g : gpus)
     if (g.index == index) return &g;

@@ -8,6 +8,7 @@
 #include "core/ledger_file.hpp"
 #include "core/ledger_limits.hpp"
 #include "core/ledger_mig.hpp"
+#include "core/mig_fit.hpp"
 #include "core/process.hpp"
 #include "core/text.hpp"
 
@@ -51,6 +52,28 @@ LedgerEntry entry_for(const ReserveArgs& a, const Grant& g, std::uint64_t pid_st
                      a.claim,        g.compute_ppm,        g.compute_mode, g.priority};
 }
 
+MigHolder holder_of(const ReserveArgs& a) {
+  return MigHolder{a.container_id, a.instance, a.source == BookingSource::dra};
+}
+
+// A MIG grant made outside the allocator (the provisioner): its GPU instance's memory and the
+// one-compute-instance-per-GPU-instance rule hold against the bookings now.
+Result<> check_granted(const LedgerState& s, const ReserveArgs& a, const Grant& g, std::uint64_t gi_memory) {
+  for (const auto& e : s.entries)
+    if (e.device_uuid == g.device_uuid) return user_error(text::cat(g.device_uuid, " is booked by ", e.container_id));
+  if (!g.mig) return {};
+  const auto held = held_gpu_instances(s.entries, holder_of(a));
+  if (std::find(held.begin(), held.end(), std::pair{g.gpu_uuid, g.mig->gi}) != held.end())
+    return user_error(text::cat(a.container_id, " holds a compute instance of GPU ", g.gpu_index, " gi ", g.mig->gi,
+                                " already; CUDA enumerates one compute instance per GPU instance"));
+  const std::uint64_t booked = gi_booked_bytes(s.entries, g.gpu_uuid, g.mig->gi);
+  if (gi_memory != 0 && booked + g.bytes > gi_memory)
+    return user_error(text::cat("GPU ", g.gpu_index, " gi ", g.mig->gi, " has ",
+                                text::format_bytes(gi_memory > booked ? gi_memory - booked : 0),
+                                " of its memory left; ", g.device_uuid, " needs ", text::format_bytes(g.bytes)));
+  return {};
+}
+
 // Finds the booking of (container id, instance, device key) or allocates a new one in state.
 Result<Booking> book(LedgerState& state, const ReserveArgs& a, std::uint64_t start, const Inventory& inv,
                      const AllocationConfig& cfg, const MigConfig& mig, std::int64_t now, bool& changed) {
@@ -68,7 +91,7 @@ Result<Booking> book(LedgerState& state, const ReserveArgs& a, std::uint64_t sta
     b.existing = true;
     return b;
   }
-  auto g = allocate(a.request, inv, state.entries, cfg, DynamicMig{&mig, &state.mig_idle});
+  auto g = allocate(a.request, inv, state.entries, cfg, DynamicMig{&mig, &state.mig_idle}, holder_of(a));
   if (!g) return std::unexpected(g.error());
   drop_idle_record(state, g->device_uuid);
   state.entries.push_back(entry_for(a, *g, start, now));
@@ -278,7 +301,7 @@ Result<std::vector<LedgerEntry>> Ledger::bookings_of(const std::string& containe
   return mine;
 }
 
-Result<Booking> Ledger::reserve_granted(const ReserveArgs& a, const Grant& g) {
+Result<Booking> Ledger::reserve_granted(const ReserveArgs& a, const Grant& g, std::uint64_t gi_memory) {
   auto start = checked_start(a);
   if (!start) return std::unexpected(start.error());
   auto tx = begin(options_);
@@ -293,8 +316,7 @@ Result<Booking> Ledger::reserve_granted(const ReserveArgs& a, const Grant& g) {
     b.existing = true;
     return b;
   }
-  for (const auto& e : tx->state.entries)
-    if (e.device_uuid == g.device_uuid) return user_error(text::cat(g.device_uuid, " is booked by ", e.container_id));
+  if (auto ok = check_granted(tx->state, a, g, gi_memory); !ok) return std::unexpected(ok.error());
   drop_idle_record(tx->state, g.device_uuid);
   tx->state.entries.push_back(entry_for(a, g, *start, now()));
   if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());

@@ -17,5 +17,11 @@ Result<std::uint32_t> u32(const yaml::Located& n, std::uint64_t max);
 Result<ProfileSets> parse_profile_sets(const yaml::Located& n);
 Result<Gpu> parse_gpu(const yaml::Located& n, std::uint32_t index, const ProfileSets& sets);
 Result<> check_instances(const yaml::Located& n, const Gpu& gpu);
+// Compute instances (simulated_ci.cpp): a GI profile's compute-profiles (derived when absent); an
+// instance's compute instance from its profile name and ci-start (the first free placement when
+// absent; the GPU's earlier instances are taken into account); the per-GPU-instance checks.
+Result<std::vector<MigComputeProfile>> parse_compute_profiles(const yaml::Located& n, const MigProfile& gi);
+Result<> fill_compute_instance(const yaml::Located& n, const Gpu& gpu, MigInstance& instance);
+Result<> check_compute_instances(const yaml::Located& list, const Gpu& gpu);
 
 }  // namespace gpufrac::sim
