@@ -3,6 +3,7 @@
 #include <array>
 
 #include "cdi/cdi_names.hpp"
+#include "core/mig_device.hpp"
 #include "core/mig_profile_name.hpp"
 #include "core/text.hpp"
 
@@ -71,10 +72,13 @@ Request whole(GpuPin pin) {
   return r;
 }
 
+// A MIG device (a compute instance; the whole GPU instance when it is the full-size one) books
+// its device profile, "1c.3g.40gb" or "3g.40gb", pinned to its UUID.
 Result<Request> mig_request(std::string_view name, const Gpu& g, const MigInstance& m) {
-  auto profile = canonical_mig_profile(m.profile_name);
+  const std::string device_profile = mig_device_profile(g, m);
+  auto profile = canonical_mig_profile(device_profile);
   if (!profile)
-    return refuse(name, "MIG instance " + m.uuid + " has profile " + text::quote(m.profile_name) + ": " +
+    return refuse(name, "MIG instance " + m.uuid + " has profile " + text::quote(device_profile) + ": " +
                             profile.error().message);
   Request r;
   r.kind = SizeKind::mig_profile;
@@ -196,7 +200,9 @@ Result<std::vector<std::string>> cdi_device_members(std::string_view qualified, 
   std::vector<std::string> out;
   for (const auto& g : inv.gpus) {
     if (!g.mig_enabled) out.push_back(whole_gpu_name(g));
-    for (std::size_t i = 0; i < g.mig_instances.size(); ++i) out.push_back(mig_name(g, i));
+    // One compute instance per GPU instance (CUDA enumerates one): the first of a split one.
+    for (std::size_t i = 0; i < g.mig_instances.size(); ++i)
+      if (i == 0 || g.mig_instances[i - 1].gi_id != g.mig_instances[i].gi_id) out.push_back(mig_name(g, i));
   }
   if (out.empty()) return refuse(*name, "this node has no GPU or MIG instance to give");
   return out;

@@ -4,13 +4,19 @@
 //
 //   <gpu>             whole GPU by index, e.g. 0          -> fraction=1 gpu=<gpu>
 //   GPU-<uuid>        whole GPU by UUID                   -> fraction=1 gpu=GPU-<uuid>
-//   <gpu>:<mig>       MIG instance by position in the GPU's instance list (by GI, CI; NVIDIA's
-//                     toolkit names them the same way)    -> mig-profile=<profile> gpu=MIG-<uuid>
+//   <gpu>:<mig>       MIG device by position in the GPU's list of them (by GI, CI: each compute
+//                     instance is one, so the three of a GPU instance split 1c x3 are three
+//                     positions; NVIDIA's toolkit names them the same way)
+//                                                         -> mig-profile=<profile> gpu=MIG-<uuid>
+//                     (<profile>: "3g.40gb" for a whole GPU instance, "1c.3g.40gb" for a compute
+//                     instance of one, which books the equal split of its GPU instance's memory)
 //   MIG-<uuid>        MIG instance by UUID                 -> the same
 //   <gpu>-<fraction>  share, canonical fraction < 1, e.g. 0-0.25       -> fraction=<f> gpu=<gpu>
 //   <gpu>-<memory>    share, canonical memory < the GPU's, e.g. 0-4Gi  -> memory=<m> gpu=<gpu>
-//   all               every whole GPU not in MIG mode and every MIG instance: a set, booked as
-//                     its members (cdi_device_members), never as one Request
+//   all               every whole GPU not in MIG mode and every MIG instance (of a GPU instance
+//                     split into compute instances, its first: a container gets one compute
+//                     instance per GPU instance): a set, booked as its members
+//                     (cdi_device_members), never as one Request
 //
 // <gpu> is a decimal index without leading zeros. A GPU in MIG mode has no whole-GPU or share
 // devices: its memory belongs to its instances. Canonical forms keep one name per device:
@@ -39,7 +45,7 @@ Result<Request> request_for_cdi_device(std::string_view name, const Inventory& i
 
 // The device names a CDI device books in the ledger, one booking each (the ledger's device key):
 // {name} for a single device, every member for "all" (whole GPUs by index, then MIG instances as
-// <gpu>:<mig>), in inventory order. Errors as request_for_cdi_device.
+// <gpu>:<mig>, one per GPU instance), in inventory order. Errors as request_for_cdi_device.
 Result<std::vector<std::string>> cdi_device_members(std::string_view name, const Inventory& inventory);
 
 // Names generate gives devices.

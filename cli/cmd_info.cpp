@@ -8,6 +8,7 @@
 #include "cli/table.hpp"
 #include "cli/topology_render.hpp"
 #include "core/enforcement.hpp"
+#include "core/mig_device.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
 
@@ -34,30 +35,49 @@ std::string render_gpus(const Inventory& inv) {
   return t.render();
 }
 
+// Every MIG device (compute instance): its profile, SMs, where it sits (memory slices of its GPU
+// instance, compute slices inside it) and its GPU instance's memory, shared when it is split.
 std::string render_instances(const Inventory& inv) {
-  Table t({"GPU", "GI", "CI", "PROFILE", "PLACEMENT", "MEMORY", "UUID", "CAP NODES"});
+  Table t({"GPU", "GI", "CI", "PROFILE", "SMS", "PLACEMENT", "COMPUTE", "MEMORY", "UUID", "CAP NODES"});
   for (const auto& g : inv.gpus)
     for (const auto& m : g.mig_instances) {
       std::vector<std::string> caps;
       for (const auto& n : m.cap_nodes) caps.push_back(node_text(n));
-      t.add({text::cat(g.index), text::cat(m.gi_id), text::cat(m.ci_id), m.profile_name,
-             text::cat(m.placement.start, ":", m.placement.size), text::format_bytes(m.memory_bytes), m.uuid,
+      const std::string name = mig_device_profile(g, m);
+      t.add({text::cat(g.index), text::cat(m.gi_id), text::cat(m.ci_id), name,
+             m.multiprocessors ? text::cat(m.multiprocessors) : "-",
+             text::cat(m.placement.start, ":", m.placement.size), text::cat(m.ci_start, ":", m.compute_slices),
+             text::format_bytes(m.memory_bytes) + (name == m.profile_name ? "" : " (shared)"), m.uuid,
              caps.empty() ? "missing (run nvidia-smi once)" : text::join(caps, ", ")});
     }
   return t.empty() ? "" : "\nMIG instances\n" + t.render();
+}
+
+// "1c 14 SMs x3 {0,1,2}, 2c 28 SMs {0}, 3g 42 SMs {0}": what NVML answered for a GI profile.
+std::string compute_profiles_text(const MigProfile& p) {
+  if (p.compute_profiles.empty()) return "-";
+  std::vector<std::string> out;
+  for (const auto& c : p.compute_profiles) {
+    std::vector<std::string> starts;
+    for (auto s : c.placement_starts) starts.push_back(text::cat(s));
+    out.push_back(text::cat(c.slices == p.compute_slices ? text::cat(c.slices, "g") : text::cat(c.slices, "c"), " ",
+                            c.multiprocessors, " SMs", c.max_count > 1 ? text::cat(" x", c.max_count) : "", " {",
+                            text::join(starts, ","), "}"));
+  }
+  return text::join(out, ", ");
 }
 
 std::string render_profiles(const Inventory& inv) {
   std::string out;
   for (const auto& g : inv.gpus) {
     if (g.mig_profiles.empty()) continue;
-    Table t({"PROFILE", "ID", "SLICES", "MEMORY", "MAX", "PLACEMENTS"}, "  ");
+    Table t({"PROFILE", "ID", "SLICES", "SMS", "MEMORY", "MAX", "PLACEMENTS", "COMPUTE INSTANCES"}, "  ");
     for (const auto& p : g.mig_profiles) {
       std::vector<std::string> starts;
       for (auto s : p.placement_starts) starts.push_back(text::cat(s));
       t.add({p.name, text::cat(p.id), text::cat(p.compute_slices, "c/", p.memory_slices, "m"),
-             text::format_bytes(p.memory_mib * kMiB), text::cat(p.max_count),
-             "{" + text::join(starts, ",") + "}:" + text::cat(p.memory_slices)});
+             text::cat(p.multiprocessors), text::format_bytes(p.memory_mib * kMiB), text::cat(p.max_count),
+             "{" + text::join(starts, ",") + "}:" + text::cat(p.memory_slices), compute_profiles_text(p)});
     }
     out += text::cat("\nMIG profiles of GPU ", g.index, " (", g.name, ")\n") + t.render();
   }

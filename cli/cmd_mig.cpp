@@ -20,6 +20,7 @@
 #include "core/mig_plan.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
+#include "nvml/mig_made.hpp"
 #include "nvml/mig_provision.hpp"
 
 namespace gpufrac::cli {
@@ -36,15 +37,25 @@ nlohmann::json step_json(const MigDestroyStep& d) {
   return {{"gi", d.gi}, {"profile", d.profile_name}, {"start", d.placement.start}, {"uuids", d.uuids}};
 }
 
+// A new compute instance: in a new GPU instance (gi null) or an existing one.
+nlohmann::json create_json(const MigCreateStep& c) {
+  auto opt = [](const std::optional<std::uint32_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  return {{"profile", c.profile_name},
+          {"profile_id", c.profile_id},
+          {"start", c.placement.start},
+          {"gi", opt(c.gi)},
+          {"device_profile", c.device_profile},
+          {"ci_slices", c.ci_slices},
+          {"ci_profile_id", opt(c.ci_profile_id)},
+          {"ci_start", opt(c.ci_start)}};
+}
+
 nlohmann::json provision_json(const ProvisionResult& r) {
   const Grant& g = r.booking.grant;
   nlohmann::json destroyed = nlohmann::json::array();
   for (const auto& d : r.destroyed) destroyed.push_back(step_json(d));
   nlohmann::json created = nullptr;
-  if (r.created)
-    created = {{"profile", r.created->profile_name},
-               {"profile_id", r.created->profile_id},
-               {"start", r.created->placement.start}};
+  if (r.created) created = create_json(*r.created);
   auto j = grant_json(g, r.booking.existing);
   j["destroyed"] = destroyed;
   j["created"] = created;
@@ -73,13 +84,12 @@ int run_provision(Context& ctx, const MigOptions& o) {
 nlohmann::json plan_json(const MigPlan& p) {
   nlohmann::json destroy = nlohmann::json::array();
   for (const auto& d : p.destroy) destroy.push_back(step_json(d));
-  nlohmann::json j{{"gpu_index", p.gpu_index}, {"gpu_uuid", p.gpu_uuid}, {"reason", p.reason}};
+  nlohmann::json j{{"gpu_index", p.gpu_index}, {"gpu_uuid", p.gpu_uuid}, {"reason", p.reason}, {"bytes", p.bytes}};
   if (p.reuse()) {
     j["reuse"] = p.reuse_uuid;
   } else {
     j["destroy"] = destroy;
-    j["create"] = {
-        {"profile", p.create.profile_name}, {"profile_id", p.create.profile_id}, {"start", p.create.placement.start}};
+    j["create"] = create_json(p.create);
   }
   return j;
 }
@@ -98,7 +108,10 @@ int run_plan(Context& ctx, const MigOptions& o) {
   for (const Gpu& g : inv->gpus) {
     if (request->gpu && (request->gpu->index ? g.index != *request->gpu->index : g.uuid != request->gpu->uuid))
       continue;
-    if (dyn.dynamic(g)) views.push_back(mig_view(g, state->entries, state->mig_idle));
+    if (!dyn.dynamic(g)) continue;
+    auto made = read_mig_made(*cfg, g.uuid);
+    if (!made) return ctx.fail(made.error());
+    views.push_back(mig_view(g, state->entries, state->mig_idle, {}, *made, MigHolder{o.container, o.instance}));
   }
   if (views.empty())
     return ctx.fail(user_error("no GPU the request may use is in dynamic MIG mode (mig.mode)").error());
@@ -120,6 +133,8 @@ void add_mig_command(CLI::App& app, Context& ctx) {
   provision->callback([&ctx, o] { ctx.exit_code = run_provision(ctx, *o); });
   auto* plan = mig->add_subcommand("plan", "Show what a request would get on the dynamic MIG GPUs now");
   plan->add_option("--annotation", o->annotations, "Request annotation KEY=VALUE (repeatable)")->required();
+  plan->add_option("--container", o->container,
+                   "The container that asks (skips GPU instances it holds a compute instance of)");
   plan->add_flag("--json", o->json, "Print JSON");
   plan->callback([&ctx, o] { ctx.exit_code = run_plan(ctx, *o); });
 }

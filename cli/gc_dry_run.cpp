@@ -9,9 +9,11 @@
 #include "core/fs.hpp"
 #include "core/ledger_limits.hpp"
 #include "core/ledger_mig.hpp"
+#include "core/mig_plan.hpp"
 #include "core/text.hpp"
 #include "limits/host/arbiter_file.hpp"
 #include "limits/host/region_file.hpp"
+#include "nvml/mig_made.hpp"
 
 namespace gpufrac::cli {
 
@@ -80,10 +82,24 @@ FilesReport plan_files(const Config& cfg, const NodeView& node, const GcReport& 
   return out;
 }
 
+// What gc would destroy: the GPU instances whose compute instances are all idle past the timeout
+// and that gpufrac may destroy (core/mig_plan.hpp: split ones only when it made them all).
 MigReclaimReport plan_mig(const Config& cfg, const NodeView& node, std::int64_t now) {
+  std::set<std::string> doomed;
+  for (const Gpu& g : node.inventory.gpus) {
+    auto made = read_mig_made(cfg, g.uuid);
+    const auto expired = expired_idle(node.ledger, g, cfg.mig.idle_timeout_s, now);
+    for (const MigOccupant& o :
+         mig_view(g, node.ledger.entries, node.ledger.mig_idle, {}, made ? *made : std::vector<std::string>{})
+             .occupants)
+      if (o.destroyable() && std::all_of(o.uuids.begin(), o.uuids.end(), [&](const std::string& u) {
+            return std::find(expired.begin(), expired.end(), u) != expired.end();
+          }))
+        doomed.insert(o.uuids.begin(), o.uuids.end());
+  }
   MigReclaimReport out;
   for (auto& i : idle_mig_instances(node.inventory, node.ledger, now))
-    (i.idle_s >= static_cast<std::int64_t>(cfg.mig.idle_timeout_s) ? out.destroyed : out.idle).push_back(std::move(i));
+    (doomed.contains(i.uuid) ? out.destroyed : out.idle).push_back(std::move(i));
   return out;
 }
 

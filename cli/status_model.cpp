@@ -9,6 +9,8 @@
 #include "core/ledger_json.hpp"
 #include "core/ledger_mig.hpp"
 #include "core/load.hpp"
+#include "core/mig_device.hpp"
+#include "core/quantity.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::cli {
@@ -48,9 +50,21 @@ DeviceStatus gpu_status(const Gpu& g, const DeviceLoad& d, const AllocationConfi
   return s;
 }
 
-DeviceStatus instance_status(const Gpu& g, const MigInstance& m, const DeviceLoad& d) {
-  return DeviceStatus{g.index,        m.uuid,         m.profile_name, MigRef{m.gi_id, m.ci_id, m.profile_name}, false,
-                      m.memory_bytes, m.memory_bytes, d.reserved,     d.entries.empty() ? m.memory_bytes : 0,   {}};
+// A MIG device: its own booking, and its GPU instance's memory that all its compute instances share.
+DeviceStatus instance_status(const Gpu& g, const MigInstance& m, const Load& load) {
+  const DeviceLoad& d = load.of(m.uuid);
+  const std::string name = mig_device_profile(g, m);
+  std::uint64_t gi_reserved = 0;
+  for (const MigInstance& o : g.mig_instances)
+    if (o.gi_id == m.gi_id) gi_reserved = saturating_add(gi_reserved, load.of(o.uuid).reserved);
+  const std::uint64_t left = m.memory_bytes > gi_reserved ? m.memory_bytes - gi_reserved : 0;
+  DeviceStatus s{g.index,        m.uuid,         name,       MigRef{m.gi_id, m.ci_id, name}, false,
+                 m.memory_bytes, m.memory_bytes, d.reserved, d.entries.empty() ? left : 0,   {}};
+  s.gi_profile = m.profile_name;
+  s.gi_reserved = gi_reserved;
+  s.multiprocessors = m.multiprocessors;
+  s.split = name != m.profile_name;
+  return s;
 }
 
 // Sets ShareStatus::gpus on every GPU's booking of each multi-GPU share (keys gpus/<k>).
@@ -101,7 +115,7 @@ StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const
       return std::tie(a->gi_id, a->ci_id) < std::tie(b->gi_id, b->ci_id);
     });
     for (const MigInstance* m : instances) {
-      r.devices.push_back(instance_status(*g, *m, load.of(m->uuid)));
+      r.devices.push_back(instance_status(*g, *m, load));
       r.devices.back().shares = shares_of(load.of(m->uuid).entries, src);
       if (const MigIdleRecord* rec = find_idle_record(ledger, m->uuid); rec && load.of(m->uuid).entries.empty())
         r.devices.back().idle_s = std::max<std::int64_t>(0, now - rec->since);
@@ -134,7 +148,15 @@ nlohmann::json status_json(const StatusReport& r) {
                      {"reserved", d.reserved},
                      {"free", d.free},
                      {"shares", std::move(shares)}};
-    if (d.mig) j["mig"] = {{"gi", d.mig->gi}, {"ci", d.mig->ci}, {"profile", d.mig->profile}};
+    if (d.mig) {
+      j["mig"] = {{"gi", d.mig->gi}, {"ci", d.mig->ci}, {"profile", d.mig->profile}};
+      j["multiprocessors"] = d.multiprocessors ? nlohmann::json(d.multiprocessors) : nlohmann::json(nullptr);
+      j["gpu_instance"] = {{"gi", d.mig->gi},
+                           {"profile", d.gi_profile},
+                           {"total", d.total},
+                           {"reserved", d.gi_reserved},
+                           {"free", d.total > d.gi_reserved ? d.total - d.gi_reserved : 0}};
+    }
     if (!d.mig && !d.mig_mode) {
       j["compute_booked_ppm"] = d.compute_booked;
       j["compute_free_ppm"] = d.compute_free;

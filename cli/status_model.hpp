@@ -45,6 +45,14 @@ struct DeviceStatus {
   // The GPU's time (GPUs not in MIG mode): ppm booked by its shares, and what a new share may still
   // book (0 while the GPU is used whole).
   std::uint64_t compute_booked = 0, compute_free = 0;
+  // A MIG device (a compute instance): its GPU instance's profile and what the bookings of all its
+  // compute instances hold of that GPU instance's memory (total: the GPU instance's memory; free:
+  // what is left to this compute instance, 0 once it is booked), its SMs (0: unknown), and whether
+  // it is smaller than its GPU instance (which its siblings then share).
+  std::string gi_profile;
+  std::uint64_t gi_reserved = 0;
+  std::uint32_t multiprocessors = 0;
+  bool split = false;
 };
 
 struct StatusReport {

@@ -145,7 +145,7 @@ std::string owner_text(const LedgerEntry& e, bool no_trunc) {
 struct ShareRow {
   std::string label;  // coloured as the share's cells in the bar ("A,B" for a multi-GPU share)
   std::vector<std::string> where;
-  const ShareStatus* share;                  // the first member
+  const ShareStatus* share;                 // the first member
   std::vector<const ShareStatus*> members;  // every GPU's booking ({share} for a single one)
 };
 
@@ -164,9 +164,8 @@ std::vector<std::string> compute_cells(const ShareStatus& s) {
 }
 
 std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool compute, const StatusStyle& st) {
-  const bool keys = std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) {
-    return !base_device_key(r.share->entry.device_key).empty();
-  });
+  const bool keys = std::any_of(rows.begin(), rows.end(),
+                                [](const ShareRow& r) { return !base_device_key(r.share->entry.device_key).empty(); });
   // Where the driver holds a limit, every share says who holds its own (driver, shim or mig).
   const bool holders =
       std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return r.share->entry.driver_limit.has_value(); });
@@ -188,9 +187,8 @@ std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool comp
     if (keys) row.push_back(key.empty() ? "-" : std::string(key));
     row.push_back(e.request);
     row.push_back(per_gpu(r, [](const ShareStatus& m) { return text::format_bytes(m.entry.bytes); }));
-    row.push_back(per_gpu(r, [](const ShareStatus& m) {
-      return m.used_bytes ? text::format_bytes(*m.used_bytes) : std::string("-");
-    }));
+    row.push_back(per_gpu(
+        r, [](const ShareStatus& m) { return m.used_bytes ? text::format_bytes(*m.used_bytes) : std::string("-"); }));
     if (compute) {
       row.push_back(per_gpu(r, [](const ShareStatus& m) { return compute_cells(m)[0]; }));
       row.push_back(per_gpu(r, [](const ShareStatus& m) { return compute_cells(m)[1]; }));
@@ -230,6 +228,35 @@ std::vector<ShareRow> share_rows(const StatusReport& r, const StatusStyle& st, b
       rows.push_back(std::move(row));
     }
   return rows;
+}
+
+// GPU instances split into compute instances: their memory, which the compute instances' bookings
+// share, and their compute instances ("1c.3g.40gb x3 (2 booked)").
+std::string render_split(const StatusReport& r) {
+  Table t({"GPU", "GI", "PROFILE", "MEMORY", "BOOKED", "FREE", "COMPUTE INSTANCES"});
+  for (std::size_t i = 0; i < r.devices.size(); ++i) {
+    const DeviceStatus& d = r.devices[i];
+    if (!d.split || (i > 0 && r.devices[i - 1].split && r.devices[i - 1].mig->gi == d.mig->gi &&
+                     r.devices[i - 1].gpu_index == d.gpu_index))
+      continue;
+    std::vector<std::pair<std::string, std::pair<int, int>>> kinds;  // name -> (count, booked)
+    for (std::size_t j = i; j < r.devices.size() && r.devices[j].mig && r.devices[j].mig->gi == d.mig->gi &&
+                            r.devices[j].gpu_index == d.gpu_index;
+         ++j) {
+      const DeviceStatus& c = r.devices[j];
+      auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == c.name; });
+      if (it == kinds.end()) it = kinds.insert(kinds.end(), {c.name, {0, 0}});
+      ++it->second.first;
+      it->second.second += !c.shares.empty();
+    }
+    std::vector<std::string> parts;
+    for (const auto& [name, n] : kinds)
+      parts.push_back(text::cat(name, n.first > 1 ? text::cat(" x", n.first) : "", " (", n.second, " booked)"));
+    t.add({text::cat(d.gpu_index), text::cat(d.mig->gi), d.gi_profile, text::format_bytes(d.total),
+           text::format_bytes(d.gi_reserved), text::format_bytes(d.total > d.gi_reserved ? d.total - d.gi_reserved : 0),
+           text::join(parts, ", ")});
+  }
+  return t.empty() ? "" : "\nMIG GPU instances with compute instances (they share its memory)\n" + t.render();
 }
 
 // Dynamic MIG instances without booking, kept for reuse until mig.idle-timeout.
@@ -293,7 +320,7 @@ std::string render_status(const StatusReport& r, const StatusStyle& st) {
     rows.push_back({"-", cell, &s, {&s}});
   }
   out += rows.empty() ? "\nNo shares.\n" : "\n" + render_shares(rows, mig, any_compute(r), st) + render_unknown(r);
-  return out + render_idle(r, st);
+  return out + render_split(r) + render_idle(r, st);
 }
 
 bool colour_wanted(int fd) {

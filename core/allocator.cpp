@@ -148,15 +148,14 @@ Result<Candidates> candidates(const Request& r, const Inventory& inv) {
 }
 
 // MIG requests on static GPUs first (existing instances only), then the planner on dynamic ones.
-Result<Grant> allocate_mig(const Request& r, const Candidates& gpus, const Load& load,
-                           const std::vector<LedgerEntry>& live, const DynamicMig& dyn) {
-  if (r.gpu && !r.gpu->mig_uuid.empty()) return mig_pinned(r, gpus, load, dyn);
+Result<Grant> allocate_mig(const Request& r, const Candidates& gpus, const MigContext& ctx) {
+  if (r.gpu && !r.gpu->mig_uuid.empty()) return mig_pinned(r, gpus, ctx);
   Candidates fixed, dynamic;
-  for (const Gpu* g : gpus) (dyn.dynamic(*g) ? dynamic : fixed).push_back(g);
+  for (const Gpu* g : gpus) (ctx.dynamic.dynamic(*g) ? dynamic : fixed).push_back(g);
   const bool fixed_mig = std::any_of(fixed.begin(), fixed.end(), [](const Gpu* g) { return g->mig_enabled; });
-  auto from_fixed = r.kind == SizeKind::mig_profile ? mig_by_profile(r, fixed, load) : mig_for_share(r, fixed, load);
+  auto from_fixed = r.kind == SizeKind::mig_profile ? mig_by_profile(r, fixed, ctx) : mig_for_share(r, fixed, ctx);
   if (from_fixed || dynamic.empty()) return from_fixed;
-  auto planned = mig_dynamic(r, dynamic, live, dyn);
+  auto planned = mig_dynamic(r, dynamic, ctx);
   if (planned || !fixed_mig) return planned;
   return user_error(from_fixed.error().message + "; " + planned.error().message);
 }
@@ -164,15 +163,16 @@ Result<Grant> allocate_mig(const Request& r, const Candidates& gpus, const Load&
 }  // namespace
 
 Result<Grant> allocate(const Request& r, const Inventory& inv, const std::vector<LedgerEntry>& live,
-                       const AllocationConfig& cfg, const DynamicMig& dyn) {
+                       const AllocationConfig& cfg, const DynamicMig& dyn, const MigHolder& holder) {
   auto gpus = candidates(r, inv);
   if (!gpus) return std::unexpected(gpus.error());
   const Load load = compute_load(inv, live);
-  if (r.kind == SizeKind::mig_profile) return allocate_mig(r, *gpus, load, live, dyn);
+  const MigContext ctx{load, live, dyn, holder};
+  if (r.kind == SizeKind::mig_profile) return allocate_mig(r, *gpus, ctx);
   if (auto ok = check_compute_intent(r, cfg); !ok) return std::unexpected(ok.error());
   auto share = allocate_share(r, *gpus, load, cfg);
-  if (share || !cfg.mig_serves_fractions || r.compute_intent()) return share;
-  auto mig = allocate_mig(r, *gpus, load, live, dyn);
+  if (share || !cfg.mig_serves_fractions || !reaches_mig(r)) return share;
+  auto mig = allocate_mig(r, *gpus, ctx);
   if (mig) return mig;
   return user_error(share.error().message + "; " + mig.error().message);
 }

@@ -9,20 +9,24 @@
 //    else with allocation.compute managed its memory share (bytes x 10^6 / (total x overcommit),
 //    rounded down, at least 1; a whole GPU 10^6), else none. A GPU fits only when the weights
 //    booked on it plus this one stay within 10^6. compute-mode or priority with no weight to carry
-//    them is refused; a request with any of the three never takes a MIG instance.
+//    them is refused, and keeps a request off MIG; on MIG gpufrac.io/compute is a size (SMs,
+//    core/mig_fit.hpp) and a MIG grant books no weight.
 //  - binpack (default) picks the fullest GPU that fits (reserved / total, highest), so empty GPUs
 //    stay whole; spread picks the emptiest. Ties go to the lowest index. Compute only filters.
 //  - A whole GPU (fraction 1, or memory equal to the total) needs a GPU with no booking at all and
 //    blocks every other booking there.
 //  - gpufrac.io/gpu restricts every choice to that GPU (index or UUID). A CDI MIG device's pin
 //    (GpuPin::mig_uuid) restricts a mig-profile request to that one instance.
-//  - mig-profile takes an idle existing instance of that profile (no live booking on its UUID,
-//    capability device nodes present), lowest GPU index, then GI, then CI; on dynamic-MIG GPUs
-//    the planner decides (DynamicMig below).
-//  - With mig-serves-fractions, a share that fits on no GPU may take the smallest idle instance
-//    that holds it: a fraction f needs ceil(f x memory slices of the GPU) slices (compare slices,
-//    then memory); a memory amount needs the profile's memory (memorySizeMB) >= the amount
-//    (compare memory, then slices). Then fewer compute slices, lowest GPU, GI, CI.
+//  - mig-profile takes an idle existing MIG device of that device profile ("3g.40gb", or a compute
+//    instance "1c.3g.40gb"; no live booking on its UUID, capability device nodes present, its GPU
+//    instance's memory left for the booking, not in a GPU instance whose compute instance the
+//    requester holds), lowest GPU index, then GI, then CI; on dynamic-MIG GPUs the planner decides
+//    (DynamicMig below).
+//  - With mig-serves-fractions, a share that fits on no GPU may take the first idle MIG device in
+//    mig_candidates order (core/mig_fit.hpp): by memory alone the smallest whole instance that holds
+//    it (a fraction f needs ceil(f x memory slices) slices, an amount memorySizeMB >= it); with
+//    compute the fewest SMs, a compute instance of a split GPU instance included. Then lowest GPU,
+//    GI, CI.
 // A refusal is a user_error naming the numbers, e.g.
 //   "no GPU has 10.0 GiB free: GPU 0 4.0 GiB, GPU 1 2.0 GiB",
 //   "no GPU has 30 % of its time free for compute=30: GPU 0 20 %, GPU 1 0 %".
@@ -35,6 +39,7 @@
 #include "core/grant.hpp"
 #include "core/inventory.hpp"
 #include "core/ledger_entry.hpp"
+#include "core/mig_fit.hpp"
 #include "core/request.hpp"
 
 namespace gpufrac {
@@ -50,8 +55,14 @@ struct DynamicMig {
   bool dynamic(const Gpu& gpu) const;  // in MIG mode and dynamic by the config
 };
 
+// `holder`: who asks; a container gets at most one compute instance per GPU instance.
 Result<Grant> allocate(const Request& request, const Inventory& inventory, const std::vector<LedgerEntry>& live,
-                       const AllocationConfig& config, const DynamicMig& dynamic = {});
+                       const AllocationConfig& config, const DynamicMig& dynamic = {}, const MigHolder& holder = {});
+
+// Whether a request may be served by MIG at all: mig-profile, or a share (with mig-serves-fractions)
+// without compute-mode or priority, which only the time-slicing arbiter honours (a MIG device owns
+// its SMs: compute there is a size, docs/architecture.md "Compute share").
+bool reaches_mig(const Request& request);
 
 // Every grant of a request, one per GPU: allocate()'s one grant, or for a multi-GPU request
 // (gpufrac.io/gpus: N > 1) the share on N distinct GPUs, all or none, in index order
@@ -62,7 +73,7 @@ Result<Grant> allocate(const Request& request, const Inventory& inventory, const
 // (20.3 GiB free), GPU 1 9.9 GiB free (needs 19.8 GiB)".
 Result<std::vector<Grant>> allocate_gpus(const Request& request, const Inventory& inventory,
                                          const std::vector<LedgerEntry>& live, const AllocationConfig& config,
-                                         const DynamicMig& dynamic = {});
+                                         const DynamicMig& dynamic = {}, const MigHolder& holder = {});
 
 // True when creating a MIG instance could serve the request: a mig-profile request, or a share
 // with mig-serves-fractions, that may use (pin included) a GPU in MIG mode that is dynamic.

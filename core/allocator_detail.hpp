@@ -5,6 +5,7 @@
 
 #include "core/allocator.hpp"
 #include "core/load.hpp"
+#include "core/mig_fit.hpp"
 
 namespace gpufrac::alloc_detail {
 
@@ -49,18 +50,26 @@ Result<> check_compute_intent(const Request& r, const AllocationConfig& cfg);
 // by the GPU's time where only that is, both named where GPUs differ.
 std::string share_refusal(const Request& r, const std::vector<ShareFit>& fits, bool pinned);
 
-// An existing MIG instance for a mig-profile request.
-Result<Grant> mig_by_profile(const Request& request, const Candidates& gpus, const Load& load);
-// The smallest idle MIG instance that holds a fraction/memory request (mig-serves-fractions).
-Result<Grant> mig_for_share(const Request& request, const Candidates& gpus, const Load& load);
-// The grant of a MIG instance (exclusive, its profile's memory).
-Grant mig_grant(const Gpu& gpu, const MigInstance& instance, std::string reason);
+// What the MIG choices read besides the request: the bookings, the dynamic GPUs, who asks.
+struct MigContext {
+  const Load& load;
+  const std::vector<LedgerEntry>& live;
+  const DynamicMig& dynamic;
+  const MigHolder& holder;
+};
+
+// An existing MIG device (compute instance) for a mig-profile request.
+Result<Grant> mig_by_profile(const Request& request, const Candidates& gpus, const MigContext& ctx);
+// The first idle MIG device in mig_candidates order that holds a share (mig-serves-fractions).
+Result<Grant> mig_for_share(const Request& request, const Candidates& gpus, const MigContext& ctx);
+// The grant of a MIG device: exclusive, `bytes` of its GPU instance's memory (all of it for the
+// full-size compute instance).
+Grant mig_grant(const Gpu& gpu, const MigInstance& instance, std::uint64_t bytes, std::string reason);
 // A CDI MIG device (GpuPin::mig_uuid): that instance or none; on a dynamic GPU it must also be
 // recorded idle (an instance without a record may be being created or destroyed).
-Result<Grant> mig_pinned(const Request& request, const Candidates& gpus, const Load& load, const DynamicMig& dynamic);
+Result<Grant> mig_pinned(const Request& request, const Candidates& gpus, const MigContext& ctx);
 // The planner's answer on dynamic GPUs: the grant of a reused idle instance, or a refusal saying
 // what the provisioner would create (allocator_dynamic.cpp).
-Result<Grant> mig_dynamic(const Request& request, const Candidates& gpus, const std::vector<LedgerEntry>& live,
-                          const DynamicMig& dynamic);
+Result<Grant> mig_dynamic(const Request& request, const Candidates& gpus, const MigContext& ctx);
 
 }  // namespace gpufrac::alloc_detail

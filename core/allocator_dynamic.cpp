@@ -9,13 +9,17 @@
 
 namespace gpufrac {
 
+bool reaches_mig(const Request& r) {
+  return r.kind == SizeKind::mig_profile || (!r.compute_mode && !r.priority);
+}
+
 bool DynamicMig::dynamic(const Gpu& gpu) const {
   return config != nullptr && gpu.mig_enabled && config->mode_for(gpu.index, gpu.uuid) == MigMode::dynamic;
 }
 
 bool dynamic_mig_applies(const Request& r, const Inventory& inv, const AllocationConfig& allocation,
                          const MigConfig& mig) {
-  if (r.kind != SizeKind::mig_profile && (!allocation.mig_serves_fractions || r.compute_intent())) return false;
+  if (r.kind != SizeKind::mig_profile && (!allocation.mig_serves_fractions || !reaches_mig(r))) return false;
   const DynamicMig dyn{&mig, nullptr};
   for (const Gpu& g : inv.gpus) {
     if (r.gpu && (r.gpu->index ? g.index != *r.gpu->index : g.uuid != r.gpu->uuid)) continue;
@@ -26,8 +30,10 @@ bool dynamic_mig_applies(const Request& r, const Inventory& inv, const Allocatio
 
 namespace alloc_detail {
 
-Result<Grant> mig_pinned(const Request& r, const Candidates& gpus, const Load& load, const DynamicMig& dynamic) {
+Result<Grant> mig_pinned(const Request& r, const Candidates& gpus, const MigContext& ctx) {
   const Gpu* g = gpus.front();
+  const Load& load = ctx.load;
+  const DynamicMig& dynamic = ctx.dynamic;
   if (dynamic.dynamic(*g) && load.of(r.gpu->mig_uuid).entries.empty() && dynamic.idle != nullptr &&
       std::none_of(dynamic.idle->begin(), dynamic.idle->end(),
                    [&](const MigIdleRecord& i) { return i.uuid == r.gpu->mig_uuid; }) &&
@@ -35,24 +41,26 @@ Result<Grant> mig_pinned(const Request& r, const Candidates& gpus, const Load& l
                   [&](const MigInstance& m) { return m.uuid == r.gpu->mig_uuid; }))
     return user_error(text::cat("MIG instance ", r.gpu->mig_uuid, " on dynamic MIG GPU ", g->index,
                                 " is being created or destroyed; retry, or ask for mig-profile=", r.mig_profile));
-  return mig_by_profile(r, gpus, load);
+  return mig_by_profile(r, gpus, ctx);
 }
 
-Result<Grant> mig_dynamic(const Request& r, const Candidates& gpus, const std::vector<LedgerEntry>& live,
-                          const DynamicMig& dynamic) {
+Result<Grant> mig_dynamic(const Request& r, const Candidates& gpus, const MigContext& ctx) {
   static const std::vector<MigIdleRecord> kNone;
   std::vector<MigGpuView> views;
-  for (const Gpu* g : gpus) views.push_back(mig_view(*g, live, dynamic.idle ? *dynamic.idle : kNone));
+  for (const Gpu* g : gpus)
+    views.push_back(mig_view(*g, ctx.live, ctx.dynamic.idle ? *ctx.dynamic.idle : kNone, {}, {}, ctx.holder));
   auto plan = plan_mig(r, views);
   if (!plan) return std::unexpected(plan.error());
   if (!plan->reuse())
     return user_error(text::cat("no idle MIG instance serves ", text::split(r.describe(), ' ')[0], " on GPU ",
                                 plan->gpu_index, "; dynamic MIG provisioning (gpufrac mig provision) would make ",
-                                placement_text(plan->create.profile_name, plan->create.placement),
+                                plan->create.gi
+                                    ? text::cat(plan->create.device_profile, " in GPU instance ", *plan->create.gi)
+                                    : placement_text(plan->create.device_profile, plan->create.placement),
                                 plan->destroy.empty() ? "" : " after destroying idle instances"));
   for (const Gpu* g : gpus)
     for (const MigInstance& m : g->mig_instances)
-      if (m.uuid == plan->reuse_uuid) return mig_grant(*g, m, plan->reason);
+      if (m.uuid == plan->reuse_uuid) return mig_grant(*g, m, plan->bytes, plan->reason);
   return internal_error("the MIG planner chose an instance the inventory lacks: " + plan->reuse_uuid);
 }
 

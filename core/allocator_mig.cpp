@@ -1,9 +1,11 @@
-// MIG choices of the allocator: an existing instance by profile, or the smallest idle instance
-// that holds a share (mig-serves-fractions). Rules are in allocator.hpp.
+// MIG choices of the allocator on static GPUs: an existing MIG device (a compute instance) by
+// profile, or the first idle one in mig_candidates order that holds a share (mig-serves-fractions,
+// with or without compute). Rules are in allocator.hpp and core/mig_fit.hpp.
 #include <algorithm>
 #include <tuple>
 
 #include "core/allocator_detail.hpp"
+#include "core/compute_share.hpp"
 #include "core/mig_profile_name.hpp"
 #include "core/text.hpp"
 
@@ -24,11 +26,30 @@ std::vector<const MigInstance*> by_gi_ci(const Gpu& g) {
   return out;
 }
 
-// "" when the instance can be given out; else why not.
-std::string unusable(const MigInstance& m, const Load& load) {
-  const DeviceLoad& d = load.of(m.uuid);
+// The candidate an instance is for the request (its rank and the bytes it books), if any.
+std::optional<std::pair<std::size_t, std::uint64_t>> fit_of(const std::vector<MigCandidate>& cands,
+                                                            const MigInstance& m) {
+  for (std::size_t i = 0; i < cands.size(); ++i)
+    if (cands[i].shape.gi->id == m.profile_id && cands[i].shape.ci.slices == m.compute_slices)
+      return std::pair{i, cands[i].bytes};
+  return std::nullopt;
+}
+
+// "" when the instance can be given out with `bytes` of its GPU instance's memory; else why not.
+std::string unusable(const Gpu& g, const MigInstance& m, std::uint64_t bytes, const MigContext& ctx) {
+  const DeviceLoad& d = ctx.load.of(m.uuid);
   if (!d.entries.empty()) return "in use by " + d.entries.front()->container_id;
   if (m.cap_nodes.empty()) return "has no capability device nodes (run nvidia-smi once)";
+  const auto held = held_gpu_instances(ctx.live, ctx.holder);
+  if (std::find(held.begin(), held.end(), std::pair{g.uuid, m.gi_id}) != held.end())
+    return text::cat("is in GPU instance ", m.gi_id, ", of which ", ctx.holder.container_id,
+                     " holds a compute instance already (CUDA enumerates one per GPU instance)");
+  const MigProfile* p = g.profile_by_id(m.profile_id);
+  const std::uint64_t total = p ? gi_memory_bytes(*p) : m.memory_bytes;
+  const std::uint64_t booked = gi_booked_bytes(ctx.live, g.uuid, m.gi_id);
+  if (booked + bytes > total)
+    return text::cat("has ", text::format_bytes(total > booked ? total - booked : 0),
+                     " of its GPU instance's memory left (needs ", text::format_bytes(bytes), ")");
   return "";
 }
 
@@ -36,9 +57,10 @@ std::string unusable(const MigInstance& m, const Load& load) {
 std::string profiles_of(const Gpu& g) {
   std::vector<std::pair<std::string, int>> counts;
   for (const MigInstance* m : by_gi_ci(g)) {
-    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == m->profile_name; });
+    const std::string name = mig_device_profile(g, *m);
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == name; });
     if (it == counts.end())
-      counts.emplace_back(m->profile_name, 1);
+      counts.emplace_back(name, 1);
     else
       ++it->second;
   }
@@ -47,13 +69,11 @@ std::string profiles_of(const Gpu& g) {
   return text::cat("GPU ", g.index, ": ", parts.empty() ? "no instances" : text::join(parts, ", "));
 }
 
-std::uint64_t profile_memory(const Gpu& g, const MigInstance& m) {
-  const MigProfile* p = g.profile_by_id(m.profile_id);
-  return p != nullptr ? p->memory_mib * kMiB : m.memory_bytes;
-}
-
+// "fraction=0.25", "memory=4Gi compute=40".
 std::string size_text(const Request& r) {
-  return text::split(r.describe(), ' ')[0];
+  std::string out = text::split(r.describe(), ' ')[0];
+  if (r.compute_ppm && !r.sized_by_compute) out += " compute=" + format_compute_percent(*r.compute_ppm);
+  return out;
 }
 
 // A CDI MIG device pins one instance: every other instance is out of reach.
@@ -64,20 +84,24 @@ bool outside_pin(const Request& r, const MigInstance& m) {
 
 }  // namespace
 
-Grant mig_grant(const Gpu& g, const MigInstance& m, std::string reason) {
-  return Grant{m.uuid,         g.index, g.uuid,           MigRef{m.gi_id, m.ci_id, m.profile_name},
-               m.memory_bytes, true,    std::move(reason)};
+Grant mig_grant(const Gpu& g, const MigInstance& m, std::uint64_t bytes, std::string reason) {
+  return Grant{m.uuid, g.index, g.uuid,           MigRef{m.gi_id, m.ci_id, mig_device_profile(g, m)},
+               bytes,  true,    std::move(reason)};
 }
 
-Result<Grant> mig_by_profile(const Request& r, const Candidates& gpus, const Load& load) {
+Result<Grant> mig_by_profile(const Request& r, const Candidates& gpus, const MigContext& ctx) {
   std::vector<std::string> busy, present;
   for (const Gpu* g : gpus) {
     if (!g->mig_enabled) continue;
     present.push_back(profiles_of(*g));
+    const auto cands = mig_candidates(r, *g);
     for (const MigInstance* m : by_gi_ci(*g)) {
-      if (canonical_mig_profile_or_same(m->profile_name) != r.mig_profile || outside_pin(r, *m)) continue;
-      std::string problem = unusable(*m, load);
-      if (problem.empty()) return mig_grant(*g, *m, "idle MIG instance " + m->profile_name + " on " + where(*g, *m));
+      auto fit = fit_of(cands, *m);
+      if (!fit || outside_pin(r, *m)) continue;
+      std::string problem = unusable(*g, *m, fit->second, ctx);
+      if (problem.empty())
+        return mig_grant(*g, *m, fit->second,
+                         "idle MIG instance " + mig_device_profile(*g, *m) + " on " + where(*g, *m));
       busy.push_back(where(*g, *m) + " " + problem);
     }
   }
@@ -92,38 +116,38 @@ Result<Grant> mig_by_profile(const Request& r, const Candidates& gpus, const Loa
   return user_error(text::cat("no idle MIG instance of profile ", r.mig_profile, ": ", text::join(busy, ", ")));
 }
 
-Result<Grant> mig_for_share(const Request& r, const Candidates& gpus, const Load& load) {
-  using Key = std::tuple<std::uint64_t, std::uint64_t, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>;
+Result<Grant> mig_for_share(const Request& r, const Candidates& gpus, const MigContext& ctx) {
+  using Key = std::tuple<std::size_t, std::uint32_t, std::uint32_t, std::uint32_t>;
   std::optional<Key> best_key;
   const Gpu* best_gpu = nullptr;
   const MigInstance* best = nullptr;
-  std::uint64_t best_need = 0, best_slices = 0;
+  std::uint64_t best_bytes = 0;
   for (const Gpu* g : gpus) {
-    const std::uint64_t slices = g->memory_slices();
-    if (!g->mig_enabled || slices == 0) continue;
-    const std::uint64_t need = (static_cast<std::uint64_t>(r.fraction) * slices + kWholeGpuPpm - 1) / kWholeGpuPpm;
+    if (!g->mig_enabled || g->memory_slices() == 0) continue;
+    const auto cands = mig_candidates(r, *g);
     for (const MigInstance* m : by_gi_ci(*g)) {
-      const std::uint64_t memory = profile_memory(*g, *m);
-      const bool fits = r.kind == SizeKind::fraction ? m->placement.size >= need : memory >= r.memory_bytes;
-      if (!fits || outside_pin(r, *m) || !unusable(*m, load).empty()) continue;
-      Key key = r.kind == SizeKind::fraction
-                    ? Key{m->placement.size, memory, m->compute_slices, g->index, m->gi_id, m->ci_id}
-                    : Key{memory, m->placement.size, m->compute_slices, g->index, m->gi_id, m->ci_id};
+      auto fit = fit_of(cands, *m);
+      if (!fit || outside_pin(r, *m) || !unusable(*g, *m, fit->second, ctx).empty()) continue;
+      const Key key{fit->first, g->index, m->gi_id, m->ci_id};
       if (best_key && !(key < *best_key)) continue;
       best_key = key;
       best_gpu = g;
       best = m;
-      best_need = need;
-      best_slices = slices;
+      best_bytes = fit->second;
     }
   }
   if (best == nullptr) return user_error("no idle MIG instance holds " + size_text(r));
-  std::string why = r.kind == SizeKind::fraction
-                        ? text::cat(" (", best_need, " of ", best_slices, " memory slices)")
-                        : text::cat(" (", text::format_bytes(profile_memory(*best_gpu, *best)), ")");
-  return mig_grant(*best_gpu, *best,
-                   text::cat("mig-serves-fractions: smallest idle MIG instance holding ", size_text(r), why, ": ",
-                             best->profile_name, " on ", where(*best_gpu, *best)));
+  const std::string name = mig_device_profile(*best_gpu, *best);
+  const std::uint64_t slices = best_gpu->memory_slices();
+  const std::uint64_t need = (static_cast<std::uint64_t>(r.fraction) * slices + kWholeGpuPpm - 1) / kWholeGpuPpm;
+  const std::string why = r.compute_ppm
+                              ? text::cat(" (", best->multiprocessors, " of ", full_multiprocessors(*best_gpu),
+                                          " SMs, ", text::format_bytes(best_bytes), ")")
+                          : r.kind == SizeKind::fraction ? text::cat(" (", need, " of ", slices, " memory slices)")
+                                                         : text::cat(" (", text::format_bytes(best_bytes), ")");
+  return mig_grant(*best_gpu, *best, best_bytes,
+                   text::cat("mig-serves-fractions: smallest idle MIG instance holding ", size_text(r), why, ": ", name,
+                             " on ", where(*best_gpu, *best)));
 }
 
 }  // namespace gpufrac::alloc_detail

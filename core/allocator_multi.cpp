@@ -118,9 +118,9 @@ std::string multi_reason(const Request& r, const std::vector<const ShareFit*>& c
 }  // namespace
 
 Result<std::vector<Grant>> allocate_gpus(const Request& r, const Inventory& inv, const std::vector<LedgerEntry>& live,
-                                         const AllocationConfig& cfg, const DynamicMig& dyn) {
+                                         const AllocationConfig& cfg, const DynamicMig& dyn, const MigHolder& holder) {
   if (!r.multi_gpu()) {
-    auto g = allocate(r, inv, live, cfg, dyn);
+    auto g = allocate(r, inv, live, cfg, dyn, holder);
     if (!g) return std::unexpected(g.error());
     return std::vector<Grant>{std::move(*g)};
   }

@@ -1,10 +1,12 @@
 // Fault injection for crash tests: with GPUFRAC_FAULT=<point> in the environment, the process
 // kills itself with SIGKILL when it reaches that point, the way a hook killed by its runtime would
-// die. Points: ledger-after-lock, ledger-after-temp-write, ledger-before-rename, dra-after-book
-// (gpufrac-dra: a claim booked, its CDI spec not written, its checkpoint entry still `started`),
-// mig-after-gi, driver-limit-after-record and driver-limit-after-set (`gpufrac driver-limit set`:
-// the limit recorded in the ledger, not yet set / set), hook-after-driver-limit (gpufrac-hook: the
-// limit set and booked, the container's files not yet written).
+// die; GPUFRAC_FAULT=<point>@<n> when it reaches it the n-th time (the provisioner takes the ledger
+// lock several times). Points: ledger-after-lock, ledger-after-temp-write, ledger-before-rename,
+// dra-after-book (gpufrac-dra: a claim booked, its CDI spec not written, its checkpoint entry
+// still `started`), mig-after-gi and mig-after-ci (nvml/mig_steps.hpp), driver-limit-after-record
+// and driver-limit-after-set (`gpufrac driver-limit set`: the limit recorded in the ledger, not yet
+// set / set), hook-after-driver-limit (gpufrac-hook: the limit set and booked, the container's files
+// not yet written).
 #pragma once
 
 #include <string_view>
@@ -13,7 +15,7 @@ namespace gpufrac::fault {
 
 inline constexpr const char* kEnv = "GPUFRAC_FAULT";
 
-// raise(SIGKILL) when $GPUFRAC_FAULT equals point; otherwise nothing.
+// raise(SIGKILL) when $GPUFRAC_FAULT names this point (and this is the n-th time); otherwise nothing.
 void point(std::string_view point);
 
 }  // namespace gpufrac::fault

@@ -36,6 +36,12 @@ const GpuLink* Gpu::link_to(const std::string& other) const {
   return nullptr;
 }
 
+const MigComputeProfile* MigProfile::compute_profile_by_id(std::uint32_t ci_id) const {
+  for (const auto& c : compute_profiles)
+    if (c.id == ci_id) return &c;
+  return nullptr;
+}
+
 const Gpu* Inventory::gpu_by_index(std::uint32_t index) const {
   for (const auto& g : gpus)
     if (g.index == index) return &g;

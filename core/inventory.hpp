@@ -35,6 +35,20 @@ struct MigPlacement {
   bool overlaps(const MigPlacement& o) const { return start < o.start + o.size && o.start < start + size; }
 };
 
+// A compute instance profile of a GPU instance profile as NVML reports it for a GPU instance of that
+// profile (nvmlComputeInstanceProfileInfo_t plus its possible placements inside the GPU instance, in
+// compute slices). NVML answers these only for an existing GPU instance.
+struct MigComputeProfile {
+  std::uint32_t index = 0;                      // NVML_COMPUTE_INSTANCE_PROFILE_* constant used to query it
+  std::uint32_t id = 0;                         // CI profile id used by create/placement calls
+  std::uint32_t slices = 0;                     // sliceCount: compute slices
+  std::uint32_t max_count = 0;                  // instanceCount
+  std::uint32_t multiprocessors = 0;            // multiprocessorCount: SMs the compute instance owns
+  std::vector<std::uint32_t> placement_starts;  // first compute slice of each possible placement
+  std::uint32_t placement_size = 0;             // compute slices each placement occupies
+  bool operator==(const MigComputeProfile&) const = default;
+};
+
 // A GPU instance profile as NVML reports it (nvmlGpuInstanceProfileInfo_t plus placements).
 struct MigProfile {
   std::uint32_t index = 0;           // NVML_GPU_INSTANCE_PROFILE_* constant used to query it
@@ -47,6 +61,10 @@ struct MigProfile {
   std::uint32_t multiprocessors = 0;
   std::uint32_t copy_engines = 0, decoders = 0, encoders = 0, jpegs = 0, ofas = 0;
   std::vector<std::uint32_t> placement_starts;  // possible placements (size = memory_slices)
+  // Its compute instance profiles, by slices: known once NVML answered for a GPU instance of this
+  // profile (discovery keeps what an earlier one learned); empty while unknown.
+  std::vector<MigComputeProfile> compute_profiles;
+  const MigComputeProfile* compute_profile_by_id(std::uint32_t id) const;
   bool operator==(const MigProfile&) const = default;
 };
 
@@ -60,6 +78,9 @@ struct MigInstance {
   std::uint64_t memory_bytes = 0;
   MigPlacement placement;
   std::uint32_t compute_slices = 0;       // of the compute instance
+  std::uint32_t ci_profile_id = 0;        // its compute instance profile id
+  std::uint32_t ci_start = 0;             // its first compute slice inside the GPU instance
+  std::uint32_t multiprocessors = 0;      // SMs it owns (0: unknown)
   std::vector<DeviceNodeInfo> cap_nodes;  // /dev/nvidia-caps/nvidia-cap<gi access>, <ci access>
   bool operator==(const MigInstance&) const = default;
 };

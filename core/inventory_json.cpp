@@ -20,7 +20,31 @@ DeviceNodeInfo node_from(const json& j) {
   return {j.at("path"), j.at("major"), j.at("minor")};
 }
 
+json compute_profile_json(const MigComputeProfile& c) {
+  return {{"index", c.index},
+          {"id", c.id},
+          {"slices", c.slices},
+          {"max_count", c.max_count},
+          {"multiprocessors", c.multiprocessors},
+          {"placements", c.placement_starts},
+          {"placement_size", c.placement_size}};
+}
+
+MigComputeProfile compute_profile_from(const json& j) {
+  MigComputeProfile c;
+  c.index = j.at("index");
+  c.id = j.at("id");
+  c.slices = j.at("slices");
+  c.max_count = j.at("max_count");
+  c.multiprocessors = j.at("multiprocessors");
+  c.placement_starts = j.at("placements").get<std::vector<std::uint32_t>>();
+  c.placement_size = j.at("placement_size");
+  return c;
+}
+
 json profile_json(const MigProfile& p) {
+  json cps = json::array();
+  for (const auto& c : p.compute_profiles) cps.push_back(compute_profile_json(c));
   return {{"index", p.index},
           {"id", p.id},
           {"name", p.name},
@@ -34,7 +58,8 @@ json profile_json(const MigProfile& p) {
           {"encoders", p.encoders},
           {"jpegs", p.jpegs},
           {"ofas", p.ofas},
-          {"placements", p.placement_starts}};
+          {"placements", p.placement_starts},
+          {"compute_profiles", cps}};
 }
 
 MigProfile profile_from(const json& j) {
@@ -53,6 +78,9 @@ MigProfile profile_from(const json& j) {
   p.jpegs = j.at("jpegs");
   p.ofas = j.at("ofas");
   p.placement_starts = j.at("placements").get<std::vector<std::uint32_t>>();
+  // Caches written before compute instance profiles were read have none: unknown.
+  for (const auto& c : j.value("compute_profiles", json::array()))
+    p.compute_profiles.push_back(compute_profile_from(c));
   return p;
 }
 
@@ -67,6 +95,9 @@ json instance_json(const MigInstance& m) {
           {"memory_bytes", m.memory_bytes},
           {"placement", {{"start", m.placement.start}, {"size", m.placement.size}}},
           {"compute_slices", m.compute_slices},
+          {"ci_profile_id", m.ci_profile_id},
+          {"ci_start", m.ci_start},
+          {"multiprocessors", m.multiprocessors},
           {"cap_nodes", caps}};
 }
 
@@ -80,6 +111,10 @@ MigInstance instance_from(const json& j) {
   m.memory_bytes = j.at("memory_bytes");
   m.placement = {j.at("placement").at("start"), j.at("placement").at("size")};
   m.compute_slices = j.at("compute_slices");
+  // Older caches: the full-size compute instance, SMs unknown.
+  m.ci_profile_id = j.value("ci_profile_id", 0u);
+  m.ci_start = j.value("ci_start", 0u);
+  m.multiprocessors = j.value("multiprocessors", 0u);
   for (const auto& n : j.at("cap_nodes")) m.cap_nodes.push_back(node_from(n));
   return m;
 }

@@ -9,6 +9,7 @@
 #include "core/ledger_file.hpp"
 #include "core/ledger_limits.hpp"
 #include "core/ledger_mig.hpp"
+#include "core/mig_fit.hpp"
 #include "core/process.hpp"
 #include "core/text.hpp"
 
@@ -44,6 +45,24 @@ LedgerEntry* find(LedgerState& s, const ReserveArgs& a) {
            e.device_key == a.device_key;
   });
   return it == s.entries.end() ? nullptr : &*it;
+}
+
+// A MIG grant made outside the allocator (the provisioner): its GPU instance's memory and the
+// one-compute-instance-per-GPU-instance rule hold against the bookings now.
+Result<> check_granted(const LedgerState& s, const ReserveArgs& a, const Grant& g, std::uint64_t gi_memory) {
+  for (const auto& e : s.entries)
+    if (e.device_uuid == g.device_uuid) return user_error(text::cat(g.device_uuid, " is booked by ", e.container_id));
+  if (!g.mig) return {};
+  const auto held = held_gpu_instances(s.entries, ledger_detail::holder_of(a));
+  if (std::find(held.begin(), held.end(), std::pair{g.gpu_uuid, g.mig->gi}) != held.end())
+    return user_error(text::cat(a.container_id, " holds a compute instance of GPU ", g.gpu_index, " gi ", g.mig->gi,
+                                " already; CUDA enumerates one compute instance per GPU instance"));
+  const std::uint64_t booked = gi_booked_bytes(s.entries, g.gpu_uuid, g.mig->gi);
+  if (gi_memory != 0 && booked + g.bytes > gi_memory)
+    return user_error(text::cat("GPU ", g.gpu_index, " gi ", g.mig->gi, " has ",
+                                text::format_bytes(gi_memory > booked ? gi_memory - booked : 0),
+                                " of its memory left; ", g.device_uuid, " needs ", text::format_bytes(g.bytes)));
+  return {};
 }
 
 }  // namespace
@@ -247,7 +266,7 @@ Result<std::vector<LedgerEntry>> Ledger::bookings_of(const std::string& containe
   return mine;
 }
 
-Result<Booking> Ledger::reserve_granted(const ReserveArgs& a, const Grant& g) {
+Result<Booking> Ledger::reserve_granted(const ReserveArgs& a, const Grant& g, std::uint64_t gi_memory) {
   auto start = checked_start(a);
   if (!start) return std::unexpected(start.error());
   auto tx = begin(options_);
@@ -263,8 +282,7 @@ Result<Booking> Ledger::reserve_granted(const ReserveArgs& a, const Grant& g) {
     b.existing = true;
     return b;
   }
-  for (const auto& e : tx->state.entries)
-    if (e.device_uuid == g.device_uuid) return user_error(text::cat(g.device_uuid, " is booked by ", e.container_id));
+  if (auto ok = check_granted(tx->state, a, g, gi_memory); !ok) return std::unexpected(ok.error());
   drop_idle_record(tx->state, g.device_uuid);
   tx->state.entries.push_back(ledger_detail::entry_for(a, a.device_key, g, *start, now()));
   if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());

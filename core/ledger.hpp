@@ -99,8 +99,10 @@ class Ledger {
   Result<std::vector<LedgerEntry>> bookings_of(const std::string& container_id, const std::string& instance = "") const;
 
   // Dynamic MIG (nvml/mig_provision.hpp). Books exactly `grant` (an instance the provisioner made
-  // or chose), idempotent like reserve(); refused when another booking holds the device.
-  Result<Booking> reserve_granted(const ReserveArgs& args, const Grant& grant);
+  // or chose), idempotent like reserve(); refused when another booking holds the device, when the
+  // container holds a compute instance of the same GPU instance, or when the GPU instance's
+  // bookings would pass `gi_memory` (its memory; 0: not checked).
+  Result<Booking> reserve_granted(const ReserveArgs& args, const Grant& grant, std::uint64_t gi_memory = 0);
   // Runs `change` on the content under the lock, after reclaiming dead bookings; saves when either
   // changed something (`change` returns whether it did). Returns what was reclaimed.
   using Change = std::function<Result<bool>(LedgerState&)>;

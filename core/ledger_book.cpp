@@ -61,10 +61,14 @@ LedgerEntry entry_for(const ReserveArgs& a, const std::string& device_key, const
                      a.claim,        g.compute_ppm,        g.compute_mode, g.priority};
 }
 
+MigHolder holder_of(const ReserveArgs& a) {
+  return MigHolder{a.container_id, a.instance, a.source == BookingSource::dra};
+}
+
 Result<Booking> book(LedgerState& state, const ReserveArgs& a, std::uint64_t start, const Inventory& inv,
                      const AllocationConfig& cfg, const MigConfig& mig, std::int64_t now, bool& changed) {
   if (auto mine = booked_under(state, a); !mine.empty()) return existing(mine, a, start, changed);
-  auto grants = allocate_gpus(a.request, inv, state.entries, cfg, DynamicMig{&mig, &state.mig_idle});
+  auto grants = allocate_gpus(a.request, inv, state.entries, cfg, DynamicMig{&mig, &state.mig_idle}, holder_of(a));
   if (!grants) return std::unexpected(grants.error());
   std::vector<std::string> keys;
   for (std::size_t k = 0; k < grants->size(); ++k) {

@@ -5,12 +5,16 @@
 #include <cstdint>
 
 #include "core/ledger.hpp"
+#include "core/mig_fit.hpp"
 
 namespace gpufrac::ledger_detail {
 
 // The entry a grant becomes for these arguments, under `device_key`.
 LedgerEntry entry_for(const ReserveArgs& a, const std::string& device_key, const Grant& g, std::uint64_t pid_start,
                       std::int64_t now);
+
+// Who asks, for the one-compute-instance-per-GPU-instance rule.
+MigHolder holder_of(const ReserveArgs& a);
 
 // Finds the booking of (container id, instance, device key) (for a multi-GPU share, the entry of
 // each of its GPUs, keyed gpus_device_key) or allocates a new one in `state`: every GPU of the

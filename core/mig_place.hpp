@@ -32,4 +32,11 @@ bool better(const PlacementChoice& a, const PlacementChoice& b);
 // The compute slices of the GPU's full profile (7 on A100/H100): the most any profile has.
 std::uint32_t full_compute_slices(const Gpu& gpu);
 
+// The best start for a compute instance of `ci` in a GPU instance of `gi` that holds `cis` now
+// (mig_ci_place.cpp): among its placements that overlap none of them, while the profile's count
+// allows one more, the one that keeps the largest compute instance profile of `gi` placeable,
+// then the most placements of all its profiles free, then the lowest. nullopt when none is free.
+std::optional<std::uint32_t> best_ci_start(const MigProfile& gi, const MigComputeProfile& ci,
+                                           const std::vector<MigCiOccupant>& cis);
+
 }  // namespace gpufrac::mig_detail

@@ -14,8 +14,8 @@ namespace {
 
 using namespace annotation;
 
-constexpr std::array<std::string_view, 10> kOwnKeys{kFraction,    kMemory,   kMigProfile, kGpu,  kPolicy, kCompute,
-                                                    kComputeMode, kPriority, kInjected,   kGpus};
+constexpr std::array<std::string_view, 10> kOwnKeys{kFraction, kMemory,      kMigProfile, kGpu,      kPolicy,
+                                                    kCompute,  kComputeMode, kPriority,   kInjected, kGpus};
 constexpr std::array<std::string_view, 3> kAliasKeys{kAliasFraction, kAliasMemory, kAliasClearml};
 constexpr const char* kGpuForm =
     "a GPU index or GPU-<uuid> as nvidia-smi -L prints it, e.g. 0 or GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5";
@@ -221,6 +221,26 @@ Result<> apply_gpus(Request& r, const Annotations& a, const KeyNames& names) {
   return apply_gpu_pins(r, std::move(*pins), shown(names, kGpu), it->second, shown(names, kGpus));
 }
 
+// gpufrac.io/memory beside a mig-profile that names a compute instance smaller than its GPU
+// instance ("1c.3g.40gb"): the memory it books of the GPU instance's (which its siblings share).
+Result<> apply_ci_memory(Request& r, const Annotations& a, const KeyNames& names) {
+  const std::string_view key = shown(names, kMemory);
+  if (r.mig_profile.find("c.") == std::string::npos)
+    return refuse(key, text::cat("does not apply to ", shown(names, kMigProfile), " ", r.mig_profile,
+                                 " (a whole GPU instance's memory is its own); name a compute instance of it, e.g. 1c.",
+                                 r.mig_profile, ", or leave it out"));
+  auto m = parse_memory(a.at(kMemory));
+  if (!m) return refuse(key, m.error().message);
+  r.memory_bytes = *m;
+  return {};
+}
+
+// The sizing keys of one request: one, or mig-profile with gpufrac.io/memory (a compute
+// instance's memory).
+bool ci_with_memory(const std::vector<std::string_view>& sizing) {
+  return sizing.size() == 2 && sizing[0] == kMemory && sizing[1] == kMigProfile;
+}
+
 }  // namespace
 
 std::string GpuPin::describe() const {
@@ -232,6 +252,10 @@ std::string Request::describe() const {
   std::string out;
   if (kind == SizeKind::fraction) out = "fraction=" + format_fraction(fraction);
   if (kind == SizeKind::mig_profile) out = "mig-profile=" + mig_profile;
+  if (kind == SizeKind::mig_profile && memory_bytes != 0) {
+    auto m = format_memory(memory_bytes);
+    out += " memory=" + (m ? *m : text::cat(memory_bytes, "B"));
+  }
   if (kind == SizeKind::memory) {
     auto m = format_memory(memory_bytes);
     out = "memory=" + (m ? *m : text::cat(memory_bytes, "B"));
@@ -307,17 +331,22 @@ Result<std::optional<Request>> parse_request(const Annotations& a, bool aliases,
   std::vector<std::string_view> sizing;
   for (const auto* kv : keys) {
     if (kv->second.size() > max_value_bytes(kv->first))
-      return refuse(shown(names, kv->first), text::cat(text::quote(kv->second), " is too long (at most ",
-                                                       max_value_bytes(kv->first), " bytes); use ", form_of(kv->first)));
+      return refuse(shown(names, kv->first),
+                    text::cat(text::quote(kv->second), " is too long (at most ", max_value_bytes(kv->first),
+                              " bytes); use ", form_of(kv->first)));
     if (is_sizing_key(kv->first)) sizing.push_back(kv->first);
   }
   if (keys.empty()) return std::optional<Request>{};
-  if (sizing.size() > 1)
+  const bool ci_memory = ci_with_memory(sizing);
+  if (sizing.size() > 1 && !ci_memory)
     return user_error(text::cat(shown(names, sizing[0]), " and ", shown(names, sizing[1]),
                                 ": both set; set only one of ", names.empty() ? kSizingKeys : kEnvSizingKeys));
+  const std::string_view size_key = ci_memory ? std::string_view(kMigProfile) : sizing.empty() ? "" : sizing[0];
   auto request = sizing.empty() ? size_by_compute(a, names, shown(names, keys[0]->first))
-                                : parse_size(sizing[0], a.at(std::string(sizing[0])), shown(names, sizing[0]));
+                                : parse_size(size_key, a.at(std::string(size_key)), shown(names, size_key));
   if (!request) return std::unexpected(request.error());
+  if (ci_memory)
+    if (auto r = apply_ci_memory(*request, a, names); !r) return std::unexpected(r.error());
   if (auto r = apply_compute(*request, a, names); !r) return std::unexpected(r.error());
   if (auto r = apply_gpus(*request, a, names); !r) return std::unexpected(r.error());
   if (auto it = a.find(kPolicy); it != a.end()) {

@@ -67,9 +67,12 @@ struct GpuPin {
 
 struct Request {
   SizeKind kind = SizeKind::fraction;
-  Ppm fraction = 0;                // kind == fraction; kWholeGpuPpm = a whole GPU
-  std::uint64_t memory_bytes = 0;  // kind == memory
-  std::string mig_profile;         // kind == mig_profile, canonical name
+  Ppm fraction = 0;  // kind == fraction; kWholeGpuPpm = a whole GPU
+  // kind == memory; with mig_profile naming a compute instance smaller than its GPU instance
+  // ("1c.3g.40gb"), gpufrac.io/memory beside it: what it books of the GPU instance's memory (0: the
+  // equal split, core/mig_fit.hpp).
+  std::uint64_t memory_bytes = 0;
+  std::string mig_profile;  // kind == mig_profile, canonical name
   std::optional<GpuPin> gpu;
   // gpufrac.io/gpus: the share on that many distinct GPUs (nullopt: one), each GPU's booking its
   // own; sized_by_gpus: it was the only size (whole GPUs). gpu_list: gpufrac.io/gpu naming several
@@ -87,8 +90,8 @@ struct Request {
   bool sized_by_compute = false;
   std::optional<ComputeMode> compute_mode;  // nullopt: fair
   std::optional<ComputePriority> priority;  // nullopt: normal
-  // The request says something about compute (a share, a mode or a priority): it is never served by
-  // a MIG instance, whose time is its own.
+  // The request says something about compute (a share, a mode or a priority). On MIG a share is a
+  // size (SMs, core/mig_device.hpp); a mode or a priority keeps the request off MIG (reaches_mig).
   bool compute_intent() const { return compute_ppm || compute_mode || priority; }
   // "fraction=0.25", "memory=4Gi gpu=1", "mig-profile=1g.10gb policy=spread",
   // "compute=30 compute-mode=strict priority=high", "gpus=2", "fraction=0.5 gpus=2 gpu=0,2":

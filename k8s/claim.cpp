@@ -34,7 +34,7 @@ Request booking_for(const DraDevice& d, std::uint64_t bytes, Ppm ppm) {
   r.gpu = GpuPin{d.gpu->index, "", d.mig ? d.mig->uuid : ""};
   if (d.whole()) {
     r.kind = SizeKind::mig_profile;
-    r.mig_profile = canonical_mig_profile_or_same(d.mig ? d.mig->profile_name : d.profile->name);
+    r.mig_profile = canonical_mig_profile_or_same(d.device_profile());
     if (d.profile) r.gpu->mig_start = d.placement_start;
   } else if (ppm != 0 && (ppm == kWholeGpuPpm || fraction_bytes(d.gpu->memory_bytes, ppm) > bytes)) {
     r.kind = SizeKind::fraction;

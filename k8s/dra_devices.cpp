@@ -3,6 +3,7 @@
 #include <array>
 #include <utility>
 
+#include "core/mig_device.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::dra {
@@ -29,21 +30,55 @@ std::string mig_name(const Gpu& g, const MigInstance& m) {
 }
 
 // "gpu-0-mig-1g10gbme-19-3": DNS-label characters only; the profile id keeps +me and -me apart.
-std::string profile_device_name(const Gpu& g, const MigProfile& p, std::uint32_t start) {
+std::string profile_device_name(const Gpu& g, const std::string& name, std::uint32_t id, std::uint32_t start) {
   std::string plain;
-  for (char c : p.name)
+  for (char c : name)
     if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))
       plain += c;
     else if (c >= 'A' && c <= 'Z')
       plain += static_cast<char>(c - 'A' + 'a');
-  return text::cat("gpu-", g.index, "-mig-", plain, "-", p.id, "-", start);
+  return text::cat("gpu-", g.index, "-mig-", plain, "-", id, "-", start);
+}
+
+// A dynamic GPU's devices for one profile: the whole GPU instance at each placement, then each
+// smaller compute instance profile (NVML's table, or the derived one until NVML answered) there.
+void profile_devices(const Gpu& g, const MigProfile& p, std::vector<DraDevice>& out) {
+  for (std::uint32_t start : p.placement_starts)
+    out.push_back({profile_device_name(g, p.name, p.id, start), &g, nullptr, &p, start});
+  auto table = p.compute_profiles;
+  if (table.empty())  // NVML has not answered for a GPU instance of it yet: its SMs are not known
+    for (MigComputeProfile c : derived_compute_profiles(p)) {
+      c.multiprocessors = 0;
+      table.push_back(c);
+    }
+  for (std::uint32_t start : p.placement_starts)
+    for (const MigComputeProfile& c : table) {
+      if (c.slices >= p.compute_slices) continue;
+      const std::string base = profile_device_name(g, mig_device_profile_name(p, c.slices), p.id, start);
+      for (std::uint32_t n = 0; n < c.max_count; ++n)
+        out.push_back({text::cat(base, "-", n), &g, nullptr, &p, start, c, n});
+    }
 }
 
 }  // namespace
 
 std::uint64_t DraDevice::memory_bytes() const {
-  if (profile) return profile->memory_mib << 20;
+  if (profile) return ci ? equal_split_bytes(MigShape{profile, *ci}) : profile->memory_mib << 20;
+  if (mig)
+    if (auto shape = mig_shape_of(*gpu, *mig)) return equal_split_bytes(*shape);
   return mig ? mig->memory_bytes : gpu->memory_bytes;
+}
+
+std::pair<std::uint32_t, std::uint32_t> DraDevice::compute_share() const {
+  if (profile) return {ci ? ci->slices : profile->compute_slices, profile->compute_slices};
+  const MigProfile* p = mig ? gpu->profile_by_id(mig->profile_id) : nullptr;
+  if (p == nullptr) return {1, 1};
+  return {std::min(mig->compute_slices, p->compute_slices), p->compute_slices};
+}
+
+std::string DraDevice::device_profile() const {
+  if (profile) return mig_device_profile_name(*profile, ci ? ci->slices : profile->compute_slices);
+  return mig ? mig_device_profile(*gpu, *mig) : "";
 }
 
 std::vector<DraDevice> dra_devices(const Inventory& inventory, const MigConfig& mig) {
@@ -51,9 +86,7 @@ std::vector<DraDevice> dra_devices(const Inventory& inventory, const MigConfig& 
   for (const auto& g : inventory.gpus) {
     if (!g.mig_enabled) out.push_back({text::cat("gpu-", g.index), &g});
     if (g.mig_enabled && mig.mode_for(g.index, g.uuid) == MigMode::dynamic) {
-      for (const auto& p : g.mig_profiles)
-        for (std::uint32_t start : p.placement_starts)
-          out.push_back({profile_device_name(g, p, start), &g, nullptr, &p, start});
+      for (const auto& p : g.mig_profiles) profile_devices(g, p, out);
       continue;
     }
     for (const auto& m : g.mig_instances) out.push_back({mig_name(g, m), &g, &m});

@@ -44,8 +44,9 @@ Result<Booking> book(const Config& cfg, Ledger& ledger, const ReserveArgs& args,
   if (!provisioned) return std::unexpected(provisioned.error());
   for (const auto& note : provisioned->notes) log::info("claim " + args.container_id + ": " + note);
   if (provisioned->created)
-    log::info(text::cat("claim ", args.container_id, ": made MIG ", provisioned->created->profile_name, "@",
-                        provisioned->created->placement.start, " on GPU ", provisioned->booking.grant.gpu_index));
+    log::info(text::cat("claim ", args.container_id, ": made MIG ", provisioned->created->device_profile, " in ",
+                        provisioned->created->profile_name, "@", provisioned->created->placement.start, " on GPU ",
+                        provisioned->booking.grant.gpu_index));
   return std::move(provisioned->booking);
 }
 

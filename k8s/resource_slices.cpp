@@ -79,18 +79,32 @@ json gpu_device(const DraDevice& d, const Inventory& inv, std::uint64_t step) {
        json::array({{{"counterSet", counter_set(g)}, {"counters", {{"memory", quantity(g.memory_bytes)}}}}})}};
 }
 
-// A MIG device: an existing instance, or (dynamic MIG) a profile at a placement that prepare makes.
+// What a MIG device takes of each memory slice of its GPU instance: all of it ("1") for the whole
+// GPU instance, C/G of it for a compute instance of C of the GPU instance's G compute slices
+// ("333m"), rounded down: the compute instances of one GPU instance fit together, a whole GPU
+// instance at an overlapping placement fits beside none of them.
+std::string slice_share(const DraDevice& d) {
+  const auto [c, g] = d.compute_share();
+  if (c >= g || g == 0) return "1";
+  return text::cat(1000 * c / g, "m");
+}
+
+// A MIG device: an existing instance, or (dynamic MIG) a profile at a placement that prepare makes,
+// or a compute instance of one.
 json mig_device(const DraDevice& d) {
   const Gpu& g = *d.gpu;
   const MigPlacement placement = d.mig ? d.mig->placement : MigPlacement{d.placement_start, d.profile->memory_slices};
   json counters = {{"memory", quantity(d.memory_bytes())}};
   for (std::uint32_t s = placement.start; s < placement.start + placement.size; ++s)
-    counters[text::cat("memory-slice-", s)] = {{"value", "1"}};
+    counters[text::cat("memory-slice-", s)] = {{"value", slice_share(d)}};
   json attrs = {{"type", {{"string", "mig"}}},
-                {"profile", {{"string", d.mig ? d.mig->profile_name : d.profile->name}}},
+                {"profile", {{"string", d.device_profile()}}},
                 {"parentUUID", {{"string", g.uuid}}},
                 {"index", {{"int", g.index}}},
-                {"placementStart", {{"int", placement.start}}}};
+                {"placementStart", {{"int", placement.start}}},
+                {"computeSlices", {{"int", d.compute_share().first}}}};
+  const std::uint32_t sms = d.mig ? d.mig->multiprocessors : d.ci ? d.ci->multiprocessors : d.profile->multiprocessors;
+  if (sms != 0) attrs["multiprocessors"] = {{"int", sms}};
   if (d.mig) {
     attrs["uuid"] = {{"string", d.mig->uuid}};
     attrs["gi"] = {{"int", d.mig->gi_id}};

@@ -1,5 +1,7 @@
 #include "nvml/discover.hpp"
 
+#include "core/fs.hpp"
+#include "core/mig_device.hpp"
 #include "nvml/device_nodes.hpp"
 #include "nvml/driver_discovery.hpp"
 #include "nvml/nvml_backend.hpp"
@@ -12,6 +14,10 @@ Result<Inventory> discover(const Config& cfg) {
   if (!files) return std::unexpected(files.error());
   auto inv = discover_nvml(cfg.nvml.library);
   if (!inv) return inv;
+  // NVML answers compute instance profiles only for GPU instances that exist: keep what the cache
+  // learned from earlier ones (a cache that cannot be read teaches nothing).
+  if (fs::exists(cfg.inventory_cache_path()))
+    if (auto cached = read_inventory_cache(cfg)) learn_compute_profiles(*inv, *cached);
   attach_device_nodes(*inv, *files);
   if (auto r = attach_driver_files(cfg, *inv, true); !r) return std::unexpected(r.error());
   return inv;

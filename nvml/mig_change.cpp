@@ -63,13 +63,49 @@ Result<GpuInstanceInfo> describe(const Library& lib, nvmlGpuInstance_t handle) {
   return out;
 }
 
-// The full-size compute instance profile id of a GPU instance with `slices` compute slices.
-Result<std::uint32_t> full_ci_profile(const Library& lib, nvmlGpuInstance_t gi, std::uint32_t slices) {
+// The compute instance profile id of `slices` compute slices a GPU instance offers (the most SMs).
+Result<std::uint32_t> ci_profile_of(const Library& lib, nvmlGpuInstance_t gi, std::uint32_t slices) {
   auto profiles = ci_profiles(lib, gi);
   if (!profiles) return std::unexpected(profiles.error());
+  const nvmlComputeInstanceProfileInfo_t* best = nullptr;
   for (const auto& p : *profiles)
-    if (p.sliceCount == slices) return p.id;
-  return internal_error(text::cat("the GPU instance offers no compute instance profile of ", slices, " slices"));
+    if (p.sliceCount == slices && (best == nullptr || p.multiprocessorCount > best->multiprocessorCount)) best = &p;
+  if (best != nullptr) return best->id;
+  return user_error(text::cat("the GPU instance offers no compute instance profile of ", slices, " slices"));
+}
+
+// The size NVML gives the placement at `start` of a compute instance profile (its slices when the
+// driver cannot list placements).
+std::uint32_t placement_size(const Library& lib, nvmlGpuInstance_t gi, std::uint32_t profile_id, std::uint32_t start,
+                             std::uint32_t slices) {
+  const auto call = lib.fn().nvmlGpuInstanceGetComputeInstancePossiblePlacements;
+  nvmlComputeInstancePlacement_t pl[16]{};
+  unsigned int count = 16;
+  if (call && call(gi, profile_id, pl, &count) == NVML_SUCCESS)
+    for (unsigned int i = 0; i < count && i < 16; ++i)
+      if (pl[i].start == start) return pl[i].size;
+  return slices;
+}
+
+// Makes the compute instance in `gi`; returns its id.
+Result<std::uint32_t> make_compute_instance(const Library& lib, nvmlGpuInstance_t gi, const ComputeInstanceSpec& spec) {
+  auto profile = spec.profile_id ? Result<std::uint32_t>(*spec.profile_id) : ci_profile_of(lib, gi, spec.slices);
+  if (!profile) return std::unexpected(profile.error());
+  const auto& fn = lib.fn();
+  nvmlComputeInstance_t ci = nullptr;
+  Result<> made;
+  if (spec.start && fn.nvmlGpuInstanceCreateComputeInstanceWithPlacement) {
+    const nvmlComputeInstancePlacement_t at{*spec.start, placement_size(lib, gi, *profile, *spec.start, spec.slices)};
+    made = lib.check(fn.nvmlGpuInstanceCreateComputeInstanceWithPlacement(gi, *profile, &at, &ci),
+                     "nvmlGpuInstanceCreateComputeInstanceWithPlacement");
+  } else {
+    made =
+        lib.check(fn.nvmlGpuInstanceCreateComputeInstance(gi, *profile, &ci), "nvmlGpuInstanceCreateComputeInstance");
+  }
+  nvmlComputeInstanceInfo_t info{};
+  if (made) made = lib.check(fn.nvmlComputeInstanceGetInfo_v2(ci, &info), "nvmlComputeInstanceGetInfo_v2");
+  if (!made) return std::unexpected(made.error());
+  return info.id;
 }
 
 }  // namespace
@@ -99,7 +135,7 @@ Result<std::vector<GpuInstanceInfo>> list_gpu_instances(const Library& lib, nvml
 }
 
 Result<CreatedInstance> create_mig_instance(const Library& lib, nvmlDevice_t dev, const MigProfile& p,
-                                            std::uint32_t start,
+                                            std::uint32_t start, const ComputeInstanceSpec& spec,
                                             const std::function<void(std::uint32_t)>& after_gpu_instance) {
   const std::string what = text::cat(p.name, "@", start);
   const nvmlGpuInstancePlacement_t placement{start, p.memory_slices};
@@ -112,21 +148,27 @@ Result<CreatedInstance> create_mig_instance(const Library& lib, nvmlDevice_t dev
   if (auto r = lib.check(lib.fn().nvmlGpuInstanceGetInfo(gi, &info), "nvmlGpuInstanceGetInfo"); !r)
     return std::unexpected(r.error().wrap("reading new GPU instance " + what));
   if (after_gpu_instance) after_gpu_instance(info.id);
-  auto ci_profile = full_ci_profile(lib, gi, p.compute_slices);
-  nvmlComputeInstance_t ci = nullptr;
-  Result<> made = ci_profile ? lib.check(lib.fn().nvmlGpuInstanceCreateComputeInstance(gi, *ci_profile, &ci),
-                                         "nvmlGpuInstanceCreateComputeInstance")
-                             : Result<>(std::unexpected(ci_profile.error()));
-  nvmlComputeInstanceInfo_t ci_info{};
-  if (made) made = lib.check(lib.fn().nvmlComputeInstanceGetInfo_v2(ci, &ci_info), "nvmlComputeInstanceGetInfo_v2");
-  if (!made) {
-    Error e = made.error();
+  auto ci = make_compute_instance(lib, gi, spec);
+  if (!ci) {
+    Error e = ci.error();
     if (auto undo = lib.check(lib.fn().nvmlGpuInstanceDestroy(gi), "nvmlGpuInstanceDestroy"); !undo)
       e.message += "; rolling back, " + undo.error().message;
     return std::unexpected(std::move(e.wrap(
         text::cat("creating the compute instance of ", what, " (GPU instance ", info.id, ", destroyed again)"))));
   }
-  return CreatedInstance{info.id, ci_info.id};
+  return CreatedInstance{info.id, *ci};
+}
+
+Result<CreatedInstance> add_compute_instance(const Library& lib, nvmlDevice_t dev, std::uint32_t id,
+                                             const ComputeInstanceSpec& spec) {
+  const std::string what = text::cat("a compute instance of ", spec.slices, spec.slices == 1 ? " slice" : " slices",
+                                     " in MIG GPU instance ", id);
+  nvmlGpuInstance_t gi = nullptr;
+  if (auto r = lib.check(lib.fn().nvmlDeviceGetGpuInstanceById(dev, id, &gi), "nvmlDeviceGetGpuInstanceById"); !r)
+    return std::unexpected(r.error().wrap("creating " + what));
+  auto ci = make_compute_instance(lib, gi, spec);
+  if (!ci) return std::unexpected(ci.error().wrap("creating " + what));
+  return CreatedInstance{id, *ci};
 }
 
 Result<> destroy_gpu_instance(const Library& lib, nvmlDevice_t dev, std::uint32_t id) {

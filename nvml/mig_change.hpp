@@ -1,13 +1,18 @@
 // Creating and destroying MIG instances through NVML (dynamic MIG), on a library that is open and
-// initialised. Creation is a GPU instance at an explicit placement, then its full-size compute
-// instance (the compute instance profile whose slice count is the GPU instance's; 1_SLICE_REV1 and
-// 7_SLICE_NVL, which repeat the counts of 1_SLICE and 7_SLICE, are never taken); if the compute
-// instance cannot be made, the GPU instance is destroyed again. Destruction is every compute
-// instance, then the GPU instance. Each NVML failure is one line naming the call and the instance.
+// initialised. Creation is a GPU instance at an explicit placement, then a compute instance in it
+// (the full-size one, or a smaller one), or a compute instance added to an existing GPU instance.
+// The compute instance profile is the planner's id, or the GPU instance's profile of that slice
+// count with the most SMs (1_SLICE_REV1 and 7_SLICE_NVL, which repeat the counts of 1_SLICE and
+// 7_SLICE, are never taken); it goes at the planner's start when the driver has
+// nvmlGpuInstanceCreateComputeInstanceWithPlacement, else where the driver chooses. If the compute
+// instance of a new GPU instance cannot be made, the GPU instance is destroyed again. Destruction
+// is every compute instance, then the GPU instance. Each NVML failure is one line naming the call
+// and the instance.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +35,13 @@ struct CreatedInstance {
   std::uint32_t ci = 0;
 };
 
+// The compute instance to make: its slices, and its profile id and start when the planner knew them.
+struct ComputeInstanceSpec {
+  std::uint32_t slices = 0;
+  std::optional<std::uint32_t> profile_id;
+  std::optional<std::uint32_t> start;
+};
+
 // The GPU handle for a GPU-<uuid>; fails when the library lacks the MIG change functions.
 Result<nvmlDevice_t> mig_device(const Library& lib, const std::string& gpu_uuid);
 
@@ -37,11 +49,15 @@ Result<nvmlDevice_t> mig_device(const Library& lib, const std::string& gpu_uuid)
 Result<std::vector<GpuInstanceInfo>> list_gpu_instances(const Library& lib, nvmlDevice_t device,
                                                         const std::vector<MigProfile>& profiles);
 
-// Creates the GPU instance and its full-size compute instance. `after_gpu_instance(gi)` runs in
+// Creates the GPU instance and the compute instance in it. `after_gpu_instance(gi)` runs in
 // between (crash tests kill the process there).
 Result<CreatedInstance> create_mig_instance(const Library& lib, nvmlDevice_t device, const MigProfile& profile,
-                                            std::uint32_t start,
+                                            std::uint32_t start, const ComputeInstanceSpec& ci,
                                             const std::function<void(std::uint32_t)>& after_gpu_instance = {});
+
+// Adds a compute instance to the existing GPU instance `gi`.
+Result<CreatedInstance> add_compute_instance(const Library& lib, nvmlDevice_t device, std::uint32_t gi,
+                                             const ComputeInstanceSpec& ci);
 
 // Destroys the GPU instance `gi` and its compute instances. NVML_ERROR_IN_USE (processes on it)
 // is an error saying so.

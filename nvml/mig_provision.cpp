@@ -5,9 +5,11 @@
 
 #include "core/allocator.hpp"
 #include "core/ledger_mig.hpp"
+#include "core/mig_device.hpp"
 #include "core/process.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
+#include "nvml/mig_made.hpp"
 #include "nvml/mig_steps.hpp"
 
 namespace gpufrac {
@@ -22,14 +24,24 @@ bool pinned_out(const Request& r, const Gpu& g) {
   return r.gpu && (r.gpu->index ? g.index != *r.gpu->index : g.uuid != r.gpu->uuid);
 }
 
-// The GPU the planner picks among the dynamic ones the request may use.
-Result<std::string> target_gpu(const Config& cfg, const Inventory& inv, const LedgerState& state, const Request& r) {
+MigHolder holder_of(const ReserveArgs& a) {
+  return MigHolder{a.container_id, a.instance, a.source == BookingSource::dra};
+}
+
+// The GPU the planner picks among the dynamic ones the request may use (the made lists read
+// without the MIG locks: only the holder of a lock changes one).
+Result<std::string> target_gpu(const Config& cfg, const Inventory& inv, const LedgerState& state,
+                               const ReserveArgs& a) {
   const DynamicMig dyn{&cfg.mig, &state.mig_idle};
   std::vector<MigGpuView> views;
-  for (const Gpu& g : inv.gpus)
-    if (!pinned_out(r, g) && dyn.dynamic(g)) views.push_back(mig_view(g, state.entries, state.mig_idle));
+  for (const Gpu& g : inv.gpus) {
+    if (pinned_out(a.request, g) || !dyn.dynamic(g)) continue;
+    auto made = read_mig_made(cfg, g.uuid);
+    if (!made) return std::unexpected(made.error());
+    views.push_back(mig_view(g, state.entries, state.mig_idle, {}, *made, holder_of(a)));
+  }
   std::sort(views.begin(), views.end(), [](const auto& a, const auto& b) { return a.gpu->index < b.gpu->index; });
-  auto plan = plan_mig(r, views);
+  auto plan = plan_mig(a.request, views);
   if (!plan) return std::unexpected(plan.error());
   return plan->gpu_uuid;
 }
@@ -64,11 +76,12 @@ struct Target {
 };
 
 // Step 4: the plan, and the idle records of what it destroys dropped under the ledger lock.
-Result<MigPlan> claim(Target& t, const Gpu& gpu, const std::vector<MigForeign>& foreign) {
+Result<MigPlan> claim(Target& t, const Gpu& gpu, const std::vector<MigForeign>& foreign,
+                      const std::vector<std::string>& made) {
   std::optional<Result<MigPlan>> plan;
   auto updated = t.ledger.update([&](LedgerState& s) -> Result<bool> {
     bool changed = sync_idle_records(s, gpu, now());
-    MigGpuView view = mig_view(gpu, s.entries, s.mig_idle, foreign);
+    MigGpuView view = mig_view(gpu, s.entries, s.mig_idle, foreign, made, holder_of(t.args));
     plan = plan_on_gpu(t.args.request, view, expired_idle(s, gpu, t.cfg.mig.idle_timeout_s, now()));
     if (!*plan || (*plan)->reuse()) return changed;
     for (const MigDestroyStep& d : (*plan)->destroy)
@@ -79,50 +92,59 @@ Result<MigPlan> claim(Target& t, const Gpu& gpu, const std::vector<MigForeign>& 
   return std::move(*plan);
 }
 
-Result<Grant> grant_of_instance(const Inventory& inv, const std::string& gpu_uuid, std::uint32_t gi, std::uint32_t ci,
-                                const std::string& reason) {
+// The grant of a MIG device: `bytes` of its GPU instance's memory; the GPU instance's memory too.
+Result<std::pair<Grant, std::uint64_t>> grant_of_instance(const Inventory& inv, const std::string& gpu_uuid,
+                                                          std::uint32_t gi, std::uint32_t ci, const MigPlan& plan) {
   const Gpu* g = inv.gpu_by_uuid(gpu_uuid);
   for (const MigInstance& m : g ? g->mig_instances : std::vector<MigInstance>{})
     if (m.gi_id == gi && m.ci_id == ci)
-      return Grant{m.uuid, g->index, g->uuid, MigRef{gi, ci, m.profile_name}, m.memory_bytes, true, reason};
+      return std::pair{
+          Grant{m.uuid, g->index, g->uuid, MigRef{gi, ci, mig_device_profile(*g, m)}, plan.bytes, true, plan.reason},
+          m.memory_bytes};
   return internal_error(text::cat("MIG instance gi ", gi, " ci ", ci, " of ", gpu_uuid, " is not in the inventory"));
+}
+
+Result<ProvisionResult> book(Target& t, const std::pair<Grant, std::uint64_t>& grant, ProvisionResult out) {
+  auto booking = t.ledger.reserve_granted(t.args, grant.first, grant.second);
+  if (!booking) return std::unexpected(booking.error());
+  out.booking = std::move(*booking);
+  return out;
 }
 
 // Steps 4 to 6 on a GPU whose lock is held and whose inventory was just read from NVML.
 Result<ProvisionResult> provision_on(Target& t, const Inventory& inv, const Gpu& gpu, ProvisionResult out) {
   auto foreign = foreign_gpu_instances(t.driver, t.device, gpu);
   if (!foreign) return std::unexpected(foreign.error());
-  auto plan = claim(t, gpu, *foreign);
+  auto made = prune_mig_made(t.cfg, gpu);
+  if (!made) return std::unexpected(made.error());
+  auto plan = claim(t, gpu, *foreign, *made);
   if (!plan) return std::unexpected(plan.error());
   if (plan->reuse()) {
     auto m = std::find_if(gpu.mig_instances.begin(), gpu.mig_instances.end(),
                           [&](const MigInstance& i) { return i.uuid == plan->reuse_uuid; });
     if (m == gpu.mig_instances.end()) return internal_error("the MIG planner chose an unknown instance");
-    auto grant = grant_of_instance(inv, gpu.uuid, m->gi_id, m->ci_id, plan->reason);
+    auto grant = grant_of_instance(inv, gpu.uuid, m->gi_id, m->ci_id, *plan);
     if (!grant) return std::unexpected(grant.error());
-    auto booking = t.ledger.reserve_granted(t.args, *grant);
-    if (!booking) return std::unexpected(booking.error());
-    out.booking = std::move(*booking);
-    return out;
+    return book(t, *grant, std::move(out));
   }
   auto destroyed = destroy_gpu_instances(t.driver, t.device, gpu, plan->destroy);
-  Result<nvml::CreatedInstance> made =
+  Result<nvml::CreatedInstance> created =
       destroyed ? create_journaled(t.driver, t.device, t.cfg, gpu, plan->create, t.args.container_id)
                 : std::unexpected(destroyed.error());
   auto fresh = refresh_after_mig_change(t.cfg, t.on_changed, out.notes);
-  if (!made) return std::unexpected(made.error());
+  if (!created) return std::unexpected(created.error());
   if (!fresh) return std::unexpected(fresh.error());
+  if (auto r = finish_journaled(t.cfg, *fresh, gpu.uuid, *created); !r) return std::unexpected(r.error());
+  if (const Gpu* now_gpu = fresh->gpu_by_uuid(gpu.uuid); now_gpu && !plan->destroy.empty())
+    if (auto pruned = prune_mig_made(t.cfg, *now_gpu); !pruned) return std::unexpected(pruned.error());
   out.destroyed = plan->destroy;
   out.created = plan->create;
-  auto grant = grant_of_instance(*fresh, gpu.uuid, made->gi, made->ci, plan->reason);
+  auto grant = grant_of_instance(*fresh, gpu.uuid, created->gi, created->ci, *plan);
   if (!grant) return std::unexpected(grant.error());
   if (const Gpu* g = fresh->gpu_by_uuid(gpu.uuid))
     for (const MigInstance& m : g->mig_instances)
-      if (m.uuid == grant->device_uuid) ensure_cap_nodes(t.cfg, m, out.notes);
-  auto booking = t.ledger.reserve_granted(t.args, *grant);
-  if (!booking) return std::unexpected(booking.error());
-  out.booking = std::move(*booking);
-  return out;
+      if (m.uuid == grant->first.device_uuid) ensure_cap_nodes(t.cfg, m, out.notes);
+  return book(t, *grant, std::move(out));
 }
 
 // Steps 2 and 3: lock, NVML, recovery, records, and the reservation that may now reuse.
@@ -179,7 +201,7 @@ Result<ProvisionResult> provision_mig(const Config& cfg, const ReserveArgs& args
   auto state = ledger.read();
   if (!state) return std::unexpected(state.error());
   if (!curable(cfg, args, *state)) return std::unexpected(first.error());
-  auto gpu = target_gpu(cfg, *inv, *state, args.request);
+  auto gpu = target_gpu(cfg, *inv, *state, args);
   if (!gpu) return std::unexpected(gpu.error());
   return provision_locked(cfg, ledger, *gpu, args, on_changed);
 }

@@ -7,6 +7,7 @@
 #include "core/mig_plan.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
+#include "nvml/mig_made.hpp"
 #include "nvml/mig_steps.hpp"
 
 namespace gpufrac {
@@ -15,6 +16,7 @@ namespace {
 
 // GPU instances whose every MIG device is recorded idle past the timeout; their records dropped.
 Result<std::vector<MigDestroyStep>> claim_expired(Ledger& ledger, const Config& cfg, const Gpu& gpu, std::int64_t now,
+                                                  const std::vector<std::string>& made,
                                                   std::vector<IdleMigInstance>& report) {
   std::vector<MigDestroyStep> steps;
   auto updated = ledger.update([&](LedgerState& s) -> Result<bool> {
@@ -23,7 +25,7 @@ Result<std::vector<MigDestroyStep>> claim_expired(Ledger& ledger, const Config& 
     Inventory one;
     one.gpus.push_back(gpu);
     const auto idle = idle_mig_instances(one, s, now);
-    for (const MigOccupant& o : mig_view(gpu, s.entries, s.mig_idle).occupants) {
+    for (const MigOccupant& o : mig_view(gpu, s.entries, s.mig_idle, {}, made).occupants) {
       if (!o.destroyable() || !std::all_of(o.uuids.begin(), o.uuids.end(), [&](const std::string& u) {
             return std::find(expired.begin(), expired.end(), u) != expired.end();
           }))
@@ -52,13 +54,17 @@ Result<> reclaim_gpu(const Config& cfg, const MigDriver& driver, const Gpu& cach
   if (!inv) return std::unexpected(inv.error());
   const Gpu* gpu = inv->gpu_by_uuid(cached.uuid);
   if (gpu == nullptr || !gpu->mig_enabled) return {};
+  auto made = prune_mig_made(cfg, *gpu);
+  if (!made) return std::unexpected(made.error());
   Ledger ledger(LedgerOptions::from(cfg));
-  auto steps = claim_expired(ledger, cfg, *gpu, now, report.destroyed);
+  auto steps = claim_expired(ledger, cfg, *gpu, now, *made, report.destroyed);
   if (!steps) return std::unexpected(steps.error());
   auto destroyed = destroy_gpu_instances(driver, *device, *gpu, *steps);
-  if (!steps->empty() || !note->empty())
-    if (auto fresh = refresh_after_mig_change(cfg, on_changed, report.notes); !fresh)
-      return std::unexpected(fresh.error());
+  if (steps->empty() && note->empty()) return destroyed;
+  auto fresh = refresh_after_mig_change(cfg, on_changed, report.notes);
+  if (!fresh) return std::unexpected(fresh.error());
+  if (const Gpu* now_gpu = fresh->gpu_by_uuid(cached.uuid))
+    if (auto pruned = prune_mig_made(cfg, *now_gpu); !pruned) return std::unexpected(pruned.error());
   return destroyed;
 }
 

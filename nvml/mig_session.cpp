@@ -33,6 +33,10 @@ Result<> write_mig_journal(const Config& cfg, const MigJournal& j) {
   nlohmann::json doc{{"op", "create"},       {"gpu", j.gpu_uuid}, {"profile_id", j.profile_id},
                      {"profile", j.profile}, {"start", j.start},  {"container", j.container},
                      {"time", j.time}};
+  if (j.gi) {
+    doc["gi"] = *j.gi;
+    doc["cis_before"] = j.cis_before;
+  }
   return fs::write_file_atomic(mig_journal_path(cfg, j.gpu_uuid), doc.dump() + "\n", 0600);
 }
 
@@ -46,10 +50,17 @@ Result<std::optional<MigJournal>> read_mig_journal(const Config& cfg, const std:
   try {
     auto doc = nlohmann::json::parse(*text);
     if (doc.at("op") != "create" || doc.at("gpu") != gpu_uuid) throw std::runtime_error("another GPU or operation");
-    return std::optional<MigJournal>(
-        MigJournal{gpu_uuid, doc.at("profile_id").get<std::uint32_t>(), doc.at("profile").get<std::string>(),
-                   doc.at("start").get<std::uint32_t>(), doc.at("container").get<std::string>(),
-                   doc.at("time").get<std::int64_t>()});
+    MigJournal j{gpu_uuid,
+                 doc.at("profile_id").get<std::uint32_t>(),
+                 doc.at("profile").get<std::string>(),
+                 doc.at("start").get<std::uint32_t>(),
+                 doc.at("container").get<std::string>(),
+                 doc.at("time").get<std::int64_t>()};
+    if (doc.contains("gi")) {
+      j.gi = doc.at("gi").get<std::uint32_t>();
+      j.cis_before = doc.at("cis_before").get<std::vector<std::uint32_t>>();
+    }
+    return std::optional<MigJournal>(std::move(j));
   } catch (const std::exception& e) {
     return internal_error(text::cat(path, ": not a gpufrac MIG journal (", e.what(), "); remove it after checking ",
                                     "nvidia-smi mig -lgi for a GPU instance without compute instance"));

@@ -3,10 +3,11 @@
 //  - Lock: flock on <state-dir>/mig-<gpu uuid>.lock serialises every MIG change of one GPU (the
 //    provisioner, gc); the kernel drops it when the holder dies. Taken before the ledger lock,
 //    never while holding it.
-//  - Journal: <state-dir>/mig-<gpu uuid>.journal is written before a GPU instance is created and
-//    removed once its compute instance exists, so a process killed in between leaves the
-//    placement behind; the next holder of the lock destroys a GPU instance there that has no
-//    compute instance (recover_mig_journal in mig_steps.hpp).
+//  - Journal: <state-dir>/mig-<gpu uuid>.journal is written before a GPU instance is created (or a
+//    compute instance added to one) and removed once the compute instance exists and is written
+//    down as made (mig_made.hpp), so a process killed in between leaves the change behind; the
+//    next holder of the lock destroys a GPU instance there that has no compute instance and adopts
+//    a compute instance it made (recover_mig_journal in mig_steps.hpp).
 //  - Driver: the configured NVML library, opened and initialised; shut down on destruction.
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "core/error.hpp"
@@ -38,6 +40,11 @@ struct MigJournal {
   std::uint32_t start = 0;  // memory slice of the placement
   std::string container;    // who asked
   std::int64_t time = 0;
+  // A compute instance added to the existing GPU instance `gi`, which had the compute instances
+  // `cis_before` (unset: a new GPU instance with its compute instance; journals written before
+  // compute instances were made this way have neither).
+  std::optional<std::uint32_t> gi;
+  std::vector<std::uint32_t> cis_before;
   bool operator==(const MigJournal&) const = default;
 };
 

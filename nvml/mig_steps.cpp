@@ -11,6 +11,7 @@
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
+#include "nvml/mig_made.hpp"
 
 namespace gpufrac {
 
@@ -22,26 +23,61 @@ Result<std::vector<nvml::GpuInstanceInfo>> gpu_instances(const MigDriver& d, nvm
 
 }  // namespace
 
+namespace {
+
+// Writes the compute instances (gi, ci ids) down as made, by their UUIDs in a fresh inventory.
+Result<> adopt_made(const Config& cfg, const std::string& gpu_uuid,
+                    const std::vector<std::pair<std::uint32_t, std::uint32_t>>& ids) {
+  if (ids.empty()) return {};
+  auto inv = discover(cfg);
+  if (!inv) return std::unexpected(inv.error().wrap("reading adopted compute instances"));
+  std::vector<std::string> uuids;
+  if (const Gpu* g = inv->gpu_by_uuid(gpu_uuid))
+    for (const MigInstance& m : g->mig_instances)
+      if (std::find(ids.begin(), ids.end(), std::pair{m.gi_id, m.ci_id}) != ids.end()) uuids.push_back(m.uuid);
+  return add_mig_made(cfg, gpu_uuid, uuids);
+}
+
+// What a journal left: the compute instances it made (to adopt) and what to say.
+Result<std::string> undo_journal(const MigDriver& d, nvmlDevice_t device, const Gpu& gpu, const MigJournal& j,
+                                 std::vector<std::pair<std::uint32_t, std::uint32_t>>& made) {
+  auto gis = gpu_instances(d, device, gpu);
+  if (!gis) return std::unexpected(gis.error());
+  const std::string what = text::cat(j.profile, "@", j.start);
+  std::string done = text::cat("journal of ", what, " for ", j.container, ": nothing left over");
+  for (const auto& gi : *gis) {
+    if (j.gi ? gi.id != *j.gi : gi.profile_id != j.profile_id || gi.placement.start != j.start) continue;
+    for (std::uint32_t ci : gi.compute_instances)
+      if (std::find(j.cis_before.begin(), j.cis_before.end(), ci) == j.cis_before.end()) made.emplace_back(gi.id, ci);
+    if (j.gi) {
+      if (!made.empty())
+        done = text::cat("journal of a compute instance in GPU instance ", gi.id, ": compute instance ",
+                         made.front().second, " is whole, kept");
+      break;
+    }
+    if (!gi.compute_instances.empty()) {
+      done = text::cat("journal of ", what, ": GPU instance ", gi.id, " is whole, kept");
+      break;
+    }
+    if (auto r = nvml::destroy_gpu_instance(d.lib(), device, gi.id); !r) return std::unexpected(r.error());
+    done = text::cat("destroyed half-made GPU instance ", gi.id, " (", what, ") of ", j.container);
+  }
+  return done;
+}
+
+}  // namespace
+
 Result<std::string> recover_mig_journal(const MigDriver& d, nvmlDevice_t device, const Config& cfg, const Gpu& gpu) {
   auto journal = read_mig_journal(cfg, gpu.uuid);
   if (!journal) return std::unexpected(journal.error());
   if (!*journal) return std::string();
-  const MigJournal& j = **journal;
-  auto gis = gpu_instances(d, device, gpu);
-  if (!gis) return std::unexpected(gis.error());
-  std::string done = text::cat("journal of ", j.profile, "@", j.start, " for ", j.container, ": nothing left over");
-  for (const auto& gi : *gis) {
-    if (gi.profile_id != j.profile_id || gi.placement.start != j.start) continue;
-    if (!gi.compute_instances.empty()) {
-      done = text::cat("journal of ", j.profile, "@", j.start, ": GPU instance ", gi.id, " is whole, kept");
-      break;
-    }
-    if (auto r = nvml::destroy_gpu_instance(d.lib(), device, gi.id); !r) return std::unexpected(r.error());
-    done = text::cat("destroyed half-made GPU instance ", gi.id, " (", j.profile, "@", j.start, ") of ", j.container);
-  }
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> made;
+  auto done = undo_journal(d, device, gpu, **journal, made);
+  if (!done) return std::unexpected(done.error());
+  if (auto r = adopt_made(cfg, gpu.uuid, made); !r) return std::unexpected(r.error());
   if (auto r = remove_mig_journal(cfg, gpu.uuid); !r) return std::unexpected(r.error());
-  log::info("GPU " + gpu.uuid + ": " + done);
-  return done;
+  log::info("GPU " + gpu.uuid + ": " + *done);
+  return *done;
 }
 
 Result<std::vector<MigForeign>> foreign_gpu_instances(const MigDriver& d, nvmlDevice_t device, const Gpu& gpu) {
@@ -77,18 +113,35 @@ Result<nvml::CreatedInstance> create_journaled(const MigDriver& d, nvmlDevice_t 
   MigJournal j{gpu.uuid,          step.profile_id,
                step.profile_name, step.placement.start,
                container,         static_cast<std::int64_t>(std::time(nullptr))};
+  if (step.gi) {
+    j.gi = step.gi;
+    for (const MigInstance& m : gpu.mig_instances)
+      if (m.gi_id == *step.gi) j.cis_before.push_back(m.ci_id);
+  }
   if (auto r = write_mig_journal(cfg, j); !r) return std::unexpected(r.error());
-  auto made = nvml::create_mig_instance(d.lib(), device, *profile, step.placement.start,
-                                        [](std::uint32_t) { fault::point(kFaultAfterGpuInstance); });
+  const nvml::ComputeInstanceSpec ci{step.ci_slices, step.ci_profile_id, step.ci_start};
+  auto made = step.gi ? nvml::add_compute_instance(d.lib(), device, *step.gi, ci)
+                      : nvml::create_mig_instance(d.lib(), device, *profile, step.placement.start, ci,
+                                                  [](std::uint32_t) { fault::point(kFaultAfterGpuInstance); });
   if (!made) {  // what is left is checked now; if that fails too, the journal stays for the next run
     auto left = recover_mig_journal(d, device, cfg, gpu);
     if (!left) log::warn("after a failed creation: " + left.error().message);
     return made;
   }
-  if (auto r = remove_mig_journal(cfg, gpu.uuid); !r) return std::unexpected(r.error());
-  log::info(text::cat("created MIG instance ", placement_text(step.profile_name, step.placement), " on GPU ", gpu.index,
-                      ": gi ", made->gi, " ci ", made->ci, " for ", container));
+  fault::point(kFaultAfterComputeInstance);
+  log::info(text::cat("created MIG ", step.device_profile, " on GPU ", gpu.index, ": gi ", made->gi, " ci ", made->ci,
+                      step.gi ? "" : " (new " + placement_text(step.profile_name, step.placement) + ")", " for ",
+                      container));
   return made;
+}
+
+Result<> finish_journaled(const Config& cfg, const Inventory& inv, const std::string& gpu_uuid,
+                          const nvml::CreatedInstance& made) {
+  const Gpu* g = inv.gpu_by_uuid(gpu_uuid);
+  for (const MigInstance& m : g ? g->mig_instances : std::vector<MigInstance>{})
+    if (m.gi_id == made.gi && m.ci_id == made.ci)
+      if (auto r = add_mig_made(cfg, gpu_uuid, {m.uuid}); !r) return r;
+  return remove_mig_journal(cfg, gpu_uuid);
 }
 
 Result<Inventory> rediscover_mig(const Config& cfg) {

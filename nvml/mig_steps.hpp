@@ -16,12 +16,16 @@
 
 namespace gpufrac {
 
-// The crash-test point between creating the GPU instance and its compute instance.
+// The crash-test points: between creating the GPU instance and its compute instance, and between
+// creating the compute instance and writing it down as made (then removing the journal).
 inline constexpr const char* kFaultAfterGpuInstance = "mig-after-gi";
+inline constexpr const char* kFaultAfterComputeInstance = "mig-after-ci";
 
 // A journal left behind: the GPU instance it names is destroyed when it has no compute instance
 // (the process died between the two creations) and kept otherwise (it died after: the instance is
-// whole and will be found idle); then the journal goes. Returns what was done, "" for nothing.
+// whole and will be found idle); a compute instance it made (in a new GPU instance, or added to
+// an existing one: any the journal's list of earlier ones lacks) is written down as made; then the
+// journal goes. Returns what was done, "" for nothing.
 Result<std::string> recover_mig_journal(const MigDriver& driver, nvmlDevice_t device, const Config& cfg,
                                         const Gpu& gpu);
 
@@ -32,10 +36,15 @@ Result<std::vector<MigForeign>> foreign_gpu_instances(const MigDriver& driver, n
 Result<> destroy_gpu_instances(const MigDriver& driver, nvmlDevice_t device, const Gpu& gpu,
                                const std::vector<MigDestroyStep>& steps);
 
-// Writes the journal, creates the GPU instance (fault point mig-after-gi), then its compute
-// instance, then removes the journal.
+// Writes the journal, creates the GPU instance (fault point mig-after-gi) and its compute instance,
+// or adds the compute instance to step.gi (fault point mig-after-ci after either). The journal stays
+// until finish_journaled.
 Result<nvml::CreatedInstance> create_journaled(const MigDriver& driver, nvmlDevice_t device, const Config& cfg,
                                                const Gpu& gpu, const MigCreateStep& step, const std::string& container);
+// After the inventory was read again: the new compute instance written down as made (by its UUID
+// in `inv`), then the journal removed.
+Result<> finish_journaled(const Config& cfg, const Inventory& inv, const std::string& gpu_uuid,
+                          const nvml::CreatedInstance& made);
 
 // The inventory discovered again (from NVML) and its cache written.
 Result<Inventory> rediscover_mig(const Config& cfg);

@@ -241,6 +241,14 @@ nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node);
 // without the feature), OPERATING_SYSTEM (the cgroup path), NOT_FOUND (get: no limit there).
 nvmlReturn_t nvmlDeviceSetMemoryLimits_v1(nvmlDevice_t device, nvmlSetMemoryLimits_v1_t* limits);
 nvmlReturn_t nvmlDeviceGetMemoryLimits_v1(nvmlDevice_t device, nvmlGetMemoryLimits_v1_t* limits);
+// Compute instances at a placement (compute slices inside the GPU instance; compute instances of
+// several sizes in one GPU instance). Placements lists every placement, free or not.
+nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                                 nvmlComputeInstancePlacement_t* placements,
+                                                                 unsigned int* count);
+nvmlReturn_t nvmlGpuInstanceCreateComputeInstanceWithPlacement(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                               const nvmlComputeInstancePlacement_t* placement,
+                                                               nvmlComputeInstance_t* computeInstance);
 
 }  // extern "C"
 

@@ -21,8 +21,12 @@ namespace gpufrac::nvml {
   X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetIndex) X(nvmlDeviceGetUUID) X(nvmlDeviceGetName)         \
   X(nvmlDeviceGetPciInfo_v3) X(nvmlDeviceGetMinorNumber) X(nvmlDeviceGetMemoryInfo)                        \
   X(nvmlDeviceGetCudaComputeCapability)
-// Optional: without GetMemoryInfo_v2 the v1 call is used; without GetMigMode no GPU is MIG-capable.
-#define GPUFRAC_NVML_OPTIONAL(X) X(nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetMigMode)
+// Optional: without GetMemoryInfo_v2 the v1 call is used; without GetMigMode no GPU is MIG-capable;
+// without the compute instance placement calls, placements are taken as aligned and compute
+// instances are created where the driver chooses.
+#define GPUFRAC_NVML_OPTIONAL(X)                                                                         \
+  X(nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetMigMode) X(nvmlGpuInstanceGetComputeInstancePossiblePlacements) \
+  X(nvmlGpuInstanceCreateComputeInstanceWithPlacement)
 // Needed only once a GPU reports MIG mode enabled (missing_mig_symbol() names the first absent one).
 #define GPUFRAC_NVML_MIG(X)                                                                              \
   X(nvmlDeviceGetGpuInstanceProfileInfo) X(nvmlDeviceGetGpuInstancePossiblePlacements_v2)                 \

@@ -19,7 +19,8 @@ namespace {
 using MigUuids = std::map<std::pair<std::uint32_t, std::uint32_t>, std::string>;  // (gi, ci) -> MIG-<uuid>
 
 struct CiProfile {
-  std::uint32_t id = 0, slices = 0, max_count = 0;
+  MigComputeProfile profile;
+  bool taken = false;  // gpufrac may take it (not 1_SLICE_REV1 or 7_SLICE_NVL)
 };
 
 bool absent(nvmlReturn_t r) {
@@ -101,7 +102,32 @@ Result<MigUuids> read_mig_uuids(const Library& lib, nvmlDevice_t dev) {
   return out;
 }
 
-Result<std::vector<CiProfile>> read_ci_profiles(const Library& lib, nvmlGpuInstance_t gi) {
+// Possible placements of a compute instance profile inside a GPU instance; aligned starts when the
+// library lacks the call.
+Result<> read_ci_placements(const Library& lib, nvmlGpuInstance_t gi, MigComputeProfile& c, std::uint32_t gi_slices) {
+  c.placement_size = c.slices;
+  const auto call = lib.fn().nvmlGpuInstanceGetComputeInstancePossiblePlacements;
+  if (!call) {
+    for (std::uint32_t start = 0; c.slices > 0 && start + c.slices <= gi_slices; start += c.slices)
+      c.placement_starts.push_back(start);
+    return {};
+  }
+  const char* name = "nvmlGpuInstanceGetComputeInstancePossiblePlacements";
+  unsigned int count = 0;
+  if (auto r = lib.check(call(gi, c.id, nullptr, &count), name); !r) return r;
+  std::vector<nvmlComputeInstancePlacement_t> placements(count);
+  if (count > 0)
+    if (auto r = lib.check(call(gi, c.id, placements.data(), &count), name); !r) return r;
+  placements.resize(std::min<std::size_t>(count, placements.size()));
+  for (const auto& pl : placements) {
+    c.placement_starts.push_back(pl.start);
+    c.placement_size = pl.size;
+  }
+  std::sort(c.placement_starts.begin(), c.placement_starts.end());
+  return {};
+}
+
+Result<std::vector<CiProfile>> read_ci_profiles(const Library& lib, nvmlGpuInstance_t gi, std::uint32_t gi_slices) {
   std::vector<CiProfile> out;
   for (std::uint32_t index = 0; index < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; ++index) {
     nvmlComputeInstanceProfileInfo_t info{};
@@ -111,8 +137,14 @@ Result<std::vector<CiProfile>> read_ci_profiles(const Library& lib, nvmlGpuInsta
     if (auto c = lib.check(r, text::cat("nvmlGpuInstanceGetComputeInstanceProfileInfo(", index, ")")); !c)
       return std::unexpected(c.error());
     bool seen = false;
-    for (const auto& p : out) seen = seen || p.id == info.id;
-    if (!seen) out.push_back({info.id, info.sliceCount, info.instanceCount});
+    for (const auto& p : out) seen = seen || p.profile.id == info.id;
+    if (seen) continue;
+    CiProfile cp{
+        {index, info.id, info.sliceCount, info.instanceCount, info.multiprocessorCount, {}, 0},
+        index != NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE_REV1 && index != NVML_COMPUTE_INSTANCE_PROFILE_7_SLICE_NVL};
+    if (auto c = read_ci_placements(lib, gi, cp.profile, gi_slices); !c)
+      return std::unexpected(c.error().wrap(text::cat("compute instance profile ", info.id)));
+    out.push_back(std::move(cp));
   }
   return out;
 }
@@ -121,9 +153,9 @@ Result<std::vector<CiProfile>> read_ci_profiles(const Library& lib, nvmlGpuInsta
 Result<> read_compute_instances(const Library& lib, nvmlGpuInstance_t handle, const nvmlGpuInstanceInfo_t& gi,
                                 const CiProfile& cp, const MigUuids& uuids, Gpu& g) {
   const auto& fn = lib.fn();
-  std::vector<nvmlComputeInstance_t> cis(std::max(cp.max_count, 1u));
+  std::vector<nvmlComputeInstance_t> cis(std::max(cp.profile.max_count, 1u));
   unsigned int count = static_cast<unsigned int>(cis.size());
-  if (auto r = lib.check(fn.nvmlGpuInstanceGetComputeInstances(handle, cp.id, cis.data(), &count),
+  if (auto r = lib.check(fn.nvmlGpuInstanceGetComputeInstances(handle, cp.profile.id, cis.data(), &count),
                          "nvmlGpuInstanceGetComputeInstances");
       !r)
     return r;
@@ -143,7 +175,10 @@ Result<> read_compute_instances(const Library& lib, nvmlGpuInstance_t handle, co
     m.uuid = uuid->second;
     m.memory_bytes = profile->memory_mib * kMiB;  // see read_mig() in nvml_detail.hpp
     m.placement = {gi.placement.start, gi.placement.size};
-    m.compute_slices = cp.slices;
+    m.compute_slices = cp.profile.slices;
+    m.ci_profile_id = cp.profile.id;
+    m.ci_start = ci.placement.start;
+    m.multiprocessors = cp.profile.multiprocessors;
     g.mig_instances.push_back(std::move(m));
   }
   return {};
@@ -153,10 +188,18 @@ Result<> read_compute_instances(const Library& lib, nvmlGpuInstance_t handle, co
 Result<> read_gpu_instance(const Library& lib, nvmlGpuInstance_t handle, const MigUuids& uuids, Gpu& g) {
   nvmlGpuInstanceInfo_t gi{};
   if (auto r = lib.check(lib.fn().nvmlGpuInstanceGetInfo(handle, &gi), "nvmlGpuInstanceGetInfo"); !r) return r;
-  if (!g.profile_by_id(gi.profileId))
-    return internal_error(text::cat("GPU instance ", gi.id, " has unknown profile id ", gi.profileId));
-  auto ci_profiles = read_ci_profiles(lib, handle);
+  MigProfile* profile = nullptr;
+  for (auto& p : g.mig_profiles)
+    if (p.id == gi.profileId) profile = &p;
+  if (!profile) return internal_error(text::cat("GPU instance ", gi.id, " has unknown profile id ", gi.profileId));
+  auto ci_profiles = read_ci_profiles(lib, handle, profile->compute_slices);
   if (!ci_profiles) return std::unexpected(ci_profiles.error().wrap(text::cat("GPU instance ", gi.id)));
+  if (profile->compute_profiles.empty()) {  // what NVML answers for every GPU instance of this profile
+    for (const CiProfile& cp : *ci_profiles)
+      if (cp.taken) profile->compute_profiles.push_back(cp.profile);
+    std::sort(profile->compute_profiles.begin(), profile->compute_profiles.end(),
+              [](const auto& a, const auto& b) { return a.slices < b.slices; });
+  }
   for (const CiProfile& cp : *ci_profiles)
     if (auto r = read_compute_instances(lib, handle, gi, cp, uuids, g); !r) return r;
   return {};

@@ -1,5 +1,6 @@
 #include "nvml/simulated.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <set>
 
@@ -65,12 +66,18 @@ Result<> check_unique_gpus(const Located& gpus_node, const std::vector<Gpu>& gpu
 }
 
 // Turns the file's view into NVML's: profiles are listed only while MIG mode is enabled
-// (nvmlDeviceGetGpuInstanceProfileInfo answers NOT_SUPPORTED otherwise), in the canonical order.
+// (nvmlDeviceGetGpuInstanceProfileInfo answers NOT_SUPPORTED otherwise), in the canonical order;
+// compute instance profiles only for GI profiles with a GPU instance (NVML answers them for a GPU
+// instance). The fake driver keeps the whole tables.
 void as_nvml_reports(SimulatedMachine& m) {
   for (auto& g : m.inventory.gpus) {
     canonical_order(g);
     m.mig_profile_tables.push_back(g.mig_profiles);
     if (!g.mig_enabled) g.mig_profiles.clear();
+    for (auto& p : g.mig_profiles)
+      if (std::none_of(g.mig_instances.begin(), g.mig_instances.end(),
+                       [&](const MigInstance& i) { return i.profile_id == p.id; }))
+        p.compute_profiles.clear();
   }
 }
 

@@ -20,5 +20,11 @@ Result<> check_instances(const yaml::Located& n, const Gpu& gpu);
 // The file's topology: (links and NUMA nodes of every GPU, simulated_topology.cpp); without one,
 // every pair PHB and NUMA node 0.
 Result<> parse_topology(const yaml::Located& n, std::vector<Gpu>& gpus);
+// Compute instances (simulated_ci.cpp): a GI profile's compute-profiles (derived when absent); an
+// instance's compute instance from its profile name and ci-start (the first free placement when
+// absent; the GPU's earlier instances are taken into account); the per-GPU-instance checks.
+Result<std::vector<MigComputeProfile>> parse_compute_profiles(const yaml::Located& n, const MigProfile& gi);
+Result<> fill_compute_instance(const yaml::Located& n, const Gpu& gpu, MigInstance& instance);
+Result<> check_compute_instances(const yaml::Located& list, const Gpu& gpu);
 
 }  // namespace gpufrac::sim

@@ -15,7 +15,7 @@ namespace {
 Result<MigProfile> parse_profile(const Located& n) {
   if (auto r = yaml::check_keys(
           n, {"index", "id", "name", "compute-slices", "memory-slices", "memory-mib", "max", "placements",
-              "multiprocessors", "copy-engines", "decoders", "encoders", "jpegs", "ofas"});
+              "multiprocessors", "copy-engines", "decoders", "encoders", "jpegs", "ofas", "compute-profiles"});
       !r)
     return std::unexpected(r.error());
   for (const char* required :
@@ -47,6 +47,7 @@ Result<MigProfile> parse_profile(const Located& n) {
   if (p.compute_slices == 0 || p.memory_slices == 0 || p.memory_mib == 0 || p.max_count == 0 ||
       p.placement_starts.empty())
     return n.fail("compute-slices, memory-slices, memory-mib, max and placements must be non-zero");
+  GPUFRAC_TRY_ASSIGN(p.compute_profiles, parse_compute_profiles(n.child("compute-profiles"), p));
   return p;
 }
 
@@ -63,24 +64,23 @@ Result<> parse_cc(const Located& n, Gpu& g) {
 }
 
 Result<MigInstance> parse_instance(const Located& n, const Gpu& gpu) {
-  if (auto r = yaml::check_keys(n, {"gi", "ci", "profile", "start", "uuid"}); !r) return std::unexpected(r.error());
+  if (auto r = yaml::check_keys(n, {"gi", "ci", "profile", "start", "uuid", "ci-start"}); !r)
+    return std::unexpected(r.error());
   for (const char* required : {"gi", "profile", "start", "uuid"})
     if (!n.node[required]) return n.fail(text::cat("missing key ", required));
   MigInstance m;
   GPUFRAC_TRY_ASSIGN(m.gi_id, u32(n.child("gi"), 14));
   if (n.node["ci"]) GPUFRAC_TRY_ASSIGN(m.ci_id, u32(n.child("ci"), 7));
   GPUFRAC_TRY_ASSIGN(m.profile_name, yaml::as_string(n.child("profile")));
-  const MigProfile* p = gpu.profile_by_name(m.profile_name);
-  if (!p) return n.child("profile").fail(text::quote(m.profile_name) + " is not a profile of this GPU");
   GPUFRAC_TRY_ASSIGN(m.placement.start, u32(n.child("start"), 7));
+  if (auto r = fill_compute_instance(n, gpu, m); !r) return std::unexpected(r.error());
+  const MigProfile* p = gpu.profile_by_id(m.profile_id);
   if (std::find(p->placement_starts.begin(), p->placement_starts.end(), m.placement.start) == p->placement_starts.end())
     return n.child("start").fail(text::cat("is not a valid placement of ", p->name));
   GPUFRAC_TRY_ASSIGN(m.uuid, yaml::as_string(n.child("uuid")));
   if (!valid_uuid(m.uuid, "MIG-")) return n.child("uuid").fail("must be MIG-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx");
-  m.profile_id = p->id;
   m.placement.size = p->memory_slices;
   m.memory_bytes = p->memory_mib * kMiB;
-  m.compute_slices = p->compute_slices;
   return m;
 }
 
@@ -114,16 +114,21 @@ Result<> parse_mig(const Located& n, Gpu& g, const ProfileSets& sets) {
 
 }  // namespace
 
+// GPU instances: placements that overlap no other GPU instance, at most max of a profile. Several
+// entries with one gi are compute instances of one GPU instance (check_compute_instances).
 Result<> check_instances(const Located& list, const Gpu& g) {
+  if (auto r = check_compute_instances(list, g); !r) return r;
   std::set<std::uint32_t> gis;
+  std::vector<const MigInstance*> firsts;
   for (std::size_t i = 0; i < g.mig_instances.size(); ++i) {
     const MigInstance& m = g.mig_instances[i];
-    if (!gis.insert(m.gi_id).second) return list.item(i).child("gi").fail("duplicate GPU instance id");
-    for (std::size_t j = 0; j < i; ++j)
-      if (g.mig_instances[j].placement.overlaps(m.placement))
-        return list.item(i).child("start").fail(text::cat("overlaps instance gi ", g.mig_instances[j].gi_id));
-    auto same = std::count_if(g.mig_instances.begin(), g.mig_instances.begin() + i + 1,
-                              [&](const MigInstance& o) { return o.profile_id == m.profile_id; });
+    if (!gis.insert(m.gi_id).second) continue;
+    for (const MigInstance* o : firsts)
+      if (o->placement.overlaps(m.placement))
+        return list.item(i).child("start").fail(text::cat("overlaps instance gi ", o->gi_id));
+    firsts.push_back(&m);
+    auto same = std::count_if(firsts.begin(), firsts.end(),
+                              [&](const MigInstance* o) { return o->profile_id == m.profile_id; });
     if (static_cast<std::uint32_t>(same) > g.profile_by_id(m.profile_id)->max_count)
       return list.item(i).child("profile").fail("more instances of this profile than the GPU allows");
   }

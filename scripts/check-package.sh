@@ -178,7 +178,11 @@ check_install() {
   out=$(gpufrac cdi generate --machine /usr/share/gpufrac/machines/a100-40gb-x1.yaml --output - 2>&1) ||
     fail "gpufrac cdi generate: $out"
   grep -q '"/usr/bin/gpufrac-hook"' <<<"$out" || fail "the CDI spec does not name /usr/bin/gpufrac-hook"
-  grep -q "\"$SHIM_DIR/libgpufrac-limits.so\"" <<<"$out" || fail "the CDI spec does not mount the installed shim"
+  # The spec's createRuntime hook mounts the shim (/run/gpufrac is never in a spec); cdi generate
+  # warns when the hook or the shim it names (hook.path, shim.path) is missing.
+  ! grep -q 'warning:' <<<"$out" || fail "gpufrac cdi generate names a missing hook or shim: $(grep 'warning:' <<<"$out")"
+  grep -q "^shim:" /etc/gpufrac/config.yaml && ! grep -q "path: $SHIM_DIR/libgpufrac-limits.so" /etc/gpufrac/config.yaml &&
+    fail "/etc/gpufrac/config.yaml names another shim than $SHIM_DIR/libgpufrac-limits.so"
   out=$(gpufrac-hook poststop </dev/null 2>&1) || fail "gpufrac-hook poststop must exit 0: $out"
   finish install
 }

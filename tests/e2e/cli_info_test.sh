@@ -22,6 +22,15 @@ for m in "$MACHINES"/*.yaml; do
   assert_eq "$(jq '.gpus | length' <<<"$OUT")" "$gpus" "GPU count in JSON for $m"
 done
 
+# Compute instances found on a node (mig-parted's split of two 3g.20gb): each with its SMs.
+run "$GPUFRAC" info --machine "$MACHINES/a100-40gb-mig-ci.yaml"
+assert_contains "$OUT" "0    2   0   2c.3g.20gb  28   0:4        0:2      19.5 GiB (shared)  MIG-4a6f3c21" \
+  "info lists a compute instance with its SMs, placements and shared memory"
+assert_contains "$OUT" "1c 14 SMs x3 {0,1,2}, 2c 28 SMs {0}, 3g 42 SMs {0}" "and its profile's compute instances"
+run "$GPUFRAC" info --json --machine "$MACHINES/a100-40gb-mig-ci.yaml"
+assert_eq "$(jq -c '[.gpus[0].mig.instances[] | [.compute_slices, .ci_start, .multiprocessors]]' <<<"$OUT")" \
+  "[[1,0,14],[1,1,14],[1,2,14],[2,0,28],[1,2,14]]" "the JSON carries them"
+
 # The cache the hook reads: written by --refresh under the configured state dir.
 e2e_config a100-80gb-mig.yaml
 run "$GPUFRAC" info --refresh

@@ -44,6 +44,8 @@ void check_request(const Request& r) {
       break;
     case SizeKind::mig_profile:
       FUZZ_CHECK(canonical_mig_profile(r.mig_profile) == r.mig_profile);
+      // Memory beside a profile only for a compute instance smaller than its GPU instance.
+      FUZZ_CHECK(r.memory_bytes == 0 || r.mig_profile.find("c.") != std::string::npos);
       break;
   }
   if (r.gpu) FUZZ_CHECK(r.gpu->index.has_value() != !r.gpu->uuid.empty());

@@ -168,3 +168,25 @@ TEST(CdiNames, KindAndQualifiedName) {
 
 }  // namespace
 }  // namespace gpufrac::cdi
+
+namespace gpufrac::cdi {
+namespace {
+
+// a100-40gb-mig-ci: 3g.20gb@4 split 1c x3 (gi 1), 3g.20gb@0 split 2c + 1c (gi 2). Every compute
+// instance is a MIG device with its own position; `all` takes one per GPU instance.
+TEST(CdiDeviceNames, ComputeInstancesAreMigDevices) {
+  auto m = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/a100-40gb-mig-ci.yaml");
+  ASSERT_TRUE(m) << m.error().message;
+  const Inventory& inv = m->inventory;
+  auto r = request_for_cdi_device("0:1", inv);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->describe(), "mig-profile=1c.3g.20gb gpu=MIG-2a6f3c21-7d4e-5b89-a1c2-3e4f5a6b7c02");
+  EXPECT_EQ(request_for_cdi_device("gpufrac.io/gpu=0:3", inv)->mig_profile, "2c.3g.20gb");
+  EXPECT_EQ(request_for_cdi_device("MIG-5a6f3c21-7d4e-5b89-a1c2-3e4f5a6b7c05", inv)->mig_profile, "1c.3g.20gb");
+  EXPECT_EQ(request_for_cdi_device("0:5", inv).error().message,
+            "CDI device \"0:5\": GPU 0 has 5 MIG instances (0:0 to 0:4)");
+  EXPECT_EQ(*cdi_device_members("all", inv), (std::vector<std::string>{"0:0", "0:3"}));
+}
+
+}  // namespace
+}  // namespace gpufrac::cdi

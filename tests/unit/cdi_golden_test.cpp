@@ -88,7 +88,7 @@ TEST(CdiGolden, EverySpecPassesTheCdiSchemaAndValidate) {
     ASSERT_TRUE(spec) << spec.error().message;
     EXPECT_EQ(validate_spec(*spec), std::vector<Problem>{}) << m;
   }
-  EXPECT_EQ(specs, 6);  // every machine but the two *-mig-empty ones (MIG mode, no instance)
+  EXPECT_EQ(specs, 7);  // every machine but the two *-mig-empty ones (MIG mode, no instance)
 }
 
 TEST(CdiSchema, CheckerAcceptsTheSamplesAndRejectsTheBadOne) {

@@ -203,15 +203,28 @@ TEST(ComputeAlloc, MigInstancesCarryNoCompute) {
   g = grant(req({{"gpufrac.io/fraction", "0.25"}}), inv, {}, cfg);  // served by an instance: its time is its own
   EXPECT_TRUE(g.mig.has_value());
   EXPECT_EQ(g.compute_ppm, 0u);
-  // A request about time is never served by a MIG instance.
-  EXPECT_EQ(refusal(req({{"gpufrac.io/fraction", "0.25"}, {"gpufrac.io/compute", "30"}}), inv, {}, cfg),
-            "no GPU can take fraction=0.25 compute=30: GPU 0 is in MIG mode");
+  // On MIG compute is a size: 30 % of the 7g's 98 SMs is 30 SMs, so the 3g.40gb (42 SMs) and not
+  // the 2g.20gb (28) that fraction 0.25 alone takes; the MIG device owns its SMs, so the grant
+  // carries no weight for the time-slicing arbiter.
+  g = grant(req({{"gpufrac.io/fraction", "0.25"}, {"gpufrac.io/compute", "30"}}), inv, {}, cfg);
+  ASSERT_TRUE(g.mig.has_value());
+  EXPECT_EQ(g.mig->profile, "3g.40gb");
+  EXPECT_EQ(g.compute_ppm, 0u);
+  EXPECT_EQ(
+      g.reason,
+      "mig-serves-fractions: smallest idle MIG instance holding fraction=0.25 compute=30 (42 of 98 SMs, 39.2 GiB): "
+      "3g.40gb on GPU 0 gi 1 ci 0");
+  // A mode or a priority is about time-slicing: never served by a MIG device.
   EXPECT_EQ(refusal(req({{"gpufrac.io/fraction", "0.25"}, {"gpufrac.io/priority", "high"}}), inv, {}, cfg),
             "no GPU can take fraction=0.25: GPU 0 is in MIG mode");
+  EXPECT_EQ(refusal(req({{"gpufrac.io/compute", "25"}, {"gpufrac.io/compute-mode", "strict"}}), inv, {}, cfg),
+            "no GPU can take compute=25: GPU 0 is in MIG mode");
   MigConfig dynamic;
   dynamic.mode = MigMode::dynamic;
   EXPECT_TRUE(dynamic_mig_applies(req({{"gpufrac.io/fraction", "0.25"}}), inv, cfg, dynamic));
-  EXPECT_FALSE(dynamic_mig_applies(req({{"gpufrac.io/compute", "25"}}), inv, cfg, dynamic));
+  EXPECT_TRUE(dynamic_mig_applies(req({{"gpufrac.io/compute", "25"}}), inv, cfg, dynamic));
+  EXPECT_FALSE(
+      dynamic_mig_applies(req({{"gpufrac.io/compute", "25"}, {"gpufrac.io/priority", "high"}}), inv, cfg, dynamic));
 }
 
 // Random shares arrive and leave on two GPUs: the time booked on a GPU never passes 10^6 ppm, and

@@ -123,7 +123,7 @@ TEST(DraSlices, QuartersAndEighthsFitEveryShippedGpu) {
         EXPECT_EQ((*shares)[0].bytes, fraction_bytes(memory, 125000));
       }
   }
-  EXPECT_EQ(gpus, 18u);  // 15, and the r615 machine's three
+  EXPECT_EQ(gpus, 19u);  // 15, the r615 machine's three and a100-40gb-mig-ci's one
   // By memory a quarter of the A100-40GB (10134Mi) rounds up to the 1Gi step: only three fit.
   auto a100 = render_resource_slices(machine("a100-40gb-x1.yaml"), {"node-1", "", 1ull << 30, 1});
   EXPECT_EQ(shares_that_fit(a100[1]["spec"]["devices"][0], {{"memory", "10134Mi"}}), 3u);

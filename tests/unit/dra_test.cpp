@@ -205,7 +205,10 @@ TEST(DraSlices, DynamicMigPublishesEveryProfileAtEveryPlacement) {
   auto slices = render_resource_slices(inv, {"node-1", "", 1ull << 30, 1, dynamic_mig()});
   ASSERT_EQ(slices.size(), 2u);
   const json& devices = slices[1]["spec"]["devices"];
-  ASSERT_EQ(devices.size(), 25u);  // 1g.10gb x7, 1g.10gb+me x7, 1g.20gb x4, 2g.20gb x3, 3g.40gb x2, 4g.40gb, 7g.80gb
+  // 1g.10gb x7, 1g.10gb+me x7, 1g.20gb x4, 2g.20gb x3, 3g.40gb x2, 4g.40gb, 7g.80gb; their smaller
+  // compute instances: 2g (1c x2) x3 placements, 3g (1c x3, 2c) x2, 4g (1c x4, 2c x2), 7g (1c x7,
+  // 2c x3, 3c x2, 4c): 6 + 8 + 6 + 13.
+  ASSERT_EQ(devices.size(), 25u + 33);
   std::map<std::string, json> by_name;
   for (const auto& d : devices) by_name[d["name"]] = d;
   ASSERT_TRUE(by_name.contains("gpu-0-mig-1g10gb-19-6"));
@@ -214,7 +217,7 @@ TEST(DraSlices, DynamicMigPublishesEveryProfileAtEveryPlacement) {
   EXPECT_EQ(big["attributes"], json::parse(R"({"type":{"string":"mig"},"profile":{"string":"3g.40gb"},
       "parentUUID":{"string":")" + inv.gpus[0].uuid +
                                            R"("},"index":{"int":0},"placementStart":{"int":4},
-      "profileID":{"int":9}})"));
+      "computeSlices":{"int":3},"multiprocessors":{"int":60},"profileID":{"int":9}})"));
   EXPECT_EQ(big["capacity"]["memory"]["value"], "40448Mi");
   EXPECT_EQ(big["consumesCounters"][0]["counters"],
             json::parse(R"({"memory":{"value":"40448Mi"},"memory-slice-4":{"value":"1"},"memory-slice-5":{"value":"1"},

@@ -169,6 +169,56 @@ TEST_F(FakeNvmlMig, ComputeInstancesIdsAndDestroyOrder) {
   EXPECT_EQ(NVML(nvmlGpuInstanceGetInfo)(c, &gone), NVML_ERROR_INVALID_ARGUMENT);
 }
 
+// Compute instances of several sizes in one GPU instance, from the machine file's compute-profiles
+// (A100 3g: 1c x3 at 0-2, 2c at 0, 3c at 0): profile info by NVML index, every placement listed,
+// creation at a placement or the lowest free one, INSUFFICIENT_RESOURCES (23) for an occupied
+// placement or a full count, INVALID_ARGUMENT for a start the profile lacks.
+TEST_F(FakeNvmlMig, ComputeInstancesShareAGpuInstance) {
+  nvmlDevice_t d = init("a100-40gb-mig-empty.yaml");
+  nvmlGpuInstance_t gi = nullptr;
+  ASSERT_EQ(create(d, 9, 4, &gi), NVML_SUCCESS);
+  nvmlComputeInstanceProfileInfo_t p{};
+  ASSERT_EQ(NVML(nvmlGpuInstanceGetComputeInstanceProfileInfo)(gi, 1, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &p),
+            NVML_SUCCESS);
+  EXPECT_EQ(std::to_string(p.id) + " " + std::to_string(p.sliceCount) + " " + std::to_string(p.instanceCount) + " " +
+                std::to_string(p.multiprocessorCount) + " " + std::to_string(p.sharedCopyEngineCount),
+            "1 2 1 28 3");
+  EXPECT_EQ(NVML(nvmlGpuInstanceGetComputeInstanceProfileInfo)(gi, 3, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, &p),
+            NVML_ERROR_NOT_SUPPORTED);  // 4 slices: not in a 3-slice GPU instance
+  unsigned count = 0;
+  ASSERT_EQ(NVML(nvmlGpuInstanceGetComputeInstancePossiblePlacements)(gi, 0, nullptr, &count), NVML_SUCCESS);
+  EXPECT_EQ(count, 3u);
+  nvmlComputeInstancePlacement_t pl[3]{};
+  ASSERT_EQ(NVML(nvmlGpuInstanceGetComputeInstancePossiblePlacements)(gi, 0, pl, &count), NVML_SUCCESS);
+  EXPECT_EQ(pl[2].start, 2u);
+  EXPECT_EQ(pl[2].size, 1u);
+  auto at = [&](unsigned profile, unsigned start, nvmlComputeInstance_t* out) {
+    nvmlComputeInstancePlacement_t where{start, profile + 1};
+    return NVML(nvmlGpuInstanceCreateComputeInstanceWithPlacement)(gi, profile, &where, out);
+  };
+  nvmlComputeInstance_t one = nullptr, two = nullptr, three = nullptr;
+  ASSERT_EQ(at(0, 2, &one), NVML_SUCCESS);
+  EXPECT_EQ(at(1, 1, &two), NVML_ERROR_INVALID_ARGUMENT);  // 2c starts at 0 only
+  ASSERT_EQ(at(1, 0, &two), NVML_SUCCESS);                 // 2c + 1c: the guide's example
+  EXPECT_EQ(at(0, 0, &three), NVML_ERROR_INSUFFICIENT_RESOURCES);
+  ASSERT_EQ(NVML(nvmlGpuInstanceGetComputeInstanceRemainingCapacity)(gi, 0, &count), NVML_SUCCESS);
+  EXPECT_EQ(count, 0u);
+  ASSERT_EQ(NVML(nvmlComputeInstanceDestroy)(two), NVML_SUCCESS);
+  ASSERT_EQ(NVML(nvmlGpuInstanceGetComputeInstanceRemainingCapacity)(gi, 0, &count), NVML_SUCCESS);
+  EXPECT_EQ(count, 2u);
+  ASSERT_EQ(NVML(nvmlGpuInstanceCreateComputeInstance)(gi, 0, &three), NVML_SUCCESS);  // the lowest free: 0
+  nvmlComputeInstanceInfo_t i{};
+  ASSERT_EQ(NVML(nvmlComputeInstanceGetInfo_v2)(three, &i), NVML_SUCCESS);
+  EXPECT_EQ(i.placement.start, 0u);
+  EXPECT_EQ(i.profileId, 0u);
+  ASSERT_EQ(NVML(nvmlGpuInstanceCreateComputeInstance)(gi, 0, &two), NVML_SUCCESS);
+  EXPECT_EQ(NVML(nvmlGpuInstanceCreateComputeInstance)(gi, 0, &two), NVML_ERROR_INSUFFICIENT_RESOURCES);
+  nvmlComputeInstance_t list[3];
+  ASSERT_EQ(NVML(nvmlGpuInstanceGetComputeInstances)(gi, 0, list, &count), NVML_SUCCESS);
+  EXPECT_EQ(count, 3u);
+  EXPECT_EQ(NVML(nvmlGpuInstanceDestroy)(gi), NVML_ERROR_IN_USE);
+}
+
 TEST_F(FakeNvmlMig, NoChangeWhileMigIsOff) {
   nvmlDevice_t d = init("a100-40gb-x1.yaml");
   nvmlGpuInstance_t gi = nullptr;

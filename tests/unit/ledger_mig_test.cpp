@@ -174,6 +174,34 @@ TEST_F(LedgerMigTest, GrantedBookingIsExclusiveAndIdempotent) {
   EXPECT_EQ(other.error().message, first + " is booked by a");
 }
 
+// What the provisioner books is checked against the bookings now: its GPU instance's memory (a
+// sibling compute instance booked meanwhile counts) and one compute instance per container per GPU
+// instance.
+TEST_F(LedgerMigTest, GrantedComputeInstancesRespectTheirGpuInstance) {
+  const std::uint64_t gi_memory = 40448 * kMiB;
+  const Grant a{"MIG-00000000-0000-0000-0000-000000000001", 0, kGpu, MigRef{2, 0, "1c.3g.40gb"}, 30 * kGiB, true, "t"};
+  ASSERT_TRUE(ledger().reserve_granted(args("a"), a, gi_memory));
+  Grant b = a;
+  b.device_uuid = "MIG-00000000-0000-0000-0000-000000000002";
+  b.mig = MigRef{2, 1, "1c.3g.40gb"};
+  b.bytes = 13482 * kMiB;
+  auto over = ledger().reserve_granted(args("b"), b, gi_memory);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().message, "GPU 0 gi 2 has 9.5 GiB of its memory left; " + b.device_uuid + " needs 13.2 GiB");
+  b.bytes = 9 * kGiB;
+  ASSERT_TRUE(ledger().reserve_granted(args("b"), b, gi_memory));
+  Grant c = b;
+  c.device_uuid = "MIG-00000000-0000-0000-0000-000000000003";
+  c.mig = MigRef{2, 2, "1c.3g.40gb"};
+  c.bytes = 1;
+  ReserveArgs second = args("a");
+  second.device_key = "second";
+  auto twice = ledger().reserve_granted(second, c, gi_memory);
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().message,
+            "a holds a compute instance of GPU 0 gi 2 already; CUDA enumerates one compute instance per GPU instance");
+}
+
 TEST_F(LedgerMigTest, SyncAdoptsAndPrunesAndExpiryUsesTheTimeout) {
   LedgerState s;
   s.mig_idle.push_back(MigIdleRecord{"MIG-gone", kGpu, 1});

@@ -2,78 +2,12 @@
 // file, as between the hook's provisioning process and the CLI): the MIG user guide's order,
 // reuse, rollback of a half-made instance, recovery from a journal, expiry, and the refreshed
 // inventory cache and CDI spec.
-#include <stdlib.h>
-#include <unistd.h>
-
-#include <gtest/gtest.h>
-
-#include <filesystem>
-
-#include "cdi/spec_write.hpp"
-#include "core/fs.hpp"
-#include "core/ledger_mig.hpp"
-#include "core/mig_plan.hpp"
-#include "core/text.hpp"
-#include "nvml/discover.hpp"
-#include "nvml/mig_provision.hpp"
-#include "nvml/mig_reclaim.hpp"
-#include "nvml/mig_steps.hpp"
-#include "nvml/sim_root.hpp"
-#include "nvml/simulated.hpp"
+#include "mig_provision_fixture.hpp"
 
 namespace gpufrac {
 namespace {
 
-const std::string kMachines = std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/";
-
-class MigProvision : public ::testing::Test {
- protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/gpufrac-mig-provision-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
-    use_machine("a100-40gb-mig-empty.yaml");
-  }
-  void TearDown() override {
-    for (const char* v : {"GPUFRAC_FAKE_NVML_MACHINE", "GPUFRAC_FAKE_NVML_STATE", "GPUFRAC_FAKE_NVML_FAIL"})
-      ::unsetenv(v);
-    std::filesystem::remove_all(dir_);
-  }
-  void use_machine(const std::string& machine, const std::string& extra = "") {
-    ::setenv("GPUFRAC_FAKE_NVML_MACHINE", (kMachines + machine).c_str(), 1);
-    ::setenv("GPUFRAC_FAKE_NVML_STATE", (dir_ + "/fake-state.json").c_str(), 1);
-    auto m = load_simulated_machine(kMachines + machine);
-    ASSERT_TRUE(m);
-    ASSERT_TRUE(write_simulated_host_root(*m, dir_ + "/root", false));
-    auto cfg = load_config_string(
-        text::cat("state-dir: ", dir_, "/state\nhost-root: ", dir_, "/root\nnvml: {backend: nvml, library: ",
-                  GPUFRAC_FAKE_NVML, "}\nmig: {mode: dynamic", extra, "}\ncdi: {output: ", dir_,
-                  "/cdi/gpufrac.yaml}\nhook: {path: /usr/bin/gpufrac-hook}\ndriver: {inject: never}\n"),
-        "test.yaml");
-    ASSERT_TRUE(cfg) << cfg.error().message;
-    cfg_ = *cfg;
-    ASSERT_TRUE(rediscover_mig(cfg_));
-  }
-  Result<ProvisionResult> provision(const std::string& id, const std::string& profile) {
-    ReserveArgs a{
-        id,         "",          **parse_request({{"gpufrac.io/mig-profile", profile}}, true), BookingSource::hook,
-        ::getpid(), std::nullopt};
-    return provision_mig(cfg_, a, cdi::spec_refresher(cfg_));
-  }
-  // "1g.5gb@0 ..." as NVML has it now.
-  std::string layout() {
-    auto inv = discover(cfg_);
-    EXPECT_TRUE(inv) << inv.error().message;
-    std::vector<std::pair<std::uint32_t, std::string>> all;
-    for (const auto& m : inv->gpus[0].mig_instances)
-      all.emplace_back(m.placement.start, placement_text(m.profile_name, m.placement));
-    std::sort(all.begin(), all.end());
-    std::vector<std::string> out;
-    for (auto& [s, t] : all) out.push_back(t);
-    return text::join(out, " ");
-  }
-  std::string dir_;
-  Config cfg_;
-};
+using test::MigProvision;
 
 TEST_F(MigProvision, GuideOrderThroughNvml) {
   for (const char* p : {"1g.5gb", "1g.5gb", "2g.10gb", "3g.20gb"}) {

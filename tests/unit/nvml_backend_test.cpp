@@ -74,7 +74,7 @@ TEST_F(NvmlBackend, EveryShippedMachineReadsAsTheSimulatedOne) {
     EXPECT_FALSE(real.gpus.empty()) << e.path();
     ++count;
   }
-  EXPECT_EQ(count, 8);
+  EXPECT_EQ(count, 9);
 }
 
 TEST_F(NvmlBackend, ReadsMigInstancesProfilesAndUuids) {

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "core/mig_device.hpp"
+#include "core/text.hpp"
 #include "nvml/simulated.hpp"
 
 namespace gpufrac {
@@ -59,7 +61,14 @@ TEST(Simulated, ProfilesAreListedOnlyWhileMigIsOn) {
   ASSERT_EQ(m->mig_profile_tables.size(), 8u);
   ASSERT_EQ(m->mig_profile_tables[0].size(), 7u);  // the table stays for the fake driver
   EXPECT_EQ(m->mig_profile_tables[0][6].name, "7g.80gb");
-  EXPECT_EQ(m->inventory.gpus[7].mig_profiles, m->mig_profile_tables[7]);
+  // GPU 7 has no instance: NVML answers compute instance profiles only for a GPU instance, so the
+  // inventory lists the GI profiles without them; the fake driver's table keeps them.
+  auto without_ci = m->mig_profile_tables[7];
+  for (auto& p : without_ci) {
+    EXPECT_FALSE(p.compute_profiles.empty()) << p.name;
+    p.compute_profiles.clear();
+  }
+  EXPECT_EQ(m->inventory.gpus[7].mig_profiles, without_ci);
 }
 
 TEST(Simulated, InstancesAndProfilesComeInCanonicalOrder) {
@@ -167,7 +176,27 @@ TEST(MalformedMachine, MigInstanceChecks) {
       {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 1g.5gb, start: 4, uuid: "
        "MIG-11111111-2222-3333-4444-555555555555}, "
        "{gi: 1, profile: 1g.5gb, start: 5, uuid: MIG-11111111-2222-3333-4444-555555555556}]}}\n",
-       "gpus[0].mig.instances[1].gi: duplicate GPU instance id"},
+       "gpus[0].mig.instances[1].gi: GPU instance 1 is a 1g.5gb@4 already; entries with one gi are compute "
+       "instances of one GPU instance"},
+      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 1c.3g.20gb, start: 4, uuid: "
+       "MIG-11111111-2222-3333-4444-555555555555}, "
+       "{gi: 1, profile: 2c.3g.20gb, start: 4, uuid: MIG-11111111-2222-3333-4444-555555555556}]}}\n",
+       "gpus[0].mig.instances[1]: GPU instance 1 has no room left for a 2c.3g.20gb"},
+      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 1c.3g.20gb, start: 4, ci-start: 1, uuid: "
+       "MIG-11111111-2222-3333-4444-555555555555}, "
+       "{gi: 1, ci: 1, profile: 1c.3g.20gb, start: 4, ci-start: 1, uuid: "
+       "MIG-11111111-2222-3333-4444-555555555556}]}}\n",
+       "gpus[0].mig.instances[1].ci-start: overlaps another compute instance of this GPU instance"},
+      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 1c.3g.20gb, start: 4, uuid: "
+       "MIG-11111111-2222-3333-4444-555555555555}, "
+       "{gi: 1, profile: 1c.3g.20gb, start: 4, uuid: MIG-11111111-2222-3333-4444-555555555556}]}}\n",
+       "gpus[0].mig.instances[1]: duplicate compute instance id 0"},
+      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 2c.3g.20gb, start: 4, ci-start: 1, uuid: "
+       "MIG-11111111-2222-3333-4444-555555555555}]}}\n",
+       "gpus[0].mig.instances[0].ci-start: is not a placement of 2c.3g.20gb"},
+      {", mig: {enabled: true, profiles: p, instances: [{gi: 1, profile: 4c.3g.20gb, start: 4, uuid: "
+       "MIG-11111111-2222-3333-4444-555555555555}]}}\n",
+       "gpus[0].mig.instances[0].profile: \"4c.3g.20gb\" is not a profile of this GPU"},
       {", mig: {enabled: true}}\n", "gpus[0].mig: MIG mode needs profiles: <name under profile-sets>"},
   };
   for (const auto& c : cases) {
@@ -175,6 +204,53 @@ TEST(MalformedMachine, MigInstanceChecks) {
     ASSERT_FALSE(m) << c.mig;
     EXPECT_NE(m.error().message.find(c.expected), std::string::npos) << m.error().message;
   }
+}
+
+}  // namespace
+}  // namespace gpufrac
+
+namespace gpufrac {
+namespace {
+
+// A GPU instance split into compute instances (mig-parted, nvidia-smi mig -cci): one MIG device
+// each, with its compute instance profile, placement and SMs; NVML answers compute instance
+// profiles only for GI profiles with a GPU instance, so only 3g.20gb lists them.
+TEST(Simulated, ComputeInstancesOfOneGpuInstance) {
+  auto m = load_simulated_machine(kMachines + "a100-40gb-mig-ci.yaml");
+  ASSERT_TRUE(m) << m.error().message;
+  const Gpu& g = m->inventory.gpus[0];
+  std::vector<std::string> got;
+  for (const MigInstance& i : g.mig_instances)
+    got.push_back(text::cat(i.gi_id, "/", i.ci_id, " ", mig_device_profile(g, i), "@", i.placement.start, ":",
+                            i.ci_start, " ", i.multiprocessors, " SMs ", i.memory_bytes / kMiB, " MiB"));
+  EXPECT_EQ(text::join(got, ", "),
+            "1/0 1c.3g.20gb@4:0 14 SMs 19968 MiB, 1/1 1c.3g.20gb@4:1 14 SMs 19968 MiB, 1/2 1c.3g.20gb@4:2 14 SMs "
+            "19968 MiB, 2/0 2c.3g.20gb@0:0 28 SMs 19968 MiB, 2/1 1c.3g.20gb@0:2 14 SMs 19968 MiB");
+  for (const MigProfile& p : g.mig_profiles) EXPECT_EQ(p.compute_profiles.empty(), p.name != "3g.20gb") << p.name;
+  const MigProfile* p3 = g.profile_by_name("3g.20gb");
+  ASSERT_EQ(p3->compute_profiles.size(), 3u);
+  EXPECT_EQ(p3->compute_profiles[1], (MigComputeProfile{1, 1, 2, 1, 28, {0}, 2}));
+}
+
+TEST(MalformedMachine, ComputeProfilesNeedTheFullSize) {
+  const std::string yaml = R"(driver-version: "550.54.15"
+profile-sets:
+  p:
+    - {index: 2, id: 9, name: 3g.20gb, compute-slices: 3, memory-slices: 4, memory-mib: 19968, max: 2, placements: [0, 4],
+       compute-profiles: [{index: 0, id: 0, slices: 1, multiprocessors: 14, max: 3, placements: [0, 1, 2]}]}
+gpus: [{name: A100, uuid: GPU-11111111-2222-3333-4444-555555555555, pci-bus-id: "0:7:0.0", memory-mib: 40536,
+        compute-capability: "8.0", mig: {enabled: true, profiles: p}}]
+)";
+  auto m = load_simulated_machine_string(yaml, "m.yaml");
+  ASSERT_FALSE(m);
+  EXPECT_EQ(m.error().message,
+            "m.yaml:5: profile-sets.p[0].compute-profiles: must include the full-size compute profile (slices: 3)");
+  auto past = load_simulated_machine_string(
+      std::string(yaml).replace(yaml.find("placements: [0, 1, 2]"), 21, "placements: [0, 1, 3]"), "m.yaml");
+  ASSERT_FALSE(past);
+  EXPECT_EQ(past.error().message,
+            "m.yaml:5: profile-sets.p[0].compute-profiles[0].placements[2]: placement runs past the GPU instance's 3 "
+            "compute slices");
 }
 
 }  // namespace

@@ -111,6 +111,37 @@ TEST(StatusModel, EnforcementPerShare) {
   EXPECT_EQ(render_status(two_gpus_report()).find("ENFORCED BY"), std::string::npos) << "no driver limit: no column";
 }
 
+// A GPU instance split into compute instances: each compute instance with its own booking, the
+// GPU instance's memory their bookings share, and a table of the split GPU instances.
+TEST(StatusModel, ComputeInstancesShareTheirGpuInstance) {
+  auto inv = machine("a100-40gb-mig-ci.yaml");
+  LedgerEntry a = entry("a", "MIG-1a6f3c21-7d4e-5b89-a1c2-3e4f5a6b7c01", 6656 * kMiB, 9, 0);
+  a.mig = MigRef{1, 0, "1c.3g.20gb"};
+  a.gpu_uuid = inv.gpus[0].uuid;
+  a.exclusive = true;
+  a.request = "mig-profile=1c.3g.20gb";
+  LedgerEntry b = a;
+  b.container_id = "b";
+  b.device_uuid = "MIG-2a6f3c21-7d4e-5b89-a1c2-3e4f5a6b7c02";
+  b.mig = MigRef{1, 1, "1c.3g.20gb"};
+  b.bytes = 8 * kGiB;
+  b.request = "mig-profile=1c.3g.20gb memory=8Gi";
+  auto report = build_status(inv, LedgerState{{a, b}, {}}, AllocationConfig{}, 60, state_of);
+  expect_golden("mig-ci", render_status(report));
+  auto j = status_json(report);
+  EXPECT_EQ(j["devices"][1]["mig"]["profile"], "1c.3g.20gb");
+  EXPECT_EQ(j["devices"][1]["multiprocessors"], 14);
+  EXPECT_EQ(j["devices"][3]["reserved"], 0);
+  EXPECT_EQ(j["devices"][3]["free"], (19968 - 6656 - 8192) * kMiB);  // what is left of GI 1 to it
+  EXPECT_EQ(j["devices"][3]["gpu_instance"], nlohmann::json({{"gi", 1},
+                                                             {"profile", "3g.20gb"},
+                                                             {"total", 19968 * kMiB},
+                                                             {"reserved", (6656 + 8192) * kMiB},
+                                                             {"free", (19968 - 6656 - 8192) * kMiB}}));
+  EXPECT_EQ(j["devices"][4]["mig"]["profile"], "2c.3g.20gb");
+  EXPECT_EQ(j["devices"][4]["multiprocessors"], 28);
+}
+
 TEST(StatusModel, OvercommitAndEmpty) {
   auto inv = machine("a100-40gb-x2.yaml");
   AllocationConfig cfg;

@@ -4,13 +4,15 @@ mode on and no instance, reached through gpufrac's real NVML backend over the fa
 at every placement; preparing a claim makes (or reuses) the instance at exactly the allocated
 placement, a real podman container started by the CDI id gets its nodes and its memory as the
 limit, unpreparing leaves it idle for the next claim, and a placement the scheduler should not have
-handed out is refused with one line. Prints one FAIL line per failed check; exit 1 when any failed."""
+handed out is refused with one line; then compute instances (mig_ci_scenarios.py). Prints one FAIL line
+per failed check; exit 1 when any failed."""
 import json
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 import harness  # noqa: E402
+import mig_ci_scenarios  # noqa: E402
 import scenarios as s  # noqa: E402
 
 FAKE_STATE = os.environ["GPUFRAC_FAKE_NVML_STATE"]
@@ -36,7 +38,8 @@ def profile_devices(api, kubelet):
     check(s.wait_for(lambda: len(api.slices) == 2), "two slices published: %d" % len(api.slices))
     check(api.violations == [], "every slice body passes the schema and limits: %s" % api.violations[:3])
     devices = {d["name"]: d for sl in api.slices.values() for d in sl["spec"].get("devices", [])}
-    check(len(devices) == 25, "25 profile devices (every profile at every placement): %d" % len(devices))
+    wholes = [d for d in devices.values() if "c." not in d["attributes"]["profile"]["string"]]
+    check(len(wholes) == 25, "25 profile devices (every profile at every placement): %d" % len(wholes))
     one = devices.get("gpu-0-mig-1g10gb-19-3", {})
     check(one.get("attributes", {}).get("placementStart") == {"int": 3}, "1g.10gb at slice 3: %s" % one)
     check(one.get("consumesCounters", [{}])[0].get("counters", {}).get("memory-slice-3") == {"value": "1"},
@@ -93,6 +96,7 @@ def main():
         profile_devices(api, kubelet)
         c = prepare_makes_the_instance(api, kubelet)
         unprepare_keeps_it_idle(api, kubelet, c)
+        mig_ci_scenarios.run(api, kubelet)
         check(plugin.stop() == 0, "SIGTERM stops the plugin")
     finally:
         if plugin.proc.poll() is None:

@@ -25,11 +25,9 @@ nvmlReturn_t with_gpu_instance(nvmlGpuInstance_t gi, F&& f) noexcept {
   });
 }
 
-nvmlComputeInstanceProfileInfo_t ci_profile_info(const MigProfile& gi, std::uint32_t index) {
-  std::uint32_t c = ci_profile_slices(index);
-  return {index,           c,           gi.compute_slices / c, gi.multiprocessors * c / gi.compute_slices,
-          gi.copy_engines, gi.decoders, gi.encoders,           gi.jpegs,
-          gi.ofas};
+// The shared engines are the GPU instance's (NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED).
+nvmlComputeInstanceProfileInfo_t ci_profile_info(const MigProfile& gi, const gpufrac::MigComputeProfile& c) {
+  return {c.id, c.slices, c.max_count, c.multiprocessors, gi.copy_engines, gi.decoders, gi.encoders, gi.jpegs, gi.ofas};
 }
 
 }  // namespace
@@ -121,8 +119,9 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlG
     if (!info || profile >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT ||
         eng_profile != NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
       return NVML_ERROR_INVALID_ARGUMENT;
-    if (!ci_profile_fits(ci_profile_slices(profile), gi.profile.compute_slices)) return NVML_ERROR_NOT_SUPPORTED;
-    *info = ci_profile_info(gi.profile, profile);
+    const gpufrac::MigComputeProfile* c = ci_profile_by_index(gi, profile);
+    if (!c) return NVML_ERROR_NOT_SUPPORTED;
+    *info = ci_profile_info(gi.profile, *c);
     return NVML_SUCCESS;
   });
 }
@@ -132,8 +131,8 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance
                                                                  nvmlComputeInstance_t* compute_instances,
                                                                  unsigned int* count) {
   return with_gpu_instance(gpu_instance, [&](nvmlGpuInstance_st& gi) -> nvmlReturn_t {
-    if (!compute_instances || !count || profile_id >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT)
-      return NVML_ERROR_INVALID_ARGUMENT;
+    if (!compute_instances || !count) return NVML_ERROR_INVALID_ARGUMENT;
+    if (!ci_profile_by_id(gi, profile_id)) return NVML_ERROR_NOT_SUPPORTED;
     unsigned int n = 0;
     for (auto& ci : gi.compute_instances)
       if (ci->profile_id == profile_id) compute_instances[n++] = ci.get();
@@ -152,6 +151,29 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInsta
         return NVML_SUCCESS;
       }
     return NVML_ERROR_NOT_FOUND;
+  });
+}
+
+// Every placement of the profile, free or not (as nvml.h documents); placements == NULL: the count.
+FAKE_NVML_EXPORT nvmlReturn_t
+nvmlGpuInstanceGetComputeInstancePossiblePlacements(nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+                                                    nvmlComputeInstancePlacement_t* placements, unsigned int* count) {
+  return with_gpu_instance(gpu_instance, [&](nvmlGpuInstance_st& gi) -> nvmlReturn_t {
+    if (!count) return NVML_ERROR_INVALID_ARGUMENT;
+    const gpufrac::MigComputeProfile* c = ci_profile_by_id(gi, profile_id);
+    if (!c) return NVML_ERROR_NOT_SUPPORTED;
+    auto n = static_cast<unsigned int>(c->placement_starts.size());
+    if (!placements) {
+      *count = n;
+      return NVML_SUCCESS;
+    }
+    if (*count < n) {
+      *count = n;
+      return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (unsigned int i = 0; i < n; ++i) placements[i] = {c->placement_starts[i], c->placement_size};
+    *count = n;
+    return NVML_SUCCESS;
   });
 }
 

@@ -66,10 +66,10 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceRemainingCapacity
                                                                                  unsigned int* count) {
   return with_state([&](State& s) -> nvmlReturn_t {
     nvmlGpuInstance_st* gi = find_gpu_instance(s, gpu_instance);
-    if (!gi || !count || profile_id >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
-    const std::uint32_t c = ci_profile_slices(profile_id);
-    if (!ci_profile_fits(c, gi->profile.compute_slices)) return NVML_ERROR_NOT_SUPPORTED;
-    *count = compute_instance_capacity(*gi, c);
+    if (!gi || !count) return NVML_ERROR_INVALID_ARGUMENT;
+    const gpufrac::MigComputeProfile* c = ci_profile_by_id(*gi, profile_id);
+    if (!c) return NVML_ERROR_NOT_SUPPORTED;
+    *count = compute_instance_capacity(*gi, *c);
     return NVML_SUCCESS;
   });
 }
@@ -80,7 +80,21 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstan
   if (injected_failure("nvmlGpuInstanceCreateComputeInstance")) return NVML_ERROR_UNKNOWN;
   return with_state_change([&](State& s) -> nvmlReturn_t {
     nvmlGpuInstance_st* gi = find_gpu_instance(s, gpu_instance);
-    return gi ? create_compute_instance(s, *gi, profile_id, compute_instance) : NVML_ERROR_INVALID_ARGUMENT;
+    return gi ? create_compute_instance(s, *gi, profile_id, std::nullopt, compute_instance)
+              : NVML_ERROR_INVALID_ARGUMENT;
+  });
+}
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlGpuInstanceCreateComputeInstanceWithPlacement(
+    nvmlGpuInstance_t gpu_instance, unsigned int profile_id, const nvmlComputeInstancePlacement_t* placement,
+    nvmlComputeInstance_t* compute_instance) {
+  if (injected_failure("nvmlGpuInstanceCreateComputeInstanceWithPlacement")) return NVML_ERROR_UNKNOWN;
+  return with_state_change([&](State& s) -> nvmlReturn_t {
+    nvmlGpuInstance_st* gi = find_gpu_instance(s, gpu_instance);
+    if (!gi || !placement) return NVML_ERROR_INVALID_ARGUMENT;
+    const gpufrac::MigComputeProfile* c = ci_profile_by_id(*gi, profile_id);
+    if (c && placement->size != c->placement_size) return NVML_ERROR_INVALID_ARGUMENT;
+    return create_compute_instance(s, *gi, profile_id, placement->start, compute_instance);
   });
 }
 

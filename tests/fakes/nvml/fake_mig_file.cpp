@@ -21,7 +21,8 @@ namespace {
 json ci_json(const nvmlComputeInstance_st& ci) {
   const auto& slots = ci.gi->gpu->mig.slots;
   const auto slot = std::find(slots.begin(), slots.end(), &ci) - slots.begin();
-  return {{"id", ci.id}, {"slices", ci.slices}, {"start", ci.start}, {"uuid", ci.uuid}, {"slot", slot}};
+  return {{"id", ci.id}, {"profile_id", ci.profile_id}, {"slices", ci.slices}, {"start", ci.start}, {"uuid", ci.uuid},
+          {"slot", slot}};
 }
 
 json gpu_json(const PhysicalGpu& gpu) {
@@ -57,8 +58,7 @@ void sync_compute_instances(nvmlGpuInstance_st& gi, const json& list) {
       ci->id = id;
       ci->uuid = uuid;
       ci->slices = c.at("slices").get<std::uint32_t>();
-      for (std::uint32_t i = 0; i < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; ++i)
-        if (ci_profile_slices(i) == ci->slices) ci->profile_id = i;
+      ci->profile_id = c.at("profile_id").get<std::uint32_t>();
       ci->device.gpu = gi.gpu;
       ci->device.mig = ci.get();
     }

@@ -40,6 +40,16 @@ std::uint32_t smallest_free_gi_id(const PhysicalGpu& gpu) {
       return id;
 }
 
+std::uint32_t count_of_ci(const nvmlGpuInstance_st& gi, std::uint32_t ci_profile_id) {
+  return static_cast<std::uint32_t>(std::count_if(gi.compute_instances.begin(), gi.compute_instances.end(),
+                                                  [&](const auto& ci) { return ci->profile_id == ci_profile_id; }));
+}
+
+bool ci_placement_free(const nvmlGpuInstance_st& gi, std::uint32_t start, std::uint32_t size) {
+  return std::none_of(gi.compute_instances.begin(), gi.compute_instances.end(),
+                      [&](const auto& ci) { return start < ci->start + ci->slices && ci->start < start + size; });
+}
+
 bool listed(const char* env, std::string_view name) {
   const char* list = std::getenv(env);
   if (!list) return false;
@@ -85,23 +95,25 @@ nvmlReturn_t create_gpu_instance(State& /*state*/, PhysicalGpu& gpu, const MigPr
   return NVML_SUCCESS;
 }
 
-nvmlReturn_t create_compute_instance(State& state, nvmlGpuInstance_st& gi, std::uint32_t ci_index,
-                                     nvmlComputeInstance_st** out) {
-  const std::uint32_t c = ci_profile_slices(ci_index);
-  if (!out || ci_index >= NVML_COMPUTE_INSTANCE_PROFILE_COUNT) return NVML_ERROR_INVALID_ARGUMENT;
-  if (!ci_profile_fits(c, gi.profile.compute_slices)) return NVML_ERROR_NOT_SUPPORTED;
-  if (compute_instance_capacity(gi, c) == 0) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+nvmlReturn_t create_compute_instance(State& state, nvmlGpuInstance_st& gi, std::uint32_t ci_profile_id,
+                                     std::optional<std::uint32_t> start, nvmlComputeInstance_st** out) {
+  if (!out) return NVML_ERROR_INVALID_ARGUMENT;
+  const MigComputeProfile* p = ci_profile_by_id(gi, ci_profile_id);
+  if (!p) return NVML_ERROR_NOT_SUPPORTED;
+  const auto& starts = p->placement_starts;
+  if (start && std::find(starts.begin(), starts.end(), *start) == starts.end()) return NVML_ERROR_INVALID_ARGUMENT;
+  if (count_of_ci(gi, p->id) >= p->max_count) return NVML_ERROR_INSUFFICIENT_RESOURCES;
+  std::optional<std::uint32_t> chosen;
+  for (std::uint32_t s : starts)
+    if ((!start || s == *start) && !chosen && ci_placement_free(gi, s, p->slices)) chosen = s;
+  if (!chosen) return NVML_ERROR_INSUFFICIENT_RESOURCES;
   std::uint32_t id = 0;
   while (std::any_of(gi.compute_instances.begin(), gi.compute_instances.end(),
                      [&](const auto& ci) { return ci->id == id; }))
     ++id;
-  std::uint32_t start = 0;
-  while (std::any_of(gi.compute_instances.begin(), gi.compute_instances.end(),
-                     [&](const auto& ci) { return ci->start < start + c && start < ci->start + ci->slices; }))
-    start += c;
-  nvmlComputeInstance_st* ci = add_compute_instance(gi, id, c, mig_uuid_for(gi.gpu->model.uuid, ++state.serial));
+  nvmlComputeInstance_st* ci =
+      add_compute_instance(gi, id, *p, *chosen, mig_uuid_for(gi.gpu->model.uuid, ++state.serial));
   if (!ci) return NVML_ERROR_INSUFFICIENT_RESOURCES;
-  ci->start = start;
   *out = ci;
   return NVML_SUCCESS;
 }
@@ -136,11 +148,20 @@ unsigned int gpu_instance_capacity(const PhysicalGpu& gpu, const MigProfile& p) 
   return n;
 }
 
-unsigned int compute_instance_capacity(const nvmlGpuInstance_st& gi, std::uint32_t c) {
-  if (c == 0) return 0;
-  std::uint32_t used = 0;
-  for (const auto& ci : gi.compute_instances) used += ci->slices;
-  return used + c <= gi.profile.compute_slices ? (gi.profile.compute_slices - used) / c : 0;
+unsigned int compute_instance_capacity(const nvmlGpuInstance_st& gi, const MigComputeProfile& p) {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> taken;  // start, size
+  for (const auto& ci : gi.compute_instances) taken.emplace_back(ci->start, ci->slices);
+  unsigned int n = 0;
+  const std::uint32_t count = count_of_ci(gi, p.id);
+  for (std::uint32_t start : p.placement_starts) {
+    if (count + n >= p.max_count) break;
+    if (std::any_of(taken.begin(), taken.end(),
+                    [&](const auto& t) { return start < t.first + t.second && t.first < start + p.slices; }))
+      continue;
+    taken.emplace_back(start, p.slices);
+    ++n;
+  }
+  return n;
 }
 
 std::string mig_uuid_for(const std::string& gpu_uuid, std::uint64_t serial) {

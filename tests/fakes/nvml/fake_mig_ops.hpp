@@ -26,16 +26,18 @@ bool injected_failure(const char* function);
 // (placements 0 and 4) finds no room.
 nvmlReturn_t create_gpu_instance(State& state, PhysicalGpu& gpu, const MigProfile& profile,
                                  std::optional<std::uint32_t> start, nvmlGpuInstance_st** out);
-// ci_index: an NVML compute instance profile index the GPU instance offers.
-nvmlReturn_t create_compute_instance(State& state, nvmlGpuInstance_st& gi, std::uint32_t ci_index,
-                                     nvmlComputeInstance_st** out);
+// ci_profile_id: a compute instance profile id the GPU instance offers (else NOT_SUPPORTED). At a
+// placement of the profile (another start is INVALID_ARGUMENT) or, without one, the lowest free
+// placement; an occupied placement, or the profile's count reached, is INSUFFICIENT_RESOURCES.
+nvmlReturn_t create_compute_instance(State& state, nvmlGpuInstance_st& gi, std::uint32_t ci_profile_id,
+                                     std::optional<std::uint32_t> start, nvmlComputeInstance_st** out);
 nvmlReturn_t destroy_compute_instance(nvmlComputeInstance_st& ci);
 nvmlReturn_t destroy_gpu_instance(nvmlGpuInstance_st& gi);
 
 // How many more instances of the profile fit now (placements, count, compute slices).
 unsigned int gpu_instance_capacity(const PhysicalGpu& gpu, const MigProfile& profile);
-// How many more compute instances of `ci_slices` fit in the GPU instance.
-unsigned int compute_instance_capacity(const nvmlGpuInstance_st& gi, std::uint32_t ci_slices);
+// How many more compute instances of the profile fit in the GPU instance (free placements, count).
+unsigned int compute_instance_capacity(const nvmlGpuInstance_st& gi, const MigComputeProfile& profile);
 
 // MIG-<uuid> number `serial` of a GPU: a stable function of both, so runs are reproducible.
 std::string mig_uuid_for(const std::string& gpu_uuid, std::uint64_t serial);

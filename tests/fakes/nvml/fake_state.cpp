@@ -10,13 +10,6 @@ namespace gpufrac::fake_nvml {
 
 namespace {
 
-// The NVML index of the compute instance profile with `slices` slices (the full-size one).
-std::uint32_t ci_profile_index(std::uint32_t slices) {
-  for (std::uint32_t i = 0; i < NVML_COMPUTE_INSTANCE_PROFILE_COUNT; ++i)
-    if (ci_profile_slices(i) == slices) return i;
-  return NVML_COMPUTE_INSTANCE_PROFILE_COUNT;
-}
-
 std::uint32_t max_mig_devices(const std::vector<MigProfile>& table) {
   std::uint32_t n = 0;
   for (const auto& p : table) n = std::max(n, p.compute_slices);
@@ -30,8 +23,13 @@ Result<> load_mig(PhysicalGpu& gpu, const Gpu& model) {
   for (const MigInstance& m : model.mig_instances) {
     const MigProfile* p = gpu.profile_by_id(m.profile_id);
     if (!p) return internal_error(text::cat("GPU ", model.index, ": no profile id ", m.profile_id));
-    nvmlGpuInstance_st* gi = add_gpu_instance(gpu, m.gi_id, *p, m.placement.start);
-    if (!add_compute_instance(*gi, m.ci_id, p->compute_slices, m.uuid))
+    nvmlGpuInstance_st* gi = nullptr;
+    for (auto& g : gpu.mig.gpu_instances)
+      if (g->id == m.gi_id) gi = g.get();
+    if (!gi) gi = add_gpu_instance(gpu, m.gi_id, *p, m.placement.start);
+    const MigComputeProfile* cp = ci_profile_by_id(*gi, m.ci_profile_id);
+    if (!cp) return internal_error(text::cat("GPU ", model.index, ": no compute profile id ", m.ci_profile_id));
+    if (!add_compute_instance(*gi, m.ci_id, *cp, m.ci_start, m.uuid))
       return internal_error(text::cat("GPU ", model.index, ": no MIG device slot left for GPU instance ", m.gi_id));
   }
   return {};
@@ -77,8 +75,8 @@ nvmlGpuInstance_st* add_gpu_instance(PhysicalGpu& gpu, std::uint32_t id, const M
   return gpu.mig.gpu_instances.back().get();
 }
 
-nvmlComputeInstance_st* add_compute_instance(nvmlGpuInstance_st& gi, std::uint32_t id, std::uint32_t slices,
-                                             std::string uuid) {
+nvmlComputeInstance_st* add_compute_instance(nvmlGpuInstance_st& gi, std::uint32_t id, const MigComputeProfile& profile,
+                                             std::uint32_t start, std::string uuid) {
   auto& slots = gi.gpu->mig.slots;
   auto slot = gi.placement.start < slots.size() && !slots[gi.placement.start]
                   ? slots.begin() + gi.placement.start
@@ -87,8 +85,9 @@ nvmlComputeInstance_st* add_compute_instance(nvmlGpuInstance_st& gi, std::uint32
   auto ci = std::make_unique<nvmlComputeInstance_st>();
   ci->gi = &gi;
   ci->id = id;
-  ci->profile_id = ci_profile_index(slices);
-  ci->slices = slices;
+  ci->profile_id = profile.id;
+  ci->slices = profile.slices;
+  ci->start = start;
   ci->uuid = std::move(uuid);
   ci->device.gpu = gi.gpu;
   ci->device.mig = ci.get();
@@ -97,13 +96,14 @@ nvmlComputeInstance_st* add_compute_instance(nvmlGpuInstance_st& gi, std::uint32
   return gi.compute_instances.back().get();
 }
 
-std::uint32_t ci_profile_slices(std::uint32_t index) {
-  constexpr std::uint32_t kSlices[] = {1, 2, 3, 4, 7, 8, 6};  // 0x0..0x6; 0x7 and 0x8 are not offered
-  return index < std::size(kSlices) ? kSlices[index] : 0;
+const MigComputeProfile* ci_profile_by_index(const nvmlGpuInstance_st& gi, std::uint32_t index) {
+  for (const auto& c : gi.profile.compute_profiles)
+    if (c.index == index) return &c;
+  return nullptr;
 }
 
-bool ci_profile_fits(std::uint32_t c, std::uint32_t g) {
-  return c > 0 && (c == g || 2 * c <= g + 1);
+const MigComputeProfile* ci_profile_by_id(const nvmlGpuInstance_st& gi, std::uint32_t id) {
+  return gi.profile.compute_profile_by_id(id);
 }
 
 nvmlDevice_st* find_device(State& state, nvmlDevice_t device) {

@@ -27,7 +27,7 @@ struct nvmlDevice_st {
 struct nvmlComputeInstance_st {
   nvmlGpuInstance_st* gi = nullptr;
   std::uint32_t id = 0;
-  std::uint32_t profile_id = 0;  // compute instance profile id (= its NVML profile index)
+  std::uint32_t profile_id = 0;  // compute instance profile id (MigComputeProfile::id)
   std::uint32_t slices = 0;      // compute slices
   std::uint32_t start = 0;       // first compute slice inside the GPU instance
   std::string uuid;              // MIG-<uuid> of the MIG device
@@ -106,14 +106,13 @@ Result<std::optional<SimulatedMachine>> embedded_machine();
 // unrelated to GPU instance ids, as on a real driver. Null when no slot is left.
 nvmlGpuInstance_st* add_gpu_instance(PhysicalGpu& gpu, std::uint32_t id, const MigProfile& profile,
                                      std::uint32_t start);
-nvmlComputeInstance_st* add_compute_instance(nvmlGpuInstance_st& gi, std::uint32_t id, std::uint32_t slices,
-                                             std::string uuid);
+nvmlComputeInstance_st* add_compute_instance(nvmlGpuInstance_st& gi, std::uint32_t id, const MigComputeProfile& profile,
+                                             std::uint32_t start, std::string uuid);
 
-// Compute instance profiles (NVML indices 0..8): the slice count of an index (0 for the ones this
-// fake does not offer: 1_SLICE_REV1 and 7_SLICE_NVL), and whether C slices fit a G-slice GPU
-// instance (C == G, or 2C <= G + 1: 7g takes 1c 2c 3c 4c 7c, 4g 1c 2c 4c, 3g 1c 2c 3c, 2g 1c 2c).
-std::uint32_t ci_profile_slices(std::uint32_t index);
-bool ci_profile_fits(std::uint32_t ci_slices, std::uint32_t gi_slices);
+// Compute instance profiles: the GPU instance profile's table (the machine file's compute-profiles,
+// or the derived one: core/mig_device.hpp). By NVML index or by profile id; null when not offered.
+const MigComputeProfile* ci_profile_by_index(const nvmlGpuInstance_st& gi, std::uint32_t index);
+const MigComputeProfile* ci_profile_by_id(const nvmlGpuInstance_st& gi, std::uint32_t id);
 
 // nvmlPciInfo_t of a GPU: busId as the machine file has it, domain, bus and device parsed from it,
 // vendor id only.
