@@ -2,6 +2,7 @@
 // kills itself with SIGKILL when it reaches that point, the way a hook killed by its runtime would
 // die; GPUFRAC_FAULT=<point>@<n> when it reaches it the n-th time (the provisioner takes the ledger
 // lock several times). Points: ledger-after-lock, ledger-after-temp-write, ledger-before-rename,
+// ledger-between-gpus (a multi-GPU share: its first GPU's entry added to the new content, not the rest),
 // dra-after-book (gpufrac-dra: a claim booked, its CDI spec not written, its checkpoint entry
 // still `started`), mig-after-gi and mig-after-ci (nvml/mig_steps.hpp), driver-limit-after-record
 // and driver-limit-after-set (`gpufrac driver-limit set`: the limit recorded in the ledger, not yet

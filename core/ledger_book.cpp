@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/allocator.hpp"
+#include "core/fault.hpp"
 #include "core/ledger_mig.hpp"
 #include "core/text.hpp"
 
@@ -78,6 +79,7 @@ Result<Booking> book(LedgerState& state, const ReserveArgs& a, std::uint64_t sta
   for (std::size_t k = 0; k < grants->size(); ++k) {
     drop_idle_record(state, (*grants)[k].device_uuid);
     state.entries.push_back(entry_for(a, keys[k], (*grants)[k], start, now));
+    if (k == 0 && grants->size() > 1) fault::point("ledger-between-gpus");
   }
   changed = true;
   Booking b;

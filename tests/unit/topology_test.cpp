@@ -106,30 +106,30 @@ std::string refusal(const std::string& topology) {
 TEST(Topology, MalformedMatricesAreOneLineWithFileLineAndKey) {
   EXPECT_EQ(refusal("topology:\n  links: [[X, NV2], [NV2, X]]\n  numa: [0, 1]\n"), "loaded");
   EXPECT_EQ(refusal("topology:\n  links: [[X, NV2], [NV3, X]]\n  numa: [0, 0]\n"),
-            "m.yaml:7: topology.links[1][0]: differs from GPU 0's link to GPU 1 (NV2); the matrix must be symmetric");
+            "m.yaml:6: topology.links[1][0]: differs from GPU 0's link to GPU 1 (NV2); the matrix must be symmetric");
   EXPECT_EQ(refusal("topology:\n  links: [[X, PIX], [PXB, X]]\n  numa: [0, 0]\n"),
-            "m.yaml:7: topology.links[1][0]: differs from GPU 0's link to GPU 1 (PIX); the matrix must be symmetric");
+            "m.yaml:6: topology.links[1][0]: differs from GPU 0's link to GPU 1 (PIX); the matrix must be symmetric");
   EXPECT_EQ(refusal("topology:\n  links: [[PIX, PIX], [PIX, X]]\n  numa: [0, 0]\n"),
-            "m.yaml:7: topology.links[0][0]: is GPU 0 itself; use X");
+            "m.yaml:6: topology.links[0][0]: is GPU 0 itself; use X");
   EXPECT_EQ(refusal("topology:\n  links: [[X, NV0], [NV0, X]]\n  numa: [0, 0]\n"),
-            "m.yaml:7: topology.links[0][1]: \"NV0\" is not a link; use X on the diagonal, else NV<links> (1 to 18), "
+            "m.yaml:6: topology.links[0][1]: \"NV0\" is not a link; use X on the diagonal, else NV<links> (1 to 18), "
             "PIX, PXB, PHB, NODE or SYS");
   EXPECT_EQ(refusal("topology:\n  links: [[X, NV19], [NV19, X]]\n  numa: [0, 0]\n"),
-            "m.yaml:7: topology.links[0][1]: \"NV19\" is not a link; use X on the diagonal, else NV<links> (1 to "
+            "m.yaml:6: topology.links[0][1]: \"NV19\" is not a link; use X on the diagonal, else NV<links> (1 to "
             "18), PIX, PXB, PHB, NODE or SYS");
   EXPECT_EQ(refusal("topology:\n  links: [[X, nvlink], [nvlink, X]]\n  numa: [0, 0]\n"),
-            "m.yaml:7: topology.links[0][1]: \"nvlink\" is not a link; use X on the diagonal, else NV<links> (1 to "
+            "m.yaml:6: topology.links[0][1]: \"nvlink\" is not a link; use X on the diagonal, else NV<links> (1 to "
             "18), PIX, PXB, PHB, NODE or SYS");
   EXPECT_EQ(refusal("topology:\n  links: [[X, SYS]]\n  numa: [0, 0]\n"),
-            "m.yaml:7: topology.links: has 1 rows for 2 GPUs");
+            "m.yaml:6: topology.links: has 1 rows for 2 GPUs");
   EXPECT_EQ(refusal("topology:\n  links: [[X, SYS, SYS], [SYS, X]]\n  numa: [0, 0]\n"),
-            "m.yaml:7: topology.links[0]: has 3 cells for 2 GPUs");
+            "m.yaml:6: topology.links[0]: has 3 cells for 2 GPUs");
   EXPECT_EQ(refusal("topology:\n  links: [[X, SYS], [SYS, X]]\n  numa: [0]\n"),
-            "m.yaml:8: topology.numa: lists 1 NUMA nodes for 2 GPUs");
+            "m.yaml:7: topology.numa: lists 1 NUMA nodes for 2 GPUs");
   EXPECT_EQ(refusal("topology:\n  links: [[X, SYS], [SYS, X]]\n"),
-            "m.yaml:7: topology: needs links (the topo -m matrix) and numa (one per GPU)");
+            "m.yaml:6: topology: needs links (the topo -m matrix) and numa (one per GPU)");
   EXPECT_EQ(refusal("topology:\n  links: [[X, SYS], [SYS, X]]\n  numa: [0, 0]\n  nvswitch: true\n"),
-            "m.yaml:9: topology.nvswitch: unknown key; use links, numa");
+            "m.yaml:8: topology.nvswitch: unknown key (accepted under topology: links, numa)");
 }
 
 }  // namespace
