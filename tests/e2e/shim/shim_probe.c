@@ -12,6 +12,8 @@
  *   churn API SIZE N  allocate and free N times: "churn API refused=R"
  *   loop API SIZE     allocate and free forever (for kill tests)
  *   hold              wait until stdin is closed
+ *   use DEV           a new context on device DEV, current from then on (what is kept stays counted
+ *                     on the device it was allocated on)
  *   gate PATH         print "ready", then spin until PATH exists (starts processes together)
  * APIs: cuMemAlloc_v2 cuMemAllocPitch_v2 cuMemAllocManaged cuMemCreate cuMemAllocAsync
  *   cuMemAllocAsync_ptsz cuMemAllocFromPoolAsync (a created device pool) cuMemAllocFromPoolAsync_ptsz
@@ -326,6 +328,13 @@ static void setup(int dev) {
   }
 }
 
+static void op_use(int dev) {
+  CUcontext ctx;
+  CUresult rc = cuDeviceGet(&g_dev, dev);
+  if (rc == CUDA_SUCCESS) rc = cuCtxCreate_v2(&ctx, 0, g_dev);
+  printf("use %d rc=%d\n", dev, (int)rc);
+}
+
 static uint64_t num(const char* s) {
   return strtoull(s, NULL, 0);
 }
@@ -371,6 +380,8 @@ int main(int argc, char** argv) {
       op_noctx(-1, 0);
     else if (strcmp(op, "hold") == 0)
       op_hold();
+    else if (strcmp(op, "use") == 0 && i + 1 < argc)
+      op_use((int)num(argv[++i]));
     else {
       fprintf(stderr, "shim_probe: bad operation %s\n", op);
       return 2;
