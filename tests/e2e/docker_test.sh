@@ -8,7 +8,8 @@
 #   simulated one-GPU node, the fifth refused with the capacity line in docker's output, `gpufrac
 #   status` listing the four, CUDA stopping at the limit inside one (docker exec), `docker rm -f`
 #   releasing each share, `docker run --rm` leaving nothing; no request: nothing booked; a label
-#   or a misspelt variable instead of a request: a warning in gpufrac's log, nothing booked.
+#   or a misspelt variable instead of a request: a warning in gpufrac's log, nothing booked;
+#   `-e GPUFRAC_GPUS=2` on a two-GPU node: both GPUs, two half shares fill them, a third refused.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
 source "$(dirname "$0")/wrapper.sh"
@@ -134,4 +135,35 @@ share_run --rm -e GPUFRAC_FRACTION=1.5 "$IMG" true
 assert_eq "$RC" 125 "malformed request refused"
 assert_contains "$OUT" 'gpufrac: GPUFRAC_FRACTION: "1.5" is out of range' "the message names the variable"
 assert_eq "$(ledger_count)" 0 "refusals booked nothing"
+
+# 9. Several GPUs by environment (GPUFRAC_GPUS) on a two-GPU node (the same config file, rewritten):
+# both GPUs' nodes and limits; two half shares on both GPUs fill them and a third is refused; three
+# GPUs of two are refused; nothing booked by a refusal.
+e2e_gpu_config a100-40gb-x2.yaml
+"$GPUFRAC" info --refresh >/dev/null
+G0=$(jq -r '.gpus[0].uuid' <<<"$("$GPUFRAC" info --json)")
+G1=$(jq -r '.gpus[1].uuid' <<<"$("$GPUFRAC" info --json)")
+share_run --rm -e GPUFRAC_GPUS=2 "$IMG" sh -c 'cat /run/gpufrac/limits; ls /dev'
+assert_eq "$RC" 0 "docker run -e GPUFRAC_GPUS=2: $OUT"
+assert_contains "$OUT" "device $G0 $((40536 * 1024 * 1024))" "GPU 0 whole"
+assert_contains "$OUT" "device $G1 $((40536 * 1024 * 1024))" "GPU 1 whole"
+assert_eq "$(grep '^nvidia[0-9]$' <<<"$OUT" | tr '\n' ' ')" "nvidia0 nvidia1 " "both GPUs' nodes"
+IDS=()
+for i in 1 2; do
+  share_run -d -e GPUFRAC_GPUS=2 -e GPUFRAC_FRACTION=0.5 "$IMG" sleep 3600
+  assert_eq "$RC" 0 "two-GPU half share $i: $OUT"
+  IDS+=("$OUT")
+done
+assert_eq "$(ledger_count '.request == "fraction=0.5 gpus=2" and .pid > 0')" 4 "two shares, each on both GPUs, attached"
+share_run -d -e GPUFRAC_GPUS=2 -e GPUFRAC_FRACTION=0.5 "$IMG" sleep 3600
+assert_eq "$RC" 125 "the third two-GPU half share is refused"
+assert_contains "$OUT" "gpufrac: fraction=0.5 gpus=2 needs 2 GPUs and none can take it: GPU 0 0 B free (needs 19.8 GiB), GPU 1 0 B free (needs 19.8 GiB)" \
+  "docker run shows the one-line refusal naming each GPU"
+share_run --rm -e GPUFRAC_GPUS=3 "$IMG" true
+assert_eq "$RC" 125 "three GPUs of two are refused"
+assert_contains "$OUT" "gpufrac: gpufrac.io/gpus: 3 GPUs asked for and this node has 2; use 1 to 2" \
+  "the refusal names the key (the allocator words it for the annotation, as for a GPUFRAC_GPU pin)"
+assert_eq "$(ledger_count)" 4 "the refusals booked nothing"
+for id in "${IDS[@]}"; do docker_ rm -f "$id" >/dev/null || fail "docker rm -f ${id:0:12}"; done
+assert_eq "$(ledger_count)" 0 "docker rm -f released both GPUs of each share"
 finish
