@@ -1,7 +1,8 @@
 // Fuzzes the request parser. Input: one flag byte (bit 0: aliases on; bit 1: the records are the
 // container's environment, core/env_request.hpp, with the same records as annotations when bit 2
 // is set too), then "key=value" records separated by newlines. Invariants: no crash; the fast path
-// agrees with the parser; a request is in range and canonical (its compute share too); a refusal,
+// agrees with the parser; a request is in range and canonical (its compute share and GPU count and
+// pin list too); a refusal,
 // and every warning, is one bounded line of kind user.
 #include <algorithm>
 #include <cstddef>
@@ -49,6 +50,17 @@ void check_request(const Request& r) {
       break;
   }
   if (r.gpu) FUZZ_CHECK(r.gpu->index.has_value() != !r.gpu->uuid.empty());
+  // Several GPUs: 1 to kMaxGpusPerRequest, never a MIG profile; a pin list is exactly that many
+  // distinct GPUs (and then no single pin); gpus alone is whole GPUs.
+  FUZZ_CHECK(r.gpu_count() >= 1 && r.gpu_count() <= kMaxGpusPerRequest);
+  if (r.gpus) FUZZ_CHECK(r.kind != SizeKind::mig_profile);
+  if (!r.gpu_list.empty()) {
+    FUZZ_CHECK(!r.gpu && r.gpu_list.size() == r.gpu_count() && r.gpu_list.size() >= 2);
+    for (std::size_t i = 0; i < r.gpu_list.size(); ++i)
+      for (std::size_t j = i + 1; j < r.gpu_list.size(); ++j) FUZZ_CHECK(!(r.gpu_list[i] == r.gpu_list[j]));
+  }
+  if (r.gpu) FUZZ_CHECK(r.gpu_count() == 1);
+  if (r.sized_by_gpus) FUZZ_CHECK(r.gpus && r.kind == SizeKind::fraction && r.fraction == kWholeGpuPpm);
   // A compute share is a whole percent of a GPU's time, never on a MIG instance; compute alone is
   // also the memory share.
   if (r.compute_ppm)
