@@ -5,7 +5,8 @@
 #    twice fills both GPUs and a third is refused in one line; `gpus=3` is refused in one line; a
 #    malformed count is refused; no refusal changes the ledger. `gpufrac status` shows a two-GPU
 #    share as one line naming both GPUs; gc reclaims both bookings of a dead share; the metrics
-#    count each GPU's share.
+#    count each GPU's share. Two CDI devices (one per GPU) get both limits; when the second is
+#    refused the first is released.
 # 2. dgx-8gpu-mixed (GPUs 0-3 shareable, NVLink pairs 0-1 and 2-3): with GPU 0 taken whole, `gpus=2`
 #    takes the NVLink pair 2,3, not the lower indices 1,2.
 # 3. SIGKILL at every ledger fault point of a two-GPU booking leaves none of it; 200 concurrent
@@ -128,6 +129,33 @@ assert_eq "$RC" 0 "gc: $OUT"
 assert_eq "$(ledger_count '.container_id == "gcme"')" 0 "gc reclaimed both bookings of the dead share"
 assert_eq "$(indices_of alive)" "0,1" "gc kept both bookings of the live share"
 "$GPUFRAC" ledger release --container alive >/dev/null
+
+# CDI: a device per GPU, as a spec's two devices give a container (each its createRuntime hook):
+# both GPUs' limits; with GPU 1 taken whole the second device is refused and the start fails, and
+# the poststop hook releases the first device's booking.
+cdi_bundle() {
+  make_plain_bundle "$1" 'cat /run/gpufrac/limits'
+  local env="[\"PATH=/usr/bin:/bin\",\"GPUFRAC_CONFIG=$GPUFRAC_CONFIG\"]"
+  jq --arg hook "$HOOK" --argjson env "$env" '
+    .hooks = {createRuntime: [{path: $hook, args: ["gpufrac-hook", "createRuntime", "--cdi-device", "0-0.5"], env: $env},
+                              {path: $hook, args: ["gpufrac-hook", "createRuntime", "--cdi-device", "1-0.5"], env: $env}],
+              poststop: [{path: $hook, args: ["gpufrac-hook", "poststop"], env: $env}]}' "$1/config.json" >"$1/c.json"
+  mv "$1/c.json" "$1/config.json"
+}
+cdi_bundle "$E2E_TMP/cdi1"
+run runc run --bundle "$E2E_TMP/cdi1" "$P-cdi1"
+assert_eq "$RC" 0 "two CDI devices, one per GPU: $OUT"
+assert_contains "$OUT" "device $G0 $HALF" "CDI: GPU 0's half"
+assert_contains "$OUT" "device $G1 $HALF" "CDI: GPU 1's half"
+"$GPUFRAC" ledger reserve --container whole1 --annotation gpufrac.io/fraction=1 --annotation gpufrac.io/gpu=1 \
+  --pid "$SLEEPER" >/dev/null
+cdi_bundle "$E2E_TMP/cdi2"
+run runc run --bundle "$E2E_TMP/cdi2" "$P-cdi2"
+assert_eq "$RC" 1 "the second CDI device does not fit"
+assert_contains "$(hook_line "$OUT")" "gpufrac-hook: no GPU can take fraction=0.5: GPU 1 is used whole by whole1" \
+  "the second device's refusal"
+assert_eq "$(ledger_count)" 1 "the first CDI device's booking was released with the failed start"
+"$GPUFRAC" ledger release --container whole1 >/dev/null
 
 # 2. NVLink placement on the DGX machine: GPU 0 whole, then two GPUs.
 for fe in hook wrapper; do
