@@ -67,6 +67,33 @@ TEST(StatusModel, SharesPerGpu) {
   expect_golden("two-gpus-no-trunc", render_status(report, StatusStyle{false, true, 60}));
 }
 
+// A share of two GPUs (gpufrac.io/gpus: 2, device keys gpus/0 and gpus/1) is one line naming both
+// GPUs and each GPU's booking; each GPU counts it once; JSON lists it under each GPU with both.
+TEST(StatusModel, MultiGpuShareIsOneLine) {
+  auto inv = machine("a100-40gb-x2.yaml");
+  auto on = [&](const std::string& id, std::uint32_t gpu, const std::string& key, std::uint64_t bytes) {
+    LedgerEntry e = entry(id, inv.gpus[gpu].uuid, bytes, 42, 1000);
+    e.gpu_index = gpu;
+    e.device_key = key;
+    e.request = key.empty() ? "fraction=0.25" : "fraction=0.5 gpus=2";
+    return e;
+  };
+  LedgerState ledger{
+      {on("tp", 0, "gpus/0", 20268 * kMiB), on("tp", 1, "gpus/1", 20268 * kMiB), on("nb", 1, "", 10134 * kMiB)}};
+  auto report = build_status(inv, ledger, AllocationConfig{}, 1125, state_of,
+                             [](const LedgerEntry&) { return std::optional<std::uint64_t>(kGiB); });
+  ASSERT_EQ(report.devices.size(), 2u);
+  EXPECT_EQ(report.devices[0].shares.size(), 1u);
+  EXPECT_EQ(report.devices[1].shares.size(), 2u);
+  EXPECT_EQ(report.devices[1].reserved, 30402 * kMiB);
+  const std::string text = render_status(report);
+  expect_golden("multi-gpu", text);
+  const auto j = status_json(report);
+  EXPECT_EQ(j["devices"][0]["shares"][0]["gpus"].dump(), "[0,1]");
+  for (const auto& sh : j["devices"][1]["shares"])
+    EXPECT_EQ(sh.contains("gpus") ? sh["gpus"].dump() : "none", sh["container_id"] == "tp" ? "[0,1]" : "none");
+}
+
 TEST(StatusModel, MigInstancesAndUsage) {
   auto inv = machine("a100-80gb-mig.yaml");
   LedgerEntry e = entry("m", "MIG-7e3ba276-cba9-efe9-9fe8-6c419f56af4e", 9728 * kMiB, 9, 0);
