@@ -7,8 +7,8 @@
 #    share as one line naming both GPUs; gc reclaims both bookings of a dead share; the metrics
 #    count each GPU's share. Two CDI devices (one per GPU) get both limits; when the second is
 #    refused the first is released.
-# 2. dgx-8gpu-mixed (GPUs 0-3 shareable, NVLink pairs 0-1 and 2-3): with GPU 0 taken whole, `gpus=2`
-#    takes the NVLink pair 2,3, not the lower indices 1,2.
+# 2. dgx-8gpu-mixed (GPUs 0-3 shareable, NVLink pairs 0-1 and 2-3): `gpufrac info --topology` shows
+#    the matrix; with GPU 0 taken whole, `gpus=2` takes the NVLink pair 2,3, not the lower indices 1,2.
 # 3. SIGKILL at every ledger fault point of a two-GPU booking leaves none of it; 200 concurrent
 #    random reservations (a quarter of them killed at a fault point) never half-book or over-book.
 source "$(dirname "$0")/lib.sh"
@@ -158,6 +158,10 @@ assert_eq "$(ledger_count)" 1 "the first CDI device's booking was released with 
 "$GPUFRAC" ledger release --container whole1 >/dev/null
 
 # 2. NVLink placement on the DGX machine: GPU 0 whole, then two GPUs.
+run "$GPUFRAC" info --machine "$MACHINES/dgx-8gpu-mixed.yaml" --topology
+assert_eq "$RC" 0 "info --topology: $OUT"
+assert_eq "$(sed -n 5p <<<"$OUT" | tr -s ' ')" "GPU3 NODE NODE NV12 X SYS SYS SYS SYS 0" \
+  "info --topology: GPU 3's row as nvidia-smi topo -m prints it"
 for fe in hook wrapper; do
   e2e_gpu_config dgx-8gpu-mixed.yaml
   "$GPUFRAC" info --refresh >/dev/null
