@@ -105,7 +105,7 @@ struct Gpu {
   std::optional<std::uint32_t> numa_node;
   std::vector<GpuLink> links;
   const GpuLink* link_to(const std::string& uuid) const;  // null when unknown
-  std::uint32_t memory_slices() const;     // 8 on A100/H100, 4 on A30; 0 while MIG mode is off
+  std::uint32_t memory_slices() const;                    // 8 on A100/H100, 4 on A30; 0 while MIG mode is off
   const MigProfile* profile_by_name(const std::string& name) const;
   const MigProfile* profile_by_id(std::uint32_t id) const;
   bool operator==(const Gpu&) const = default;

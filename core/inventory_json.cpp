@@ -123,7 +123,8 @@ MigInstance instance_from(const json& j) {
 // nvidia-smi topo -m names the path). Caches written before topology have neither: unknown.
 json links_json(const Gpu& g) {
   json links = json::array();
-  for (const auto& l : g.links) links.push_back({{"uuid", l.uuid}, {"nvlinks", l.nvlinks}, {"pcie", to_string(l.pcie)}});
+  for (const auto& l : g.links)
+    links.push_back({{"uuid", l.uuid}, {"nvlinks", l.nvlinks}, {"pcie", to_string(l.pcie)}});
   return links;
 }
 

@@ -54,7 +54,7 @@ struct Reclaimed {
 struct Booking {
   Grant grant;                // the first of `grants`
   std::vector<Grant> grants;  // one per GPU of the request (several for gpufrac.io/gpus), by index
-  bool existing = false;  // the same (container id, instance, device key) was booked before: same grant
+  bool existing = false;      // the same (container id, instance, device key) was booked before: same grant
   std::vector<Reclaimed> reclaimed;
 };
 

@@ -20,8 +20,8 @@ Result<std::vector<GpuPin>> parse_gpu_list(std::string_view key, std::string_vie
     if (!pin) return std::unexpected(pin.error());
     for (const auto& p : pins)
       if (p == *pin)
-        return user_error(text::cat(key, ": ", text::quote(value), " names GPU ", pin->describe(),
-                                    " twice; name each GPU once"));
+        return user_error(
+            text::cat(key, ": ", text::quote(value), " names GPU ", pin->describe(), " twice; name each GPU once"));
     pins.push_back(std::move(*pin));
   }
   return pins;
@@ -32,8 +32,8 @@ Result<> apply_gpu_pins(Request& r, std::vector<GpuPin> pins, std::string_view k
   const std::uint32_t wanted = r.gpu_count();
   if (pins.size() != wanted) {
     if (!r.gpus)
-      return user_error(text::cat(key, ": ", text::quote(value), " names ", pins.size(), " GPUs; add ", gpus_key,
-                                  ": ", pins.size(), " to book them together"));
+      return user_error(text::cat(key, ": ", text::quote(value), " names ", pins.size(), " GPUs; add ", gpus_key, ": ",
+                                  pins.size(), " to book them together"));
     return user_error(text::cat(key, ": ", text::quote(value), " names ", pins.size(),
                                 pins.size() == 1 ? " GPU and " : " GPUs and ", gpus_key, " asks for ", wanted,
                                 "; name exactly as many GPUs, comma-separated, e.g. ",

@@ -86,7 +86,9 @@ void as_nvml_reports(SimulatedMachine& m) {
 Result<SimulatedMachine> load_simulated_machine_string(const std::string& content, const std::string& name) {
   auto root = yaml::load_string(content, name);
   if (!root) return std::unexpected(root.error());
-  if (auto r = yaml::check_keys(*root, {"description", "driver-version", "device-majors", "profile-sets", "gpus", "topology"}); !r)
+  if (auto r = yaml::check_keys(*root,
+                                {"description", "driver-version", "device-majors", "profile-sets", "gpus", "topology"});
+      !r)
     return std::unexpected(r.error());
   SimulatedMachine m;
   m.file = name;

@@ -85,7 +85,8 @@ Result<> parse_topology(const Located& n, std::vector<Gpu>& gpus) {
   if (!numa) return std::unexpected(numa.error());
   const Located rows = n.child("links");
   if (auto r = yaml::require_sequence(rows); !r) return r;
-  if (rows.node.size() != gpus.size()) return rows.fail(text::cat("has ", rows.node.size(), " rows for ", gpus.size(), " GPUs"));
+  if (rows.node.size() != gpus.size())
+    return rows.fail(text::cat("has ", rows.node.size(), " rows for ", gpus.size(), " GPUs"));
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     gpus[i].numa_node = (*numa)[i];
     if (auto r = parse_row(rows.item(i), i, gpus, *numa); !r) return r;
