@@ -177,7 +177,21 @@ for fe in hook wrapper; do
   assert_eq "$(grep '^nvidia[0-9]$' <<<"$OUT" | tr '\n' ' ')" "nvidia2 nvidia3 " "$fe: the nodes of the NVLink pair only"
   assert_contains "$(grep -F "$P-dgx-$fe-pair" "$E2E_TMP/gpufrac.log")" "on GPUs 2,3 (worst link NV12; binpack)" \
     "$fe: the log says why: the NVLink pair"
-  runc delete -f "$P-dgx-$fe-w0" >/dev/null 2>&1 || true
+  # Two half shares fill the pair; a third finds only GPU 1 with room and is refused.
+  for i in 1 2 3; do bundle $fe "$d/h$i" 'sleep 600' gpufrac.io/gpus=2 gpufrac.io/fraction=0.5; done
+  for i in 1 2; do
+    create $fe "$d/h$i" "$P-dgx-$fe-h$i"
+    assert_eq "$RC:$(indices_of "$P-dgx-$fe-h$i")" "0:2,3" "$fe: DGX half share $i on the NVLink pair: $OUT"
+  done
+  before=$(cat "$LEDGER")
+  create $fe "$d/h3" "$P-dgx-$fe-h3"
+  assert_eq "$RC" 1 "$fe: a third DGX half share is refused"
+  assert_contains "$(line_of $fe "$OUT")" \
+    "fraction=0.5 gpus=2 needs 2 GPUs and only 1 can take it: GPU 0 is used whole by $P-dgx-$fe-w0" \
+    "$fe: the refusal names each GPU"
+  assert_eq "$(cat "$LEDGER")" "$before" "$fe: the refusal booked nothing"
+  for c in w0 h1 h2 h3; do runc delete -f "$P-dgx-$fe-$c" >/dev/null 2>&1 || true; done
+  assert_eq "$(ledger_count)" 0 "$fe: DGX shares released"
 done
 
 # 3. Crashes and concurrency on a100-40gb-x2 through `gpufrac ledger reserve`.
