@@ -8,7 +8,8 @@
 #    count each GPU's share. Two CDI devices (one per GPU) get both limits; when the second is
 #    refused the first is released.
 # 2. dgx-8gpu-mixed (GPUs 0-3 shareable, NVLink pairs 0-1 and 2-3): `gpufrac info --topology` shows
-#    the matrix; with GPU 0 taken whole, `gpus=2` takes the NVLink pair 2,3, not the lower indices 1,2.
+#    the matrix; with GPU 0 taken whole, `gpus=2` takes the NVLink pair 2,3, not the lower indices 1,2;
+#    two half shares fill the pair and a third is refused.
 # 3. SIGKILL at every ledger fault point of a two-GPU booking leaves none of it; 200 concurrent
 #    random reservations (a quarter of them killed at a fault point) never half-book or over-book.
 source "$(dirname "$0")/lib.sh"
