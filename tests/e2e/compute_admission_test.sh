@@ -276,9 +276,9 @@ bad decimal "gpufrac.io/compute: \"30.5\" is not a percent; $PCT" gpufrac.io/mem
 bad sign "gpufrac.io/compute: \"+30\" is not a percent; $PCT" gpufrac.io/compute=+30
 bad two-sizes "gpufrac.io/fraction and gpufrac.io/memory: both set; set only one of gpufrac.io/fraction, gpufrac.io/memory or gpufrac.io/mig-profile (aliases count as these)" \
   gpufrac.io/fraction=0.25 gpufrac.io/memory=4Gi gpufrac.io/compute=30
-bad mode-alone "gpufrac.io/compute-mode: is set without a size; add gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these) or gpufrac.io/compute" \
+bad mode-alone "gpufrac.io/compute-mode: is set without a size; add gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these), gpufrac.io/compute or gpufrac.io/gpus" \
   gpufrac.io/compute-mode=strict
-bad priority-alone "gpufrac.io/priority: is set without a size; add gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these) or gpufrac.io/compute" \
+bad priority-alone "gpufrac.io/priority: is set without a size; add gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these), gpufrac.io/compute or gpufrac.io/gpus" \
   gpufrac.io/priority=high
 bad mig "gpufrac.io/compute: does not apply to gpufrac.io/mig-profile (a MIG instance owns its share of the GPU's time); use it with gpufrac.io/fraction or gpufrac.io/memory, or on its own" \
   gpufrac.io/mig-profile=1g.10gb gpufrac.io/compute=30
