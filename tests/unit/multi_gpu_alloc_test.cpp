@@ -12,6 +12,7 @@
 #include "core/allocator.hpp"
 #include "core/ledger.hpp"
 #include "core/text.hpp"
+#include "core/topology_place.hpp"
 #include "ledger_fixture.hpp"
 #include "nvml/simulated.hpp"
 
@@ -138,6 +139,51 @@ TEST(MultiGpuAlloc, MaxSharesPerGpuCountsEachGpu) {
   EXPECT_EQ(r.find("memory=1Gi gpus=2 needs 2 GPUs and only 1 can take it: GPU 0 "), 0u) << r;
   live.pop_back();
   EXPECT_EQ(placed(q, inv, live, cfg), "0,1");
+}
+
+// best_gpu_set alone: links (worst pair first), then policy, then the lowest indices; the greedy
+// search for large nodes agrees with the exhaustive one on pairs and on the DGX's islands.
+PlacementInput dgx_like(std::uint32_t count, Policy policy) {
+  const std::uint32_t nv = link_distance(GpuLink{"", 12, PcieLink::node});
+  const std::uint32_t node = link_distance(GpuLink{"", 0, PcieLink::node});
+  const std::uint32_t sys = link_distance(GpuLink{"", 0, PcieLink::sys});
+  PlacementInput in;
+  in.count = count;
+  in.policy = policy;
+  for (std::size_t i = 0; i < 8; ++i) {
+    in.distance.emplace_back();
+    for (std::size_t j = 0; j < 8; ++j)
+      in.distance.back().push_back(i == j ? 0 : (i / 2 == j / 2 ? nv : (i / 4 == j / 4 ? node : sys)));
+    in.fullness.push_back(0);
+  }
+  return in;
+}
+
+TEST(MultiGpuPlacement, LinksThenPolicyThenIndex) {
+  PlacementInput in = dgx_like(2, Policy::binpack);
+  EXPECT_EQ(best_gpu_set(in), (std::vector<std::size_t>{0, 1}));
+  in.fullness[5] = 400'000;  // binpack: the NVLink pair with the fuller GPU
+  EXPECT_EQ(best_gpu_set(in), (std::vector<std::size_t>{4, 5}));
+  in.policy = Policy::spread;
+  EXPECT_EQ(best_gpu_set(in), (std::vector<std::size_t>{0, 1}));
+  in.count = 4;  // one NUMA node's four GPUs beat any set across the sockets
+  EXPECT_EQ(best_gpu_set(in), (std::vector<std::size_t>{0, 1, 2, 3}));
+  in.count = 9;
+  EXPECT_TRUE(best_gpu_set(in).empty());
+}
+
+TEST(MultiGpuPlacement, GreedyAgreesWithExhaustive) {
+  std::mt19937 rng(31);
+  for (int round = 0; round < 200; ++round) {
+    PlacementInput in = dgx_like(2 + round % 3, round % 2 ? Policy::spread : Policy::binpack);
+    for (auto& f : in.fullness) f = rng() % 4 * 250'000;
+    if (in.count == 2)  // pairs: random links
+      for (std::size_t i = 0; i < 8; ++i)
+        for (std::size_t j = i + 1; j < 8; ++j) in.distance[i][j] = in.distance[j][i] = rng() % 5;
+    PlacementInput greedy = in;
+    greedy.max_sets = 1;
+    EXPECT_EQ(best_gpu_set(greedy), best_gpu_set(in)) << "round " << round;
+  }
 }
 
 // The ledger: both GPUs or neither, retried alike, released together.
