@@ -53,7 +53,7 @@ for m in "$MACHINES"/*.yaml; do
     assert_contains "$OUT" "$E2E_TMP/m/$name.$fmt: valid (cdiVersion 0.5.0, kind gpufrac.io/gpu," "$name.$fmt valid"
   done
 done
-assert_eq "$(ls "$E2E_TMP/m" | wc -l)" 12 "six machines x two formats (none for the empty MIG GPUs)"
+assert_eq "$(ls "$E2E_TMP/m" | wc -l)" 14 "seven machines x two formats (none for the empty MIG GPUs)"
 
 # 5. A node with nothing to offer: no spec, a stale one is removed.
 cp "$SPEC" "$E2E_TMP/m/stale.yaml"
