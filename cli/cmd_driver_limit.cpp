@@ -1,6 +1,6 @@
 // `gpufrac driver-limit set|clear`: the driver's per-cgroup memory limits of bookings
 // (nvml/driver_limit_apply.hpp). The static front-ends, which never load NVML, run these with a
-// clean environment (core/driver_limit_exec.hpp):
+// clean environment (exec/driver_limit_exec.hpp):
 //   gpufrac driver-limit set --container ID --instance I --pid P   (or --claim UID --pid P)
 //     after the booking, at createRuntime: plans, records and sets the limits of the instance's
 //     bookings on the cgroup of process P; prints one JSON object {"set": [...], "note": "..."}.

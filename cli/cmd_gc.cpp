@@ -19,14 +19,14 @@
 #include "cli/gc_dry_run.hpp"
 #include "cli/status_model.hpp"
 #include "cli/table.hpp"
-#include "core/compute_slots.hpp"
-#include "core/container_state.hpp"
 #include "core/ledger.hpp"
 #include "core/ledger_json.hpp"
 #include "core/text.hpp"
 #include "limits/host/region_file.hpp"
 #include "nvml/driver_limit_apply.hpp"
 #include "nvml/mig_reclaim.hpp"
+#include "state/compute_slots.hpp"
+#include "state/container_state.hpp"
 
 namespace gpufrac::cli {
 

@@ -5,7 +5,6 @@
 #include <set>
 
 #include "cli/node_view.hpp"
-#include "core/container_state.hpp"
 #include "core/fs.hpp"
 #include "core/ledger_limits.hpp"
 #include "core/ledger_mig.hpp"
@@ -14,6 +13,7 @@
 #include "limits/host/arbiter_file.hpp"
 #include "limits/host/region_file.hpp"
 #include "nvml/mig_made.hpp"
+#include "state/container_state.hpp"
 
 namespace gpufrac::cli {
 

@@ -6,7 +6,6 @@
 #include <map>
 #include <memory>
 
-#include "core/container_state.hpp"
 #include "core/ledger.hpp"
 #include "core/plan.hpp"
 #include "core/process.hpp"
@@ -14,6 +13,7 @@
 #include "limits/host/region_file.hpp"
 #include "nvml/driver_limits.hpp"
 #include "nvml/inventory_cache.hpp"
+#include "state/container_state.hpp"
 
 namespace gpufrac::cli {
 

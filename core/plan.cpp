@@ -5,8 +5,8 @@
 
 #include "core/fs.hpp"
 #include "core/text.hpp"
-#include "limits/include/gpufrac/arbiter_abi.h"
-#include "limits/include/gpufrac/limits_abi.h"
+#include "gpufrac/arbiter_abi.h"
+#include "gpufrac/limits_abi.h"
 
 namespace gpufrac {
 

@@ -24,7 +24,7 @@ struct ContainerFiles {
 };
 ContainerFiles container_files(const Config& cfg, const std::string& container_key);
 
-// The compute arbiter of a GPU (limits/include/gpufrac/arbiter_abi.h): <state-dir>/compute/<uuid> on
+// The compute arbiter of a GPU (include/gpufrac/arbiter_abi.h): <state-dir>/compute/<uuid> on
 // the host, GPUFRAC_CONTAINER_COMPUTE/<uuid> in a container (the shim finds it beside its region).
 std::string compute_arbiter_path(const Config& cfg, const std::string& device_uuid);
 // The arbiter of each granted device with a compute share (compute_ppm > 0), bound read-write

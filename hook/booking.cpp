@@ -6,11 +6,11 @@
 #include "core/env_request.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
-#include "core/mig_exec.hpp"
 #include "core/plan.hpp"
 #include "core/process.hpp"
 #include "core/request.hpp"
 #include "core/text.hpp"
+#include "exec/mig_exec.hpp"
 #include "hook/nvidia_edits.hpp"
 #include "nvml/inventory_cache.hpp"
 

@@ -1,9 +1,9 @@
 #include "hook/driver_limit_step.hpp"
 
-#include "core/driver_limit_exec.hpp"
 #include "core/fault.hpp"
 #include "core/nvidia_memory_env.hpp"
 #include "core/text.hpp"
+#include "exec/driver_limit_exec.hpp"
 
 namespace gpufrac::hook {
 

@@ -6,14 +6,13 @@
 
 #include "core/build_info.hpp"
 #include "core/config.hpp"
-#include "core/container_state.hpp"
-#include "core/driver_limit_exec.hpp"
 #include "core/env_request.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
 #include "core/plan.hpp"
 #include "core/request.hpp"
 #include "core/text.hpp"
+#include "exec/driver_limit_exec.hpp"
 #include "hook/booking.hpp"
 #include "hook/cgroup_devices.hpp"
 #include "hook/driver_limit_step.hpp"
@@ -25,6 +24,7 @@
 #include "hook/refusal.hpp"
 #include "hook/rootfs_path.hpp"
 #include "metrics/counter_file.hpp"
+#include "state/container_state.hpp"
 
 namespace gpufrac::hook {
 

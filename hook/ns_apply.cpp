@@ -11,11 +11,11 @@
 #include <algorithm>
 
 #include "core/text.hpp"
+#include "gpufrac/limits_abi.h"
 #include "hook/mount_fd.hpp"
 #include "hook/privileges.hpp"
 #include "hook/rootfs_path.hpp"
 #include "hook/tmpfs_targets.hpp"
-#include "limits/include/gpufrac/limits_abi.h"
 
 namespace gpufrac::hook {
 

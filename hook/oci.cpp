@@ -25,13 +25,15 @@ std::optional<pid_t> pid_of(const json& j) {
   return static_cast<pid_t>(*v);
 }
 
-Result<> read_namespaces(const json& linux_obj, BundleSpec& spec) {
+// The readers below take either DOM: nlohmann::json (the hook) or ordered_json (the wrapper).
+template <class Json>
+Result<> read_namespaces(const Json& linux_obj, BundleSpec& spec) {
   if (!linux_obj.contains("namespaces")) return {};
-  const json& ns = linux_obj["namespaces"];
+  const Json& ns = linux_obj["namespaces"];
   if (!ns.is_array()) return user_error("config.json: linux.namespaces must be a list");
   for (const auto& n : ns) {
     if (!n.is_object() || n.value("type", "") != "pid") continue;
-    std::string path = n.contains("path") && n["path"].is_string() ? n["path"].get<std::string>() : "";
+    std::string path = n.contains("path") && n["path"].is_string() ? n["path"].template get<std::string>() : "";
     if (path.empty())
       spec.private_pid_namespace = true;
     else
@@ -40,13 +42,15 @@ Result<> read_namespaces(const json& linux_obj, BundleSpec& spec) {
   return {};
 }
 
-std::string string_field(const json& o, const char* key) {
-  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
+template <class Json>
+std::string string_field(const Json& o, const char* key) {
+  return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].template get<std::string>() : "";
 }
 
 // What the spec already mounts, the devices it lists and the hooks it runs (driver injection looks
 // for NVIDIA's edits there, and for GPUs gpufrac did not grant).
-void read_edits(const json& j, BundleSpec& spec) {
+template <class Json>
+void read_edits(const Json& j, BundleSpec& spec) {
   if (j.contains("mounts") && j["mounts"].is_array())
     for (const auto& m : j["mounts"]) {
       spec.mount_destinations.push_back(string_field(m, "destination"));
@@ -62,7 +66,7 @@ void read_edits(const json& j, BundleSpec& spec) {
       SpecHook hook{string_field(h, "path"), {}};
       if (h.is_object() && h.contains("args") && h["args"].is_array())
         for (const auto& a : h["args"])
-          if (a.is_string()) hook.args.push_back(a.get<std::string>());
+          if (a.is_string()) hook.args.push_back(a.template get<std::string>());
       spec.hooks.push_back(std::move(hook));
     }
   }
@@ -121,29 +125,42 @@ Result<BundleSpec> parse_bundle_spec(std::string_view config_json, const std::st
   return bundle_spec_from(*parsed, bundle);
 }
 
-Result<BundleSpec> bundle_spec_from(const json& j, const std::string& bundle) {
+namespace {
+
+template <class Json>
+Result<BundleSpec> read_bundle_spec(const Json& j, const std::string& bundle) {
   if (!j.is_object()) return user_error(bundle + "/config.json: not a JSON object");
   BundleSpec spec;
   if (j.contains("annotations") && j["annotations"].is_object())
     for (const auto& [k, v] : j["annotations"].items())
-      if (v.is_string()) spec.annotations[k] = v.get<std::string>();
+      if (v.is_string()) spec.annotations[k] = v.template get<std::string>();
   if (j.contains("process") && j["process"].is_object() && j["process"].contains("env") &&
       j["process"]["env"].is_array())
     for (const auto& e : j["process"]["env"])
-      if (e.is_string()) spec.env.push_back(e.get<std::string>());
+      if (e.is_string()) spec.env.push_back(e.template get<std::string>());
   std::string root = j.contains("root") && j["root"].is_object() ? j["root"].value("path", "") : "";
   if (root.empty()) return user_error(bundle + "/config.json: missing root.path");
   spec.rootfs = root.front() == '/' ? root : bundle + "/" + root;
-  spec.read_only_root =
-      j["root"].contains("readonly") && j["root"]["readonly"].is_boolean() && j["root"]["readonly"].get<bool>();
+  spec.read_only_root = j["root"].contains("readonly") && j["root"]["readonly"].is_boolean() &&
+                        j["root"]["readonly"].template get<bool>();
   read_edits(j, spec);
   if (j.contains("linux") && j["linux"].is_object()) {
-    const json& l = j["linux"];
+    const Json& l = j["linux"];
     if (auto r = read_namespaces(l, spec); !r) return std::unexpected(r.error());
     if (l.contains("resources") && l["resources"].is_object() && l["resources"].contains("devices"))
-      spec.device_rules = l["resources"]["devices"];
+      spec.device_rules = json(l["resources"]["devices"]);
   }
   return spec;
+}
+
+}  // namespace
+
+Result<BundleSpec> bundle_spec_from(const json& j, const std::string& bundle) {
+  return read_bundle_spec(j, bundle);
+}
+
+Result<BundleSpec> bundle_spec_from(const nlohmann::ordered_json& j, const std::string& bundle) {
+  return read_bundle_spec(j, bundle);
 }
 
 Result<BundleConfig> load_bundle_config(const std::string& bundle, Scan scan) {

@@ -51,6 +51,8 @@ Result<OciState> parse_oci_state(std::string_view text);
 Result<BundleSpec> parse_bundle_spec(std::string_view config_json, const std::string& bundle);
 // The same from a document already parsed strictly.
 Result<BundleSpec> bundle_spec_from(const nlohmann::json& config, const std::string& bundle);
+// The same from the ordered DOM gpufrac-runtime edits (config.json is parsed once per create).
+Result<BundleSpec> bundle_spec_from(const nlohmann::ordered_json& config, const std::string& bundle);
 
 // config.json read once and checked strictly, with what a request is made of (annotations and
 // process.env, the only fields of request_fields) taken during that one pass; full() builds the

@@ -6,10 +6,10 @@
 #include "cdi/render.hpp"
 #include "cdi/spec.hpp"
 #include "cdi/spec_file.hpp"
-#include "core/container_state.hpp"
-#include "core/driver_limit_exec.hpp"
 #include "core/plan.hpp"
 #include "core/text.hpp"
+#include "exec/driver_limit_exec.hpp"
+#include "state/container_state.hpp"
 
 namespace gpufrac::dra {
 

@@ -1,7 +1,7 @@
 #include "runtime-wrapper/driver_limit_edits.hpp"
 
-#include "core/driver_limit_exec.hpp"
 #include "core/nvidia_memory_env.hpp"
+#include "exec/driver_limit_exec.hpp"
 
 namespace gpufrac::wrapper {
 

@@ -6,16 +6,15 @@
 #include <cerrno>
 
 #include "core/compute_share.hpp"
-#include "core/container_state.hpp"
-#include "core/driver_limit_exec.hpp"
 #include "core/fs.hpp"
 #include "core/ledger.hpp"
 #include "core/log.hpp"
-#include "core/mig_exec.hpp"
 #include "core/plan.hpp"
 #include "core/spec_read.hpp"
 #include "core/strict_json.hpp"
 #include "core/text.hpp"
+#include "exec/driver_limit_exec.hpp"
+#include "exec/mig_exec.hpp"
 #include "hook/nvidia_edits.hpp"
 #include "hook/oci.hpp"
 #include "hook/rootfs_path.hpp"
@@ -24,6 +23,7 @@
 #include "runtime-wrapper/requests.hpp"
 #include "runtime-wrapper/spec_edit.hpp"
 #include "runtime-wrapper/warnings.hpp"
+#include "state/container_state.hpp"
 
 namespace gpufrac::wrapper {
 
@@ -43,15 +43,13 @@ std::string image_preload(const hook::BundleSpec& bundle) {
   return text ? *text : "";
 }
 
-// The bookings to make: the annotation (or environment) request, then the CDI devices (these need
-// the inventory).
-Result<std::vector<WantedDevice>> wanted_devices(const hook::BundleSpec& bundle, const Config& cfg,
+// The bookings to make: the annotation (or environment) request, parsed once at create, then the
+// CDI devices (these need the inventory).
+Result<std::vector<WantedDevice>> wanted_devices(const hook::BundleSpec& bundle, std::vector<WantedDevice> wanted,
                                                  const Inventory& inventory) {
-  auto wanted = annotation_request(bundle.annotations, cfg.aliases, bundle.env);
-  if (!wanted) return wanted;
   auto cdi = cdi_requests(gpufrac_cdi_devices(bundle.annotations), inventory);
   if (!cdi) return cdi;
-  wanted->insert(wanted->end(), cdi->begin(), cdi->end());
+  wanted.insert(wanted.end(), cdi->begin(), cdi->end());
   return wanted;
 }
 
@@ -136,10 +134,13 @@ Result<std::string> new_instance() {
   return out;
 }
 
+// The create's config.json read once: checked strictly, parsed once (the ordered DOM the edits
+// go into; the bundle's fields are read from it), its request parsed once.
 struct Parsed {
   Spec spec;
   hook::BundleSpec bundle;
-  std::string original;  // config.json as read
+  std::string original;                 // config.json as read
+  std::vector<WantedDevice> requested;  // the annotation (or environment) request: none or one
 };
 
 // Requests gpufrac cannot honour but recognises (runtime-wrapper/warnings.hpp): a warning each, in
@@ -169,7 +170,7 @@ Result<> prepare(Parsed& p, const Injection& inj, const std::vector<LedgerEntry>
 Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, metrics::Refusal& why) {
   auto inventory = inventory_for_allocation(cfg);
   if (!inventory) return std::unexpected(inventory.error());
-  auto wanted = wanted_devices(p.bundle, cfg, *inventory);
+  auto wanted = wanted_devices(p.bundle, std::move(p.requested), *inventory);
   if (!wanted) {
     why = metrics::Refusal::malformed;  // a CDI device name this node does not offer
     return std::unexpected(wanted.error());
@@ -201,11 +202,11 @@ Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, bool name
     return std::unexpected(r.error());
   Spec spec = Spec::parse(text);  // checked: it parses; ordered, so config.json keeps its key order
   if (!spec.is_object() || already_injected(spec, cfg.hook_path)) return std::optional<Parsed>{};
-  auto parsed = hook::bundle_spec_from(nlohmann::json::parse(text), bundle);
+  auto parsed = hook::bundle_spec_from(spec, bundle);
   if (!parsed) return std::unexpected(parsed.error());
   emit_warnings(env_request_warnings(parsed->env), cfg, container_id);
   if (!wants_gpufrac(parsed->annotations, cfg.aliases, parsed->env)) return std::optional<Parsed>{};
-  return std::optional<Parsed>(Parsed{std::move(spec), std::move(*parsed), ""});
+  return std::optional<Parsed>(Parsed{std::move(spec), std::move(*parsed), "", {}});
 }
 
 // The create's config.json, when gpufrac has something to do with it; nullopt when it is the
@@ -244,8 +245,9 @@ Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const 
   if (!wanted) return std::unexpected(wanted.error());
   auto& parsed = *wanted;
   if (auto r = validate_container_id(args.container_id); !r) return std::unexpected(r.error());
-  if (auto r = annotation_request(parsed->bundle.annotations, cfg.aliases, parsed->bundle.env); !r)
-    return std::unexpected(r.error());
+  auto requested = annotation_request(parsed->bundle.annotations, cfg.aliases, parsed->bundle.env);
+  if (!requested) return std::unexpected(requested.error());
+  parsed->requested = std::move(*requested);
   out.why = metrics::Refusal::host_pid;
   if (auto r = hook::check_host_pid(parsed->bundle, cfg.require_host_pid, cfg.proc_root); !r)
     return std::unexpected(r.error());

@@ -26,11 +26,11 @@ command -v gcc >/dev/null || die "gcc is not installed; accepted: a machine with
 map=$SRC/limits/shim/exports.map
 [ "$(uname -m)" = aarch64 ] && map=$SRC/limits/shim/exports-aarch64.map
 gcc -std=c11 -O2 -g -shared -fPIC -fvisibility=hidden -fno-strict-aliasing -D_GNU_SOURCE \
-  -I"$SRC/limits/include" -I"$SRC/limits/shim" -Wl,--version-script="$map" -Wl,-z,defs -Wl,-z,now \
+  -I"$SRC/include" -I"$SRC/limits/shim" -Wl,--version-script="$map" -Wl,-z,defs -Wl,-z,now \
   -o "$WORK/libgpufrac-limits.so" "$SRC"/limits/shim/*.c -ldl -lpthread
 printf '#include <stdio.h>\n#include "gpufrac/limits_abi.h"\nint main(void){printf("%%zu\\n", sizeof(struct gpufrac_region));return 0;}\n' \
   >"$WORK/region_size.c"
-gcc -I"$SRC/limits/include" -o "$WORK/region_size" "$WORK/region_size.c"
+gcc -I"$SRC/include" -o "$WORK/region_size" "$WORK/region_size.c"
 REGION_SIZE=$("$WORK/region_size")
 
 # 2. The devices to limit: every GPU and MIG device nvidia-smi lists (read-only query).

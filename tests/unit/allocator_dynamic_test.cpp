@@ -1,10 +1,10 @@
 // The allocator on dynamic-MIG GPUs: static GPUs' idle instances first, the planner's reuse as a
 // grant, anything else a refusal naming what the provisioner would make; and the pieces the static
-// front-ends use to run the provisioner (core/mig_exec.hpp).
+// front-ends use to run the provisioner (exec/mig_exec.hpp).
 #include <gtest/gtest.h>
 
 #include "core/allocator.hpp"
-#include "core/mig_exec.hpp"
+#include "exec/mig_exec.hpp"
 #include "mig_sim.hpp"
 
 namespace gpufrac {

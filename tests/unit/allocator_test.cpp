@@ -2,6 +2,7 @@
 
 #include "core/allocator.hpp"
 #include "nvml/simulated.hpp"
+#include "shipped_machines.hpp"
 
 namespace gpufrac {
 namespace {
@@ -9,13 +10,8 @@ namespace {
 constexpr std::uint64_t kA100_40 = 40536 * kMiB;    // 39.6 GiB
 constexpr std::uint64_t kQuarter40 = 10134 * kMiB;  // fraction_bytes(0.25) = 9.9 GiB
 
-// A shipped machine with capability nodes on every MIG instance (as discovery attaches them).
 Inventory machine(const std::string& file) {
-  auto m = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/" + file);
-  EXPECT_TRUE(m) << m.error().message;
-  for (auto& g : m->inventory.gpus)
-    for (auto& i : g.mig_instances) i.cap_nodes = {DeviceNodeInfo{"/dev/nvidia-caps/nvidia-cap30", 509, 30}};
-  return m->inventory;
+  return test::shipped_machine(file, true);
 }
 
 Request req(const Annotations& a) {

@@ -10,6 +10,7 @@
 #include "core/compute_share.hpp"
 #include "core/load.hpp"
 #include "nvml/simulated.hpp"
+#include "shipped_machines.hpp"
 
 namespace gpufrac {
 namespace {
@@ -17,11 +18,7 @@ namespace {
 constexpr std::uint64_t kA100_40 = 40536 * kMiB;
 
 Inventory machine(const std::string& file) {
-  auto m = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/" + file);
-  EXPECT_TRUE(m) << m.error().message;
-  for (auto& g : m->inventory.gpus)
-    for (auto& i : g.mig_instances) i.cap_nodes = {DeviceNodeInfo{"/dev/nvidia-caps/nvidia-cap30", 509, 30}};
-  return m->inventory;
+  return test::shipped_machine(file, true);
 }
 
 Request req(const Annotations& a) {

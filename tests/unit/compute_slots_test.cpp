@@ -1,15 +1,15 @@
-// The containers' compute slots where their files are written and removed (core/compute_slots.hpp,
-// core/container_state.hpp), on a temporary state directory.
+// The containers' compute slots where their files are written and removed (state/compute_slots.hpp,
+// state/container_state.hpp), on a temporary state directory.
 #include <unistd.h>
 
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
-#include "core/compute_slots.hpp"
-#include "core/container_state.hpp"
 #include "core/plan.hpp"
 #include "limits/host/arbiter_file.hpp"
+#include "state/compute_slots.hpp"
+#include "state/container_state.hpp"
 
 namespace {
 

@@ -14,6 +14,7 @@
 #include "k8s/dra_devices.hpp"
 #include "k8s/resource_slices.hpp"
 #include "nvml/simulated.hpp"
+#include "shipped_machines.hpp"
 
 namespace gpufrac::dra {
 namespace {
@@ -24,17 +25,11 @@ constexpr const char* kUid = "2f9c3a52-7d1e-4b6a-9c1f-5a0e8d7b6c41";
 const ClaimRef kRef{"team-a", "trainer-gpu", kUid};
 
 Inventory machine(const std::string& file) {
-  auto m = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/" + file);
-  EXPECT_TRUE(m) << file;
-  return m->inventory;
+  return test::shipped_machine(file);
 }
 
 std::vector<std::string> machine_files() {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines"))
-    if (e.path().extension() == ".yaml") out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
+  return test::shipped_machine_files();
 }
 
 // One allocation result of a share, as the scheduler writes it, and a claim holding it.

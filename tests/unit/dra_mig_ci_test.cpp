@@ -8,6 +8,7 @@
 #include "k8s/dra_devices.hpp"
 #include "k8s/resource_slices.hpp"
 #include "nvml/simulated.hpp"
+#include "shipped_machines.hpp"
 
 namespace gpufrac::dra {
 namespace {
@@ -15,9 +16,7 @@ namespace {
 using json = nlohmann::json;
 
 Inventory machine(const std::string& file) {
-  auto m = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/" + file);
-  EXPECT_TRUE(m) << file;
-  return m->inventory;
+  return test::shipped_machine(file);
 }
 
 MigConfig dynamic_mig() {

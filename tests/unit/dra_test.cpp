@@ -12,6 +12,7 @@
 #include "k8s/resource_slices.hpp"
 #include "nvml/simulated.hpp"
 #include "openapi_check.hpp"
+#include "shipped_machines.hpp"
 
 namespace gpufrac::dra {
 namespace {
@@ -19,17 +20,11 @@ namespace {
 using json = nlohmann::json;
 
 Inventory machine(const std::string& file) {
-  auto m = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/" + file);
-  EXPECT_TRUE(m) << file;
-  return m->inventory;
+  return test::shipped_machine(file);
 }
 
 std::vector<std::string> machine_files() {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines"))
-    if (e.path().extension() == ".yaml") out.push_back(e.path().filename().string());
-  std::sort(out.begin(), out.end());
-  return out;
+  return test::shipped_machine_files();
 }
 
 bool dns_label(const std::string& s) {

@@ -3,11 +3,12 @@
 #include <gtest/gtest.h>
 
 #include "core/cgroup_v2.hpp"
-#include "core/driver_limit_exec.hpp"
 #include "core/enforcement.hpp"
 #include "core/nvidia_memory_env.hpp"
 #include "core/text.hpp"
+#include "exec/driver_limit_exec.hpp"
 #include "nvml/simulated.hpp"
+#include "shipped_machines.hpp"
 
 namespace gpufrac {
 namespace {
@@ -16,9 +17,7 @@ const std::string kFixtures = std::string(GPUFRAC_SOURCE_DIR) + "/tests/fixtures
 const std::string kCgroup = "/sys/fs/cgroup/kubepods.slice/pod1.slice/cri-1.scope";
 
 Inventory machine(const std::string& file) {
-  auto m = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/" + file);
-  EXPECT_TRUE(m) << m.error().message;
-  return m ? m->inventory : Inventory{};
+  return test::shipped_machine(file);
 }
 
 // The NVML backend (a simulated machine file has no driver to set limits).

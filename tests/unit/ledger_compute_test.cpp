@@ -5,11 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/container_state.hpp"
 #include "core/ledger_canonical.hpp"
 #include "core/ledger_json.hpp"
 #include "ledger_fixture.hpp"
 #include "limits/host/limit_file.hpp"
+#include "state/container_state.hpp"
 
 namespace gpufrac {
 namespace {
@@ -171,7 +171,7 @@ TEST_F(LedgerTest, LimitFilesCarryTheComputeLine) {
   auto limits = limits::read_limit_file(files->limits);
   ASSERT_TRUE(limits) << limits.error().message;
   ASSERT_EQ(limits->devices.size(), 2u);
-  // The share's slot in its GPU's compute arbiter, set up where the file is written (core/compute_slots.hpp).
+  // The share's slot in its GPU's compute arbiter, set up where the file is written (state/compute_slots.hpp).
   EXPECT_NE(limits->devices[0].compute_token, 0u);
   EXPECT_EQ(limits->devices[0], (limits::DeviceLimit{one.device_uuid, 2 * 10626269184ull, 550'000, ComputeMode::strict,
                                                      ComputePriority::high, limits->devices[0].compute_token}));

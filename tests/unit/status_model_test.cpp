@@ -8,14 +8,13 @@
 #include "cli/status_render.hpp"
 #include "core/fs.hpp"
 #include "nvml/simulated.hpp"
+#include "shipped_machines.hpp"
 
 namespace gpufrac::cli {
 namespace {
 
 Inventory machine(const std::string& file) {
-  auto m = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/" + file);
-  EXPECT_TRUE(m);
-  return m->inventory;
+  return test::shipped_machine(file);
 }
 
 LedgerEntry entry(const std::string& id, const std::string& device, std::uint64_t bytes, std::int64_t pid,

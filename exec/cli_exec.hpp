@@ -1,6 +1,6 @@
 // Running a `gpufrac` helper from a static front-end (gpufrac-hook, gpufrac-runtime), which must
-// never load NVML: `<cli.path> <verb> ...` (dynamic MIG's `mig provision`, core/mig_exec.hpp; the
-// driver's memory limits' `driver-limit set|clear`, core/driver_limit_exec.hpp) is executed with a
+// never load NVML: `<cli.path> <verb> ...` (dynamic MIG's `mig provision`, exec/mig_exec.hpp; the
+// driver's memory limits' `driver-limit set|clear`, exec/driver_limit_exec.hpp) is executed with a
 // clean, explicit environment (PATH, GPUFRAC_CONFIG naming the config file in use, and the
 // GPUFRAC_FAKE_NVML_* and GPUFRAC_FAULT variables of the caller, which only tests set) and no
 // shell. Its stdout is its answer; on failure its "gpufrac: ..." line becomes the error, user or

@@ -1,6 +1,6 @@
 // Running the dynamic MIG provisioner from a static front-end (gpufrac-hook, gpufrac-runtime),
 // which must never load NVML: `<cli.path> mig provision ...` (nvml/mig_provision.hpp) is executed
-// as core/cli_exec.hpp runs every helper (clean environment, no shell). Its stdout is the grant as
+// as exec/cli_exec.hpp runs every helper (clean environment, no shell). Its stdout is the grant as
 // JSON; on failure its "gpufrac: ..." line becomes the error, user or internal as its exit status
 // (1 or 2) says.
 #pragma once

@@ -21,7 +21,7 @@ enum class FileUpdate { replace, in_place };
 
 // Writes the limit file listing every booking of the container, creates the usage region if it does
 // not exist yet (an existing region keeps its live counts), sets up its slots in the compute
-// arbiters of devices with a compute share (core/compute_slots.hpp), and writes the preload file
+// arbiters of devices with a compute share (state/compute_slots.hpp), and writes the preload file
 // from the image's own /etc/ld.so.preload content. Directory mode 0755.
 Result<ContainerFiles> write_container_files(const Config& cfg, const std::string& container_key,
                                              const std::vector<LedgerEntry>& bookings, const std::string& image_preload,

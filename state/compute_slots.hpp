@@ -1,4 +1,4 @@
-// The containers' slots in the GPUs' compute arbiters (limits/include/gpufrac/arbiter_abi.h, "Slots"):
+// The containers' slots in the GPUs' compute arbiters (include/gpufrac/arbiter_abi.h, "Slots"):
 // set up where the limit file and usage region are written (write_container_files, on every
 // front-end's path) and freed where they are removed (remove_container_files: poststop, a rolled
 // back start, `gpufrac gc`).

@@ -1,4 +1,4 @@
-#include "core/container_state.hpp"
+#include "state/container_state.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "core/compute_slots.hpp"
 #include "core/fs.hpp"
 #include "core/quantity.hpp"
 #include "core/text.hpp"
+#include "gpufrac/limits_abi.h"
 #include "limits/host/limit_file.hpp"
 #include "limits/host/region_file.hpp"
-#include "limits/include/gpufrac/limits_abi.h"
+#include "state/compute_slots.hpp"
 
 namespace gpufrac {
 

@@ -1,7 +1,7 @@
 // The driver's per-cgroup memory limits from the static front-ends (gpufrac-hook, gpufrac-runtime's
 // hooks), which never load NVML: whether a container's bookings call for them (pure: the inventory
 // cache, the config and the node's cgroup layout; a node without the feature pays one look at the
-// inventory, no helper), and `<cli.path> driver-limit set|clear` run as core/cli_exec.hpp runs
+// inventory, no helper), and `<cli.path> driver-limit set|clear` run as exec/cli_exec.hpp runs
 // helpers (docs/architecture.md "Driver-enforced memory limits").
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "core/cli_exec.hpp"
+#include "exec/cli_exec.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "core/compute_slots.hpp"
+#include "state/compute_slots.hpp"
 
 #include <filesystem>
 

@@ -1,12 +1,12 @@
-#include "core/driver_limit_exec.hpp"
+#include "exec/driver_limit_exec.hpp"
 
 #include <algorithm>
 
 #include "core/cgroup_v2.hpp"
-#include "core/cli_exec.hpp"
 #include "core/enforcement.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
+#include "exec/cli_exec.hpp"
 
 namespace gpufrac {
 

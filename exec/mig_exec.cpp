@@ -1,9 +1,9 @@
-#include "core/mig_exec.hpp"
+#include "exec/mig_exec.hpp"
 
 #include "core/allocator.hpp"
-#include "core/cli_exec.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
+#include "exec/cli_exec.hpp"
 #include "nvml/inventory_cache.hpp"
 
 namespace gpufrac {
