@@ -46,7 +46,7 @@ inline constexpr std::size_t kMaxGpuListBytes = 1024;
 }  // namespace annotation
 
 // The most GPUs one request spans: a container's limit file holds at most GPUFRAC_MAX_DEVICES
-// devices (limits/include/gpufrac/limits_abi.h).
+// devices (include/gpufrac/limits_abi.h).
 inline constexpr std::uint32_t kMaxGpusPerRequest = 16;
 
 enum class SizeKind { fraction, memory, mig_profile };
