@@ -63,13 +63,16 @@ TEST(DraSlices, ComputeInstanceDevicesShareTheirGpuInstance) {
   EXPECT_GT(milli("gpu-0-mig-7g80gb-0-0") + milli("gpu-0-mig-1c3g40gb-9-4-0"), 1000);
   // A found split GPU instance (static MIG): each compute instance its equal split and its share.
   const Inventory ci = machine("a100-40gb-mig-ci.yaml");
-  for (const auto& d : render_resource_slices(ci, {"node-1", "", 1ull << 30, 1})[1]["spec"]["devices"])
-    if (d["name"] == "gpu-0-mig-2-0") {
+  const auto ci_slices = render_resource_slices(ci, {"node-1", "", 1ull << 30, 1});  // kept alive for the loop
+  int found = 0;
+  for (const auto& d : ci_slices[1]["spec"]["devices"])
+    if (d["name"] == "gpu-0-mig-2-0" && ++found) {
       EXPECT_EQ(d["attributes"]["profile"], json({{"string", "2c.3g.20gb"}}));
       EXPECT_EQ(d["attributes"]["multiprocessors"], json({{"int", 28}}));
-      EXPECT_EQ(d["consumesCounters"][0]["counters"]["memory"], json({{"value", "13312Mi"}}));
+      EXPECT_EQ(d["consumesCounters"][0]["counters"]["memory"], json({{"value", "13Gi"}}));
       EXPECT_EQ(d["consumesCounters"][0]["counters"]["memory-slice-0"], json({{"value", "666m"}}));
     }
+  EXPECT_EQ(found, 1) << "gpu-0-mig-2-0 in the second slice";
 }
 
 // A compute instance device: a mig-profile request for that compute instance in the GPU instance at
