@@ -7,12 +7,10 @@
 # tests/e2e/dra/kubeconfig_scenarios.py.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
+source "$(dirname "$0")/dra/dra_lib.sh"
 need_root
-need_cmd protoc
 need_cmd openssl
-PYTHON=/usr/bin/python3
-"$PYTHON" -c 'import grpc, google.protobuf' 2>/dev/null || skip "needs python3-grpcio and python3-protobuf"
-[ -x "$BIN_DIR/gpufrac-dra" ] || skip "gpufrac-dra was not built"
+dra_need_harness
 e2e_tmp
 e2e_on_exit() { e2e_kill_tmp_processes; }
 # The shipped H100-80GB machines are in MIG mode: the same GPU with MIG mode off.
@@ -20,7 +18,6 @@ mkdir -p "$E2E_TMP/machines" "$E2E_TMP/cdi"
 sed 's/enabled: true/enabled: false/' "$MACHINES/h100-80gb-mig-empty.yaml" >"$E2E_TMP/machines/h100-80gb-x1.yaml"
 MACHINES=$E2E_TMP/machines
 e2e_gpu_config h100-80gb-x1.yaml
-DRA_CDI_DIR=$E2E_TMP/cdi
-export E2E_TMP BIN_DIR GPUFRAC_CONFIG DRA_CDI_DIR
-"$PYTHON" "$(dirname "$0")/dra/kubeconfig_scenarios.py" || E2E_FAILURES=$((E2E_FAILURES + 1))
+export DRA_CDI_DIR=$E2E_TMP/cdi
+dra_scenarios kubeconfig_scenarios.py
 finish
