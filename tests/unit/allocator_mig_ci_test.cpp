@@ -7,6 +7,7 @@
 #include "core/allocator.hpp"
 #include "core/request.hpp"
 #include "nvml/simulated.hpp"
+#include "request_fixture.hpp"
 
 namespace gpufrac {
 namespace {
@@ -20,9 +21,7 @@ Inventory ci_machine() {
 }
 
 Request req(const Annotations& a) {
-  auto r = parse_request(a, true);
-  EXPECT_TRUE(r && *r) << (r ? "none" : r.error().message);
-  return r && *r ? **r : Request{};
+  return testing::parsed_request(a);
 }
 
 // Books what the allocator grants for `container` and returns the grant (or the refusal).

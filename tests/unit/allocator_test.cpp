@@ -2,6 +2,7 @@
 
 #include "core/allocator.hpp"
 #include "nvml/simulated.hpp"
+#include "request_fixture.hpp"
 #include "shipped_machines.hpp"
 
 namespace gpufrac {
@@ -15,9 +16,7 @@ Inventory machine(const std::string& file) {
 }
 
 Request req(const Annotations& a) {
-  auto r = parse_request(a, true);
-  EXPECT_TRUE(r && *r) << (r ? "no request" : r.error().message);
-  return **r;
+  return testing::parsed_request(a);
 }
 Request fraction(const std::string& f) {
   return req({{"gpufrac.io/fraction", f}});

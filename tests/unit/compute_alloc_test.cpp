@@ -10,6 +10,7 @@
 #include "core/compute_share.hpp"
 #include "core/load.hpp"
 #include "nvml/simulated.hpp"
+#include "request_fixture.hpp"
 #include "shipped_machines.hpp"
 
 namespace gpufrac {
@@ -22,9 +23,7 @@ Inventory machine(const std::string& file) {
 }
 
 Request req(const Annotations& a) {
-  auto r = parse_request(a, true);
-  EXPECT_TRUE(r && *r) << (r ? "no request" : r.error().message);
-  return **r;
+  return testing::parsed_request(a);
 }
 
 // A live share of `bytes` and `compute` ppm on a GPU.

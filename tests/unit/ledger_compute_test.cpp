@@ -18,15 +18,8 @@ using testing::LedgerTest;
 
 LedgerEntry share(std::uint32_t compute, ComputeMode mode = ComputeMode::fair,
                   ComputePriority priority = ComputePriority::normal) {
-  LedgerEntry e;
-  e.container_id = "c1";
-  e.device_uuid = "GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5";
-  e.gpu_uuid = e.device_uuid;
-  e.bytes = 10626269184;
+  LedgerEntry e = testing::sample_entry();
   e.request = "fraction=0.25 compute=30 compute-mode=strict priority=high";
-  e.pid = 4242;
-  e.pid_start = 987654;
-  e.created = 1700000000;
   e.compute_ppm = compute;
   e.compute_mode = mode;
   e.priority = priority;

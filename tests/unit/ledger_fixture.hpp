@@ -56,4 +56,19 @@ class LedgerTest : public ::testing::Test {
   std::int64_t now_ = 1'700'000'000;
 };
 
+// One booking as the ledger files of these tests hold it: container c1 on an A100's GPU, a
+// quarter of it, started by pid 4242.
+inline LedgerEntry sample_entry() {
+  LedgerEntry e;
+  e.container_id = "c1";
+  e.device_uuid = "GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5";
+  e.gpu_uuid = e.device_uuid;
+  e.bytes = 10626269184;
+  e.request = "fraction=0.25";
+  e.pid = 4242;
+  e.pid_start = 987654;
+  e.created = 1700000000;
+  return e;
+}
+
 }  // namespace gpufrac::testing

@@ -4,21 +4,13 @@
 
 #include "core/ledger_canonical.hpp"
 #include "core/ledger_json.hpp"
+#include "ledger_fixture.hpp"
 
 namespace gpufrac {
 namespace {
 
 LedgerEntry sample() {
-  LedgerEntry e;
-  e.container_id = "c1";
-  e.device_uuid = "GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5";
-  e.gpu_uuid = e.device_uuid;
-  e.bytes = 10626269184;
-  e.request = "fraction=0.25";
-  e.pid = 4242;
-  e.pid_start = 987654;
-  e.created = 1700000000;
-  return e;
+  return testing::sample_entry();
 }
 
 LedgerEntry sample_mig() {

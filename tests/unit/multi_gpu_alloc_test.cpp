@@ -15,6 +15,7 @@
 #include "core/topology_place.hpp"
 #include "ledger_fixture.hpp"
 #include "nvml/simulated.hpp"
+#include "request_fixture.hpp"
 
 namespace gpufrac {
 namespace {
@@ -28,9 +29,7 @@ Inventory machine(const std::string& file) {
 }
 
 Request req(const Annotations& a) {
-  auto r = parse_request(a, false);
-  EXPECT_TRUE(r && *r) << (r ? "no request" : r.error().message);
-  return **r;
+  return testing::parsed_request(a, false);
 }
 
 // The GPU indices of the grants, "2,3", or the refusal.
