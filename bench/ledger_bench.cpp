@@ -22,9 +22,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/allocator.hpp"
-#include "core/ledger.hpp"
-#include "core/ledger_json.hpp"
+#include "core/allocator/allocator.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/ledger/ledger_json.hpp"
 #include "core/text.hpp"
 #include "nvml/simulated.hpp"
 

@@ -24,7 +24,7 @@
 #include "bench/ratio_main.hpp"
 #include "cdi/spec_write.hpp"
 #include "core/fs.hpp"
-#include "core/ledger.hpp"
+#include "core/ledger/ledger.hpp"
 #include "core/text.hpp"
 #include "exec/mig_exec.hpp"
 #include "nvml/discover.hpp"

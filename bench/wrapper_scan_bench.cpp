@@ -14,10 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/fs.hpp"
-#include "core/request.hpp"
-#include "core/spec_scan.hpp"
+#include "core/request/request.hpp"
+#include "core/spec/spec_scan.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::wrapper {

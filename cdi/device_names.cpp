@@ -3,8 +3,8 @@
 #include <array>
 
 #include "cdi/cdi_names.hpp"
-#include "core/mig_device.hpp"
-#include "core/mig_profile_name.hpp"
+#include "core/mig/mig_device.hpp"
+#include "core/mig/mig_profile_name.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::cdi {

@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 #include "core/quantity.hpp"
-#include "core/request.hpp"
+#include "core/request/request.hpp"
 
 namespace gpufrac::cdi {
 

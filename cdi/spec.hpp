@@ -18,10 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/config.hpp"
-#include "core/edits.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/plan/edits.hpp"
 
 namespace gpufrac::cdi {
 

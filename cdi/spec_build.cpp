@@ -5,8 +5,8 @@
 #include "cdi/schema_table.hpp"
 #include "cdi/spec.hpp"
 #include "cdi/version.hpp"
-#include "core/allocator.hpp"
-#include "core/plan.hpp"
+#include "core/allocator/allocator.hpp"
+#include "core/plan/plan.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::cdi {
@@ -93,7 +93,7 @@ Result<Edits> common_edits(const Inventory& inv, const Config& cfg) {
   Edits e;
   e.device_nodes = std::move(*nodes);
   // The preload file only: gpufrac's directory (the tmpfs with the shim, limits and usage) is
-  // mounted by each device's createRuntime hook (core/plan.hpp plan_gpufrac_dir).
+  // mounted by each device's createRuntime hook (core/plan/plan.hpp plan_gpufrac_dir).
   ContainerFiles files{cfg.state_dir + "/cdi", "", "", cdi_preload_path(cfg)};
   e.mounts.push_back(plan_state_mounts(files).back());
   if (!spec_injects_driver(inv, cfg)) return e;

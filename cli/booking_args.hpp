@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
-#include "core/ledger.hpp"
+#include "core/config/config.hpp"
+#include "core/ledger/ledger.hpp"
 
 namespace gpufrac::cli {
 

@@ -14,8 +14,8 @@
 
 #include "cli/context.hpp"
 #include "core/fs.hpp"
-#include "core/ledger_entry.hpp"
-#include "core/ledger_json.hpp"
+#include "core/ledger/ledger_entry.hpp"
+#include "core/ledger/ledger_json.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "nvml/driver_limit_apply.hpp"

@@ -1,7 +1,7 @@
 // `gpufrac gc [--dry-run] [--json]`: reclaims bookings whose process is gone (pid + start time) or
 // that stayed pending past allocation.pending-timeout, removes temp files of killed writers and the
 // files of containers without bookings, drops dead processes from accounting regions, sets
-// ledger.reserve to what the ledger needs (core/ledger_file.hpp: not garbage), and says what it
+// ledger.reserve to what the ledger needs (core/ledger/ledger_file.hpp: not garbage), and says what it
 // did. On dynamic-MIG GPUs it also undoes half-made instances and destroys instances idle for
 // mig.idle-timeout (nvml/mig_reclaim.hpp), and lists those kept for reuse. The driver limits of the
 // bookings it reclaims, and of those released before their limit was cleared, are cleared
@@ -19,8 +19,8 @@
 #include "cli/gc_dry_run.hpp"
 #include "cli/status_model.hpp"
 #include "cli/table.hpp"
-#include "core/ledger.hpp"
-#include "core/ledger_json.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/ledger/ledger_json.hpp"
 #include "core/text.hpp"
 #include "limits/host/region_file.hpp"
 #include "nvml/driver_limit_apply.hpp"

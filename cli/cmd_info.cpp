@@ -7,8 +7,8 @@
 #include "cli/context.hpp"
 #include "cli/table.hpp"
 #include "cli/topology_render.hpp"
-#include "core/enforcement.hpp"
-#include "core/mig_device.hpp"
+#include "core/enforcement/enforcement.hpp"
+#include "core/mig/mig_device.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
 

@@ -7,9 +7,9 @@
 
 #include "cli/booking_args.hpp"
 #include "cli/context.hpp"
-#include "core/compute_share.hpp"
-#include "core/ledger.hpp"
-#include "core/ledger_json.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/ledger/ledger_json.hpp"
+#include "core/request/compute_share.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
 
 namespace gpufrac::cli {

@@ -6,9 +6,9 @@
 
 #include "cli/node_view.hpp"
 #include "core/fs.hpp"
-#include "core/ledger_limits.hpp"
-#include "core/ledger_mig.hpp"
-#include "core/mig_plan.hpp"
+#include "core/ledger/ledger_limits.hpp"
+#include "core/ledger/ledger_mig.hpp"
+#include "core/mig/mig_plan.hpp"
 #include "core/text.hpp"
 #include "limits/host/arbiter_file.hpp"
 #include "limits/host/region_file.hpp"
@@ -83,7 +83,7 @@ FilesReport plan_files(const Config& cfg, const NodeView& node, const GcReport& 
 }
 
 // What gc would destroy: the GPU instances whose compute instances are all idle past the timeout
-// and that gpufrac may destroy (core/mig_plan.hpp: split ones only when it made them all).
+// and that gpufrac may destroy (core/mig/mig_plan.hpp: split ones only when it made them all).
 MigReclaimReport plan_mig(const Config& cfg, const NodeView& node, std::int64_t now) {
   std::set<std::string> doomed;
   for (const Gpu& g : node.inventory.gpus) {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/ledger.hpp"
+#include "core/ledger/ledger.hpp"
 #include "nvml/mig_reclaim.hpp"
 
 namespace gpufrac::cli {

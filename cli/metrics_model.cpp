@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "core/enforcement.hpp"
+#include "core/enforcement/enforcement.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::cli {

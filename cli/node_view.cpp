@@ -6,8 +6,8 @@
 #include <map>
 #include <memory>
 
-#include "core/ledger.hpp"
-#include "core/plan.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/plan/plan.hpp"
 #include "core/process.hpp"
 #include "limits/host/arbiter_file.hpp"
 #include "limits/host/region_file.hpp"

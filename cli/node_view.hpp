@@ -8,10 +8,10 @@
 #include <cstdint>
 
 #include "cli/status_model.hpp"
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
-#include "core/ledger_entry.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/ledger/ledger_entry.hpp"
 
 namespace gpufrac::cli {
 

@@ -5,11 +5,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/enforcement.hpp"
-#include "core/ledger_json.hpp"
-#include "core/ledger_mig.hpp"
-#include "core/load.hpp"
-#include "core/mig_device.hpp"
+#include "core/allocator/load.hpp"
+#include "core/enforcement/enforcement.hpp"
+#include "core/ledger/ledger_json.hpp"
+#include "core/ledger/ledger_mig.hpp"
+#include "core/mig/mig_device.hpp"
 #include "core/quantity.hpp"
 #include "core/text.hpp"
 

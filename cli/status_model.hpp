@@ -14,9 +14,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/config.hpp"
-#include "core/inventory.hpp"
-#include "core/ledger_entry.hpp"
+#include "core/config/config.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/ledger/ledger_entry.hpp"
 
 namespace gpufrac::cli {
 

@@ -7,10 +7,10 @@
 #include <numeric>
 
 #include "cli/table.hpp"
-#include "core/compute_share.hpp"
-#include "core/enforcement.hpp"
-#include "core/ledger_entry.hpp"
+#include "core/enforcement/enforcement.hpp"
+#include "core/ledger/ledger_entry.hpp"
 #include "core/quantity.hpp"
+#include "core/request/compute_share.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::cli {

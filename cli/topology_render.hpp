@@ -1,12 +1,12 @@
 // `gpufrac info --topology`: the GPUs' links as `nvidia-smi topo -m` prints them (the matrix, each
-// GPU's NUMA node, the legend), and as JSON. Pure: from the inventory (core/gpu_link.hpp).
+// GPU's NUMA node, the legend), and as JSON. Pure: from the inventory (core/inventory/gpu_link.hpp).
 #pragma once
 
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 
 namespace gpufrac::cli {
 

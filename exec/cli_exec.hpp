@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
 
 namespace gpufrac {

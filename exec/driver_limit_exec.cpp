@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/cgroup_v2.hpp"
-#include "core/enforcement.hpp"
+#include "core/enforcement/cgroup_v2.hpp"
+#include "core/enforcement/enforcement.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "exec/cli_exec.hpp"

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
-#include "core/ledger_entry.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/ledger/ledger_entry.hpp"
 
 namespace gpufrac {
 

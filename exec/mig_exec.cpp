@@ -1,6 +1,6 @@
 #include "exec/mig_exec.hpp"
 
-#include "core/allocator.hpp"
+#include "core/allocator/allocator.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "exec/cli_exec.hpp"

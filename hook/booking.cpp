@@ -1,17 +1,17 @@
 #include "hook/booking.hpp"
 
+#include "bundle/nvidia_edits.hpp"
 #include "cdi/device_names.hpp"
-#include "core/allocator.hpp"
-#include "core/compute_share.hpp"
-#include "core/env_request.hpp"
-#include "core/ledger.hpp"
+#include "core/allocator/allocator.hpp"
+#include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "core/process.hpp"
-#include "core/request.hpp"
+#include "core/request/compute_share.hpp"
+#include "core/request/env_request.hpp"
+#include "core/request/request.hpp"
 #include "core/text.hpp"
 #include "exec/mig_exec.hpp"
-#include "hook/nvidia_edits.hpp"
 #include "nvml/inventory_cache.hpp"
 
 namespace gpufrac::hook {
@@ -139,15 +139,15 @@ Result<> attach_pid(const Invocation& inv) {
 
 Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& bookings) {
   if (inv.args.cdi_device.empty()) {
-    inv.with_driver = injects_driver(inv.cfg, inv.inventory, find_nvidia_edits(inv.spec));
+    inv.with_driver = bundle::injects_driver(inv.cfg, inv.inventory, bundle::find_nvidia_edits(inv.spec));
     auto e = plan_container_edits(grants_of(bookings), inv.inventory, inv.cfg, inv.key(), inv.with_driver);
     if (!e) return e;
-    if (auto r = check_spec_gpu_nodes(inv.spec, e->device_nodes); !r) return std::unexpected(r.error());
+    if (auto r = bundle::check_spec_gpu_nodes(inv.spec, e->device_nodes); !r) return std::unexpected(r.error());
     return e;
   }
   auto granted = cdi_granted_nodes(inv);
   if (!granted) return std::unexpected(granted.error());
-  if (auto r = check_spec_gpu_nodes(inv.spec, *granted); !r) return std::unexpected(r.error());
+  if (auto r = bundle::check_spec_gpu_nodes(inv.spec, *granted); !r) return std::unexpected(r.error());
   Edits e;  // the spec carries the rest
   e.mounts = plan_gpufrac_dir(inv.cfg, container_files(inv.cfg, inv.key()), grants_of(bookings));
   return e;

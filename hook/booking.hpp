@@ -4,19 +4,19 @@
 
 #include <vector>
 
-#include "core/config.hpp"
-#include "core/edits.hpp"
-#include "core/inventory.hpp"
-#include "core/ledger_entry.hpp"
+#include "bundle/oci.hpp"
+#include "core/config/config.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/ledger/ledger_entry.hpp"
+#include "core/plan/edits.hpp"
 #include "hook/flow.hpp"
-#include "hook/oci.hpp"
 
 namespace gpufrac::hook {
 
 struct Invocation {
   const HookArgs& args;
-  OciState state;
-  BundleSpec spec;
+  bundle::OciState state;
+  bundle::BundleSpec spec;
   Config cfg;
   Inventory inventory;       // filled by book()
   bool with_driver = false;  // set by edits_for: gpufrac mounts the driver's files itself

@@ -13,8 +13,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "core/edits.hpp"
 #include "core/error.hpp"
+#include "core/plan/edits.hpp"
 
 namespace gpufrac::hook {
 

@@ -1,7 +1,7 @@
 #include "hook/driver_limit_step.hpp"
 
+#include "core/enforcement/nvidia_memory_env.hpp"
 #include "core/fault.hpp"
-#include "core/nvidia_memory_env.hpp"
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
 

@@ -9,14 +9,14 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/ledger_entry.hpp"
+#include "core/ledger/ledger_entry.hpp"
 #include "hook/booking.hpp"
 
 namespace gpufrac::hook {
 
 // The container's bookings (annotation or CDI request): the limits they call for, if any, after
 // NVIDIA_GPU_MEMORY_LIMIT/REQUEST in its environment were found to agree with them
-// (core/nvidia_memory_env.hpp). Crash point hook-after-driver-limit (core/fault.hpp) once set.
+// (core/enforcement/nvidia_memory_env.hpp). Crash point hook-after-driver-limit (core/fault.hpp) once set.
 Result<> set_driver_limits(const Invocation& inv, const std::vector<LedgerEntry>& bookings);
 // `--driver-limit`: the wrapper's instance or the claim (--claim) has limits to set.
 Result<> set_told_driver_limits(const Invocation& inv);

@@ -11,8 +11,8 @@ namespace gpufrac::hook {
 namespace {
 
 // Binds the private cache read-only over the container's /etc/ld.so.cache.
-Result<> bind_private_cache(const Config& cfg, const OciState& state, const BundleSpec& spec, const std::string& key,
-                            const std::string& bytes) {
+Result<> bind_private_cache(const Config& cfg, const bundle::OciState& state, const bundle::BundleSpec& spec,
+                            const std::string& key, const std::string& bytes) {
   const std::string dir = cfg.container_dir(key);
   if (auto r = fs::make_dirs(dir, 0755); !r) return r;
   const std::string path = dir + "/ld.so.cache";
@@ -40,7 +40,7 @@ Result<std::vector<std::string>> parse_ld_cache_dirs(std::string_view value) {
   return dirs;
 }
 
-Result<bool> refresh_ld_cache(const Config& cfg, const OciState& state, const BundleSpec& spec,
+Result<bool> refresh_ld_cache(const Config& cfg, const bundle::OciState& state, const bundle::BundleSpec& spec,
                               const std::string& container_key, const std::vector<std::string>& driver_dirs) {
   if (!state.pid) return user_error("the OCI state on stdin has no pid; --ld-cache runs at createRuntime");
   if (auto r = set_effective(kApplyCapabilities); !r) return std::unexpected(r.error());

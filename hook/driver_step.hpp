@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "bundle/oci.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "hook/oci.hpp"
 
 namespace gpufrac::hook {
 
@@ -20,7 +20,7 @@ Result<std::vector<std::string>> parse_ld_cache_dirs(std::string_view value);
 // Rebuilds the loader cache of the container (pid, rootfs from spec) for the driver directories;
 // true: written in place; false: a private cache in <state-dir>/containers/<key>/ld.so.cache, bound
 // read-only over /etc/ld.so.cache (a read-only root).
-Result<bool> refresh_ld_cache(const Config& cfg, const OciState& state, const BundleSpec& spec,
+Result<bool> refresh_ld_cache(const Config& cfg, const bundle::OciState& state, const bundle::BundleSpec& spec,
                               const std::string& container_key, const std::vector<std::string>& driver_dirs);
 
 }  // namespace gpufrac::hook

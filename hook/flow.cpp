@@ -4,13 +4,16 @@
 #include <cstdio>
 #include <set>
 
+#include "bundle/nvidia_edits.hpp"
+#include "bundle/oci.hpp"
+#include "bundle/rootfs_path.hpp"
 #include "core/build_info.hpp"
-#include "core/config.hpp"
-#include "core/env_request.hpp"
-#include "core/ledger.hpp"
+#include "core/config/config.hpp"
+#include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
-#include "core/plan.hpp"
-#include "core/request.hpp"
+#include "core/plan/plan.hpp"
+#include "core/request/env_request.hpp"
+#include "core/request/request.hpp"
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
 #include "hook/booking.hpp"
@@ -18,11 +21,8 @@
 #include "hook/driver_limit_step.hpp"
 #include "hook/driver_step.hpp"
 #include "hook/ns_apply.hpp"
-#include "hook/nvidia_edits.hpp"
-#include "hook/oci.hpp"
 #include "hook/privileges.hpp"
 #include "hook/refusal.hpp"
-#include "hook/rootfs_path.hpp"
 #include "metrics/counter_file.hpp"
 #include "state/container_state.hpp"
 
@@ -40,7 +40,7 @@ int report(const Error& e) {
 // container's mount namespace (a bind of the spec's at /etc/ld.so.preload counts), by the rootfs
 // walk (never following a symlink).
 std::string image_preload(const Invocation& inv) {
-  auto text = read_image_preload(text::cat(inv.cfg.proc_root, "/", *inv.state.pid, "/root", inv.spec.rootfs));
+  auto text = bundle::read_image_preload(text::cat(inv.cfg.proc_root, "/", *inv.state.pid, "/root", inv.spec.rootfs));
   if (!text) log::warn("ignoring the image's /etc/ld.so.preload: " + text.error().message);
   return text ? *text : "";
 }
@@ -65,7 +65,7 @@ Result<> apply(const Invocation& inv, const Edits& edits) {
                        edits.device_nodes);
 }
 
-// gpufrac's directory (core/plan.hpp plan_gpufrac_dir) for a container whose spec a front-end wrote
+// gpufrac's directory (core/plan/plan.hpp plan_gpufrac_dir) for a container whose spec a front-end wrote
 // (the wrapper's --attach, a DRA claim's --claim): no spec carries it; the files are the front-end's.
 Result<> mount_gpufrac_dir(const Invocation& inv, const std::string& container_id, const std::string& instance) {
   if (!inv.state.pid)
@@ -103,7 +103,7 @@ Result<> attach_step(const Invocation& inv) {
 // the pod's cgroup (told by --driver-limit) and gpufrac's directory with the claim's files are what
 // is left. A failure refuses the container; the claim stays prepared until it is unprepared.
 Result<> claim_step(const Invocation& inv) {
-  if (auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r) return r;
+  if (auto r = bundle::check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r) return r;
   if (inv.args.driver_limit)
     if (auto r = set_told_driver_limits(inv); !r) return r;
   return mount_gpufrac_dir(inv, inv.args.claim, kClaimInstance);
@@ -118,7 +118,7 @@ void rollback(const Invocation& inv) {
 }
 
 Result<> book_and_apply(Invocation& inv) {
-  if (auto r = check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r) return r;
+  if (auto r = bundle::check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r) return r;
   if (!inv.state.pid)
     return user_error("the OCI state on stdin has no pid; gpufrac-hook must run at prestart or createRuntime");
   if (inv.args.attach) return attach_step(inv);  // the runtime wrapper booked and edited the spec
@@ -149,7 +149,7 @@ Result<> book_and_apply(Invocation& inv) {
 Result<> ld_cache_step(const Invocation& inv) {
   auto dirs = parse_ld_cache_dirs(inv.args.ld_cache);
   if (!dirs) return std::unexpected(dirs.error());
-  if (find_nvidia_edits(inv.spec).ldcache_hook) {
+  if (bundle::find_nvidia_edits(inv.spec).ldcache_hook) {
     log::info("NVIDIA's hook rebuilds the loader cache; gpufrac leaves it");
     return {};
   }
@@ -182,7 +182,7 @@ void count(const Config& cfg, Stage stage, std::uint64_t started_ns, const Invoc
 
 // A container without a request whose environment holds a GPUFRAC_* variable gpufrac does not
 // know (a typo of a request variable): one warning each, in the log and on stderr; it starts.
-Result<> warn_unrequested(const HookArgs& args, const OciState& state, const BundleSpec& spec) {
+Result<> warn_unrequested(const HookArgs& args, const bundle::OciState& state, const bundle::BundleSpec& spec) {
   auto warnings = env_request_warnings(spec.env);
   if (warnings.empty()) return {};
   if (auto cfg = select_config(args.config_path)) log::init(cfg->log, "gpufrac-hook");
@@ -194,14 +194,14 @@ Result<> warn_unrequested(const HookArgs& args, const OciState& state, const Bun
   return {};
 }
 
-Result<> create(const HookArgs& args, const OciState& state, std::uint64_t started_ns) {
+Result<> create(const HookArgs& args, const bundle::OciState& state, std::uint64_t started_ns) {
   // The fast path: this hook runs for every container on the node. No DOM, no config, no NVML, no
   // ledger: a text that cannot name gpufrac ends here; else one strict pass over config.json gives
   // the annotations and the environment.
   const bool named = !args.cdi_device.empty() || args.attach || !args.ld_cache.empty() || !args.claim.empty();
-  auto config = load_bundle_config(state.bundle, named ? Scan::always : Scan::when_named);
+  auto config = bundle::load_bundle_config(state.bundle, named ? bundle::Scan::always : bundle::Scan::when_named);
   if (!config) return std::unexpected(config.error());
-  const BundleSpec& fields = config->request_fields;
+  const bundle::BundleSpec& fields = config->request_fields;
   if (!named && !has_container_request(fields.annotations, fields.env, true))
     return warn_unrequested(args, state, fields);
   // gpufrac-runtime already booked and edited this spec; its own `--attach` hook records the pid.
@@ -220,7 +220,7 @@ Result<> create(const HookArgs& args, const OciState& state, std::uint64_t start
   return r;
 }
 
-int poststop(const HookArgs& args, const OciState& state, std::uint64_t started_ns) {
+int poststop(const HookArgs& args, const bundle::OciState& state, std::uint64_t started_ns) {
   auto cfg = select_config(args.config_path);
   if (!cfg) {
     std::fprintf(stderr, "gpufrac-hook: poststop: %s\n", cfg.error().message.c_str());
@@ -308,7 +308,7 @@ int run_hook(const HookArgs& args, std::string_view state_json) {
   const std::uint64_t started_ns = metrics::monotonic_ns();
   if (auto r = restrict_bounding_set(); !r) return report(r.error());
   if (auto r = set_effective(kBookingCapabilities); !r) return report(r.error());
-  auto state = parse_oci_state(state_json);
+  auto state = bundle::parse_oci_state(state_json);
   if (!state) return args.stage == Stage::poststop ? 0 : report(state.error());
   if (args.stage == Stage::poststop) return poststop(args, *state, started_ns);
   auto r = create(args, *state, started_ns);

@@ -10,9 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/elf_info.hpp"
+#include "core/driver/elf_info.hpp"
+#include "core/driver/ld_cache.hpp"
 #include "core/fs.hpp"
-#include "core/ld_cache.hpp"
 #include "core/text.hpp"
 #include "hook/nobody_exec.hpp"
 #include "hook/privileges.hpp"

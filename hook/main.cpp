@@ -6,10 +6,10 @@
 #include <string>
 #include <string_view>
 
+#include "bundle/oci.hpp"
 #include "core/build_info.hpp"
 #include "core/fs.hpp"
 #include "hook/flow.hpp"
-#include "hook/oci.hpp"
 
 int main(int argc, char** argv) {
   const std::string_view first = argc > 1 ? argv[1] : "";
@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpufrac-hook: %s\n", args.error().message.c_str());
     return 2;
   }
-  auto state = gpufrac::fs::read_fd(STDIN_FILENO, gpufrac::hook::kMaxStateBytes, "the OCI state on stdin");
+  auto state = gpufrac::fs::read_fd(STDIN_FILENO, gpufrac::bundle::kMaxStateBytes, "the OCI state on stdin");
   if (!state) {
     std::fprintf(stderr, "gpufrac-hook: %s\n", state.error().message.c_str());
     return args->stage == gpufrac::hook::Stage::poststop ? 0 : 1;

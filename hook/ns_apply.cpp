@@ -10,11 +10,11 @@
 
 #include <algorithm>
 
+#include "bundle/rootfs_path.hpp"
 #include "core/text.hpp"
 #include "gpufrac/limits_abi.h"
 #include "hook/mount_fd.hpp"
 #include "hook/privileges.hpp"
-#include "hook/rootfs_path.hpp"
 #include "hook/tmpfs_targets.hpp"
 
 namespace gpufrac::hook {
@@ -45,7 +45,7 @@ Result<PreparedMount> prepare_mount(const EditMount& m) {
   if (m.type == "tmpfs") {
     auto fd = make_tmpfs(tmpfs_option(m, "size", "1m"), octal_mode(tmpfs_option(m, "mode", "755"), 0755));
     if (!fd) return std::unexpected(fd.error());
-    return PreparedMount{std::move(*fd), m.container_path, TargetKind::directory, true};
+    return PreparedMount{std::move(*fd), m.container_path, bundle::TargetKind::directory, true};
   }
   struct stat st {};
   if (::stat(m.host_path.c_str(), &st) != 0) return sys_error("mount source " + m.host_path);
@@ -57,7 +57,7 @@ Result<PreparedMount> prepare_mount(const EditMount& m) {
                    .noexec = has_option(m, "noexec")};
   if (auto r = set_mount_attrs(fd->get(), attrs, m.container_path); !r) return std::unexpected(r.error());
   return PreparedMount{std::move(*fd), m.container_path,
-                       S_ISDIR(st.st_mode) ? TargetKind::directory : TargetKind::file};
+                       S_ISDIR(st.st_mode) ? bundle::TargetKind::directory : bundle::TargetKind::file};
 }
 
 Result<PreparedMount> prepare_device(const EditDeviceNode& d) {
@@ -72,7 +72,7 @@ Result<PreparedMount> prepare_device(const EditDeviceNode& d) {
   if (auto r = set_mount_attrs(fd->get(), {.read_only = true, .nosuid = true, .nodev = false, .noexec = true}, d.path);
       !r)
     return std::unexpected(r.error());
-  return PreparedMount{std::move(*fd), d.path, TargetKind::file};
+  return PreparedMount{std::move(*fd), d.path, bundle::TargetKind::file};
 }
 
 std::size_t depth(const std::string& path) {
@@ -85,8 +85,9 @@ Result<> nest_in_tmpfs(std::vector<PreparedMount>& mounts) {
   for (std::size_t i = 0; i < mounts.size(); ++i) {
     PreparedMount& m = mounts[i];
     for (std::size_t j = i; j-- > 0;) {
-      auto rel = mounts[j].kind == TargetKind::directory ? path_beneath(mounts[j].container_path, m.container_path)
-                                                         : std::nullopt;
+      auto rel = mounts[j].kind == bundle::TargetKind::directory
+                     ? path_beneath(mounts[j].container_path, m.container_path)
+                     : std::nullopt;
       if (!rel) continue;
       if (!mounts[j].own_tmpfs)
         return internal_error(text::cat("mount target ", text::quote(m.container_path, 256), " lies in the bind at ",
@@ -103,7 +104,7 @@ Result<> nest_in_tmpfs(std::vector<PreparedMount>& mounts) {
 
 // The target of gpufrac's tmpfs may be the tmpfs a CDI spec of gpufrac mounted there (it holds the
 // shim): the CDI device's hook mounts its own over it. Nothing else is accepted off the mount rule.
-MountRootCheck accepted_mount_root(const std::vector<PreparedMount>& mounts, std::size_t i) {
+bundle::MountRootCheck accepted_mount_root(const std::vector<PreparedMount>& mounts, std::size_t i) {
   if (!mounts[i].own_tmpfs) return {};
   for (const auto& n : mounts)
     if (n.tmpfs == i && n.container_path == GPUFRAC_CONTAINER_SHIM)
@@ -114,7 +115,7 @@ MountRootCheck accepted_mount_root(const std::vector<PreparedMount>& mounts, std
 Result<fs::UniqueFd> target_of(int root_fd, const std::vector<PreparedMount>& mounts, std::size_t i) {
   const PreparedMount& m = mounts[i];
   if (m.tmpfs) return open_tmpfs_target(mounts[*m.tmpfs].source.get(), m.rel, m.kind, m.container_path);
-  return ensure_target_in_root(root_fd, m.container_path, m.kind, accepted_mount_root(mounts, i));
+  return bundle::ensure_target_in_root(root_fd, m.container_path, m.kind, accepted_mount_root(mounts, i));
 }
 
 // The container's mounts stop sending propagation (MS_SLAVE, recursively: a shared mount becomes a
@@ -170,7 +171,7 @@ Result<> verify_mounts(int root_fd, const std::vector<PreparedMount>& mounts) {
   for (const auto& m : mounts) {
     struct stat want {
     }, got{};
-    auto fd = open_in_root(root_fd, m.container_path);
+    auto fd = bundle::open_in_root(root_fd, m.container_path);
     if (::fstat(m.source.get(), &want) != 0 || !fd || ::fstat(fd->get(), &got) != 0 || want.st_dev != got.st_dev ||
         want.st_ino != got.st_ino)
       return user_error(text::cat("container path ", text::quote(m.container_path, 256),

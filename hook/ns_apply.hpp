@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "core/edits.hpp"
+#include "bundle/rootfs_path.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "hook/rootfs_path.hpp"
+#include "core/plan/edits.hpp"
 
 namespace gpufrac::hook {
 
@@ -27,7 +27,7 @@ struct NamespaceTarget {
 struct PreparedMount {
   fs::UniqueFd source;
   std::string container_path;
-  TargetKind kind = TargetKind::file;
+  bundle::TargetKind kind = bundle::TargetKind::file;
   bool own_tmpfs = false;            // a tmpfs gpufrac made (fsmount)
   std::optional<std::size_t> tmpfs;  // nested in that tmpfs (its index): reached through its fd
   std::string rel;                   // then: the path beneath the tmpfs

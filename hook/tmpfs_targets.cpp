@@ -6,8 +6,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "bundle/mount_place.hpp"
 #include "core/text.hpp"
-#include "hook/mount_place.hpp"
 
 namespace gpufrac::hook {
 
@@ -49,13 +49,14 @@ std::optional<std::string> path_beneath(std::string_view base, std::string_view 
   return rel;
 }
 
-Result<> make_tmpfs_target(int tmpfs_fd, std::string_view rel, TargetKind kind, std::string_view container_path) {
-  auto parts = split_container_path("/" + std::string(rel));
+Result<> make_tmpfs_target(int tmpfs_fd, std::string_view rel, bundle::TargetKind kind,
+                           std::string_view container_path) {
+  auto parts = bundle::split_container_path("/" + std::string(rel));
   if (!parts) return std::unexpected(parts.error());
   auto dir = make_parents(tmpfs_fd, *parts, container_path);
   if (!dir) return std::unexpected(dir.error());
   const char* name = parts->back().c_str();
-  if (kind == TargetKind::directory) {
+  if (kind == bundle::TargetKind::directory) {
     if (::mkdirat(dir->get(), name, 0755) != 0) return sys_error("cannot create " + text::quote(container_path, 256));
     return {};
   }
@@ -64,23 +65,23 @@ Result<> make_tmpfs_target(int tmpfs_fd, std::string_view rel, TargetKind kind, 
   return {};
 }
 
-Result<fs::UniqueFd> open_tmpfs_target(int tmpfs_fd, std::string_view rel, TargetKind kind,
+Result<fs::UniqueFd> open_tmpfs_target(int tmpfs_fd, std::string_view rel, bundle::TargetKind kind,
                                        std::string_view container_path) {
   fs::UniqueFd fd = open_beneath(tmpfs_fd, std::string(rel), RESOLVE_NO_XDEV);
   if (!fd) return sys_error("cannot open " + text::quote(container_path, 256) + " in gpufrac's tmpfs");
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return sys_error("cannot stat " + text::quote(container_path, 256));
-  if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode) != (kind == TargetKind::directory))
+  if (S_ISLNK(st.st_mode) || S_ISDIR(st.st_mode) != (kind == bundle::TargetKind::directory))
     return refuse(container_path, "is not the kind of file gpufrac made there");
   return fd;
 }
 
 bool is_spec_tmpfs(int dir_fd, std::string_view shim_rel, int shim_fd) {
-  auto dir = mount_place(dir_fd, "gpufrac's tmpfs");
+  auto dir = bundle::mount_place(dir_fd, "gpufrac's tmpfs");
   fs::UniqueFd shim = open_beneath(dir_fd, std::string(shim_rel), 0);
   if (!dir || !dir->mount_root || !shim) return false;
-  auto seen = mount_place(shim.get(), "the shim in gpufrac's tmpfs");
-  auto want = mount_place(shim_fd, "the shim");
+  auto seen = bundle::mount_place(shim.get(), "the shim in gpufrac's tmpfs");
+  auto want = bundle::mount_place(shim_fd, "the shim");
   return seen && want && seen->mount_root && seen->mount_id != dir->mount_id && seen->dev == want->dev &&
          seen->ino == want->ino;
 }

@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
+#include "bundle/rootfs_path.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
-#include "hook/rootfs_path.hpp"
 
 namespace gpufrac::hook {
 
@@ -22,11 +22,12 @@ std::optional<std::string> path_beneath(std::string_view base, std::string_view 
 // Creates the mount point `rel` in the tmpfs (missing directories 0755; the target itself with
 // O_CREAT|O_EXCL|O_NOFOLLOW: an empty file 0644, or a directory): the tmpfs is fresh and detached, so
 // a name already there is a bug. `container_path` names it in errors.
-Result<> make_tmpfs_target(int tmpfs_fd, std::string_view rel, TargetKind kind, std::string_view container_path);
+Result<> make_tmpfs_target(int tmpfs_fd, std::string_view rel, bundle::TargetKind kind,
+                           std::string_view container_path);
 
 // Opens that mount point again, beneath the tmpfs's fd and on its mount: openat2 with
 // RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV.
-Result<fs::UniqueFd> open_tmpfs_target(int tmpfs_fd, std::string_view rel, TargetKind kind,
+Result<fs::UniqueFd> open_tmpfs_target(int tmpfs_fd, std::string_view rel, bundle::TargetKind kind,
                                        std::string_view container_path);
 
 // Whether `dir_fd` is the tmpfs a CDI spec of gpufrac mounted (the runtime made it from the spec):

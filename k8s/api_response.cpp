@@ -1,6 +1,6 @@
 #include "k8s/api_response.hpp"
 
-#include "core/strict_json.hpp"
+#include "core/spec/strict_json.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::dra {

@@ -1,6 +1,6 @@
 // What gpufrac-dra makes of an answer of the API server, before any field is used: the body is
 // bounded (kMaxListBytes for a LIST, kMaxObjectBytes for anything else) and parsed by the strict,
-// bounded JSON pass (core/strict_json.hpp: no exception, 64 levels, 2^22 values), and every typed
+// bounded JSON pass (core/spec/strict_json.hpp: no exception, 64 levels, 2^22 values), and every typed
 // reader (k8s/slice_list.hpp, k8s/claim.hpp) checks each field's type before it reads it. An
 // answer cut short, of the wrong types, without a field, or too large is an error value that the
 // publisher retries at the next resync and a prepare reports as its claim's error; nothing here

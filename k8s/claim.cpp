@@ -1,8 +1,8 @@
 #include "k8s/claim.hpp"
 
-#include "core/compute_share.hpp"
-#include "core/mig_profile_name.hpp"
+#include "core/mig/mig_profile_name.hpp"
 #include "core/quantity.hpp"
+#include "core/request/compute_share.hpp"
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"
 

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
-#include "core/request.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/request/request.hpp"
 
 namespace gpufrac::dra {
 

@@ -6,7 +6,7 @@
 #include "cdi/render.hpp"
 #include "cdi/spec.hpp"
 #include "cdi/spec_file.hpp"
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
 #include "state/container_state.hpp"

@@ -1,6 +1,6 @@
 // The transient CDI spec of one prepared claim: <cdi dir>/k8s.gpufrac.io-gpu_<claim uid>.yaml with
 // one device, k8s.gpufrac.io/gpu=<claim uid>, carrying the same Edits as the wrapper's spec
-// (core/plan.hpp plan_spec_edits: device nodes, the preload file, the driver's files) and one
+// (core/plan/plan.hpp plan_spec_edits: device nodes, the preload file, the driver's files) and one
 // createRuntime hook (`--claim <uid>`: the host-PID policy, the driver's limits on the pod's cgroup
 // with `--driver-limit`, gpufrac's directory with the claim's limits file and accounting region,
 // the loader cache). The claim's files live under <state-dir>/containers/<uid>@dra: every container
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
-#include "core/ledger_entry.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/ledger/ledger_entry.hpp"
 
 namespace gpufrac::dra {
 

@@ -3,7 +3,7 @@
 #include <array>
 #include <utility>
 
-#include "core/mig_device.hpp"
+#include "core/mig/mig_device.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::dra {

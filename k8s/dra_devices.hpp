@@ -18,9 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 
 namespace gpufrac::dra {
 
@@ -45,7 +45,7 @@ struct DraDevice {
   std::uint32_t ci_ordinal = 0;
   bool whole() const { return mig != nullptr || profile != nullptr; }  // never shared
   // What a booking of it takes: the GPU's memory, an instance's, or for a compute instance smaller
-  // than its GPU instance the equal split of the GPU instance's memory (core/mig_device.hpp).
+  // than its GPU instance the equal split of the GPU instance's memory (core/mig/mig_device.hpp).
   std::uint64_t memory_bytes() const;
   // The compute slices it takes of its GPU instance, and the GPU instance's (equal for a whole one).
   std::pair<std::uint32_t, std::uint32_t> compute_share() const;

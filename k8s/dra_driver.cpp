@@ -7,7 +7,7 @@
 #include "cdi/spec_write.hpp"
 #include "core/fault.hpp"
 #include "core/fs.hpp"
-#include "core/ledger.hpp"
+#include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "k8s/claim_spec.hpp"

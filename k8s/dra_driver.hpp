@@ -17,9 +17,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/ledger_file.hpp"
+#include "core/ledger/ledger_file.hpp"
 #include "k8s/api_client.hpp"
 #include "k8s/checkpoint.hpp"
 #include "k8s/claim.hpp"

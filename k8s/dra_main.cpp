@@ -12,9 +12,9 @@
 #include <CLI/CLI.hpp>
 
 #include "core/build_info.hpp"
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/fs.hpp"
-#include "core/ledger_entry.hpp"
+#include "core/ledger/ledger_entry.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"

@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <map>
 
+#include "core/config/yaml_util.hpp"
 #include "core/fs.hpp"
 #include "core/text.hpp"
-#include "core/yaml_util.hpp"
 
 namespace gpufrac::dra {
 

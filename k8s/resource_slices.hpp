@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/config.hpp"
-#include "core/inventory.hpp"
+#include "core/config/config.hpp"
+#include "core/inventory/inventory.hpp"
 
 namespace gpufrac::dra {
 

@@ -9,7 +9,7 @@
 
 #include <string>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
 #include "k8s/api_client.hpp"
 #include "k8s/resource_slices.hpp"

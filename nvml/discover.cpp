@@ -1,7 +1,7 @@
 #include "nvml/discover.hpp"
 
 #include "core/fs.hpp"
-#include "core/mig_device.hpp"
+#include "core/mig/mig_device.hpp"
 #include "nvml/device_nodes.hpp"
 #include "nvml/driver_discovery.hpp"
 #include "nvml/nvml_backend.hpp"

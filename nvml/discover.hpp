@@ -3,9 +3,9 @@
 // which reads the cache written by `gpufrac info --refresh` so NVML stays off that path.
 #pragma once
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 #include "nvml/inventory_cache.hpp"
 
 namespace gpufrac {

@@ -13,9 +13,9 @@
 #include <cctype>
 #include <cstring>
 
-#include "core/elf_info.hpp"
+#include "core/driver/elf_info.hpp"
+#include "core/driver/ld_cache.hpp"
 #include "core/fs.hpp"
-#include "core/ld_cache.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac {

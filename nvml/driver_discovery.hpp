@@ -10,9 +10,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 
 namespace gpufrac {
 

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-#include "core/cgroup_v2.hpp"
+#include "core/enforcement/cgroup_v2.hpp"
 #include "core/fault.hpp"
-#include "core/ledger.hpp"
-#include "core/ledger_file.hpp"
-#include "core/ledger_limits.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/ledger/ledger_file.hpp"
+#include "core/ledger/ledger_limits.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "nvml/driver_limits.hpp"

@@ -3,7 +3,7 @@
 // front-ends (which never load NVML), gpufrac gc and gpufrac-dra call them in process.
 //
 // Set, for a container instance (or a claim) whose process exists:
-//  1. the plan (core/enforcement.hpp) from the inventory cache, the node's cgroup layout and the
+//  1. the plan (core/enforcement/enforcement.hpp) from the inventory cache, the node's cgroup layout and the
 //     bookings that have no limit yet, on the cgroup of <proc-root>/<pid>/cgroup's "0::" line (a
 //     claim: its parent, the pod's cgroup, shared by the pod's containers as the claim is);
 //  2. under flock(<state-dir>/driver-limits.lock): each limit recorded in its ledger entry first
@@ -27,10 +27,10 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
-#include "core/enforcement.hpp"
+#include "core/config/config.hpp"
+#include "core/enforcement/enforcement.hpp"
 #include "core/error.hpp"
-#include "core/ledger_entry.hpp"
+#include "core/ledger/ledger_entry.hpp"
 
 namespace gpufrac {
 

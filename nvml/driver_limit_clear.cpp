@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/ledger.hpp"
-#include "core/ledger_file.hpp"
-#include "core/ledger_limits.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/ledger/ledger_file.hpp"
+#include "core/ledger/ledger_limits.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "nvml/driver_limit_apply.hpp"

@@ -9,9 +9,9 @@
 #include <optional>
 #include <string>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/ledger_entry.hpp"
+#include "core/ledger/ledger_entry.hpp"
 #include "nvml/nvml_library.hpp"
 
 namespace gpufrac {

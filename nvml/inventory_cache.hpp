@@ -3,9 +3,9 @@
 // dlopen: the hook reads the cache, or a simulated machine, and never NVML.
 #pragma once
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 
 namespace gpufrac {
 

@@ -2,7 +2,7 @@
 // read from its file whatever order the driver or the file lists things in.
 #pragma once
 
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 
 namespace gpufrac {
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 #include "nvml/nvml_library.hpp"
 
 namespace gpufrac::nvml {

@@ -1,7 +1,7 @@
 // The compute instances gpufrac made on a dynamic-MIG GPU: <state-dir>/mig-<gpu uuid>.made, one
 // JSON object {"compute_instances": ["MIG-...", ...]}, changed only by the holder of the GPU's MIG
 // lock (mig_session.hpp) and replaced atomically. A GPU instance split into compute instances is
-// destroyed only when gpufrac made every one of them (core/mig_plan.hpp): the ones mig-parted or
+// destroyed only when gpufrac made every one of them (core/mig/mig_plan.hpp): the ones mig-parted or
 // an operator made stay. A compute instance made but not yet written here is named by the journal
 // (mig_steps.hpp), whose recovery adds it.
 #pragma once
@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 
 namespace gpufrac {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <ctime>
 
-#include "core/allocator.hpp"
-#include "core/ledger_mig.hpp"
-#include "core/mig_device.hpp"
+#include "core/allocator/allocator.hpp"
+#include "core/ledger/ledger_mig.hpp"
+#include "core/mig/mig_device.hpp"
 #include "core/process.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"

@@ -1,5 +1,5 @@
 // The dynamic MIG provisioner: books a request on a dynamic-MIG GPU, creating the instance the
-// planner (core/mig_plan.hpp) asks for. `gpufrac mig provision` runs it for the static hook (which
+// planner (core/mig/mig_plan.hpp) asks for. `gpufrac mig provision` runs it for the static hook (which
 // cannot load NVML); dynamic programs may call it in-process. Order:
 //  1. the ordinary reservation (an idle instance may be there by now): done if it books;
 //  2. the target GPU from the planner; its MIG lock; NVML opened; a journal left by a killed
@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
-#include "core/ledger.hpp"
-#include "core/mig_plan.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/mig/mig_plan.hpp"
 
 namespace gpufrac {
 

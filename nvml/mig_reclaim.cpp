@@ -2,9 +2,9 @@
 
 #include <algorithm>
 
-#include "core/allocator.hpp"
-#include "core/ledger.hpp"
-#include "core/mig_plan.hpp"
+#include "core/allocator/allocator.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/mig/mig_plan.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
 #include "nvml/mig_made.hpp"

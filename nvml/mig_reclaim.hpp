@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
-#include "core/ledger_mig.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/ledger/ledger_mig.hpp"
 
 namespace gpufrac {
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "nvml/nvml_library.hpp"

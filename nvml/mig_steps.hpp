@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
-#include "core/mig_plan.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/mig/mig_plan.hpp"
 #include "nvml/mig_change.hpp"
 #include "nvml/mig_session.hpp"
 

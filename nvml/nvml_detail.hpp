@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 #include "nvml/nvml_library.hpp"
 
 namespace gpufrac::nvml {
@@ -16,7 +16,7 @@ namespace gpufrac::nvml {
 // memorySizeMB: the MIG handle's nvmlDeviceGetMemoryInfo total differs slightly per driver.
 Result<> read_mig(const Library& lib, nvmlDevice_t device, Gpu& gpu);
 
-// Fills numa_node and links (core/gpu_link.hpp) of every GPU, devices[i] being gpus[i]'s handle;
+// Fills numa_node and links (core/inventory/gpu_link.hpp) of every GPU, devices[i] being gpus[i]'s handle;
 // what the library lacks or does not answer stays unknown (nvml_topology.cpp).
 void read_topology(const Library& lib, const std::vector<nvmlDevice_t>& devices, std::vector<Gpu>& gpus);
 

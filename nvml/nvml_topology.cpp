@@ -1,4 +1,4 @@
-// The real backend's topology (core/gpu_link.hpp): per GPU its NUMA node, per pair the PCIe path
+// The real backend's topology (core/inventory/gpu_link.hpp): per GPU its NUMA node, per pair the PCIe path
 // (nvmlDeviceGetTopologyCommonAncestor) and the NVLinks between them: active links whose remote
 // end is the other GPU (nvmlDeviceGetNvLinkState, nvmlDeviceGetNvLinkRemotePciInfo_v2). Through an
 // NVSwitch the remote end is the switch: a pair NVML says can talk over NVLink

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/elf_info.hpp"
+#include "core/driver/elf_info.hpp"
 #include "core/fs.hpp"
 #include "core/text.hpp"
 #include "nvml/device_nodes.hpp"

@@ -4,9 +4,9 @@
 #include <cctype>
 #include <set>
 
+#include "core/config/yaml_util.hpp"
 #include "core/fs.hpp"
 #include "core/text.hpp"
-#include "core/yaml_util.hpp"
 #include "nvml/inventory_order.hpp"
 #include "nvml/simulated_detail.hpp"
 

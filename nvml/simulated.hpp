@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 
 namespace gpufrac {
 

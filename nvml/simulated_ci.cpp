@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "core/mig_device.hpp"
-#include "core/mig_profile_name.hpp"
+#include "core/mig/mig_device.hpp"
+#include "core/mig/mig_profile_name.hpp"
 #include "core/text.hpp"
 #include "nvml/simulated_detail.hpp"
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/inventory.hpp"
-#include "core/yaml_util.hpp"
+#include "core/config/yaml_util.hpp"
+#include "core/inventory/inventory.hpp"
 
 namespace gpufrac::sim {
 

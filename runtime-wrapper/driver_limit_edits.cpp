@@ -1,6 +1,6 @@
 #include "runtime-wrapper/driver_limit_edits.hpp"
 
-#include "core/nvidia_memory_env.hpp"
+#include "core/enforcement/nvidia_memory_env.hpp"
 #include "exec/driver_limit_exec.hpp"
 
 namespace gpufrac::wrapper {

@@ -3,17 +3,17 @@
 // createRuntime attach hook, told by `--driver-limit` when the bookings call for them (pure, from
 // the inventory cache and the node's cgroup layout; enforcement: driver refuses here a share the
 // driver cannot hold); and NVIDIA_GPU_MEMORY_LIMIT/REQUEST in the spec get gpufrac's values, so
-// NVIDIA's own hook sets the same limit (core/nvidia_memory_env.hpp).
+// NVIDIA's own hook sets the same limit (core/enforcement/nvidia_memory_env.hpp).
 #pragma once
 
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
-#include "core/edits.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
-#include "core/ledger_entry.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/ledger/ledger_entry.hpp"
+#include "core/plan/edits.hpp"
 
 namespace gpufrac::wrapper {
 

@@ -5,19 +5,19 @@
 
 #include <cerrno>
 
-#include "core/compute_share.hpp"
+#include "bundle/nvidia_edits.hpp"
+#include "bundle/oci.hpp"
+#include "bundle/rootfs_path.hpp"
 #include "core/fs.hpp"
-#include "core/ledger.hpp"
+#include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
-#include "core/plan.hpp"
-#include "core/spec_read.hpp"
-#include "core/strict_json.hpp"
+#include "core/plan/plan.hpp"
+#include "core/request/compute_share.hpp"
+#include "core/spec/spec_read.hpp"
+#include "core/spec/strict_json.hpp"
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
 #include "exec/mig_exec.hpp"
-#include "hook/nvidia_edits.hpp"
-#include "hook/oci.hpp"
-#include "hook/rootfs_path.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "runtime-wrapper/driver_limit_edits.hpp"
 #include "runtime-wrapper/requests.hpp"
@@ -36,16 +36,16 @@ std::string absolute(const std::string& path, const std::string& base) {
 
 // The image's own /etc/ld.so.preload as the container will see it: the source of a bind the spec
 // puts there (read as a regular file, bounded), else the rootfs's, read without following a symlink.
-std::string image_preload(const hook::BundleSpec& bundle) {
+std::string image_preload(const bundle::BundleSpec& bundle) {
   const bool bound = bundle.preload_source.starts_with("/");
-  auto text = bound ? fs::read_file(bundle.preload_source, 64u << 10) : hook::read_image_preload(bundle.rootfs);
+  auto text = bound ? fs::read_file(bundle.preload_source, 64u << 10) : bundle::read_image_preload(bundle.rootfs);
   if (!text) log::warn("ignoring the image's /etc/ld.so.preload: " + text.error().message);
   return text ? *text : "";
 }
 
 // The bookings to make: the annotation (or environment) request, parsed once at create, then the
 // CDI devices (these need the inventory).
-Result<std::vector<WantedDevice>> wanted_devices(const hook::BundleSpec& bundle, std::vector<WantedDevice> wanted,
+Result<std::vector<WantedDevice>> wanted_devices(const bundle::BundleSpec& bundle, std::vector<WantedDevice> wanted,
                                                  const Inventory& inventory) {
   auto cdi = cdi_requests(gpufrac_cdi_devices(bundle.annotations), inventory);
   if (!cdi) return cdi;
@@ -82,7 +82,7 @@ Result<> book_one(const Injection& inj, const WantedDevice& w, const Annotations
 // Books every wanted device pending; the caller undoes the instance's bookings on failure (a failed
 // provisioner may have booked before failing).
 Result<std::vector<LedgerEntry>> book(const Injection& inj, const std::vector<WantedDevice>& wanted,
-                                      const hook::BundleSpec& bundle, Inventory& inventory, const Config& cfg) {
+                                      const bundle::BundleSpec& bundle, Inventory& inventory, const Config& cfg) {
   auto keys = request_keys(bundle.annotations, bundle.env, cfg.aliases);
   if (!keys) return std::unexpected(keys.error());
   for (const auto& w : wanted)
@@ -91,18 +91,18 @@ Result<std::vector<LedgerEntry>> book(const Injection& inj, const std::vector<Wa
 }
 
 // The Edits for the bookings plus the wrapper's two hooks, both naming this instance: the first
-// mounts gpufrac's directory (core/plan.hpp plan_gpufrac_dir: never in config.json) and rebuilds
+// mounts gpufrac's directory (core/plan/plan.hpp plan_gpufrac_dir: never in config.json) and rebuilds
 // the loader cache when gpufrac brings the driver. A spec that already holds a GPU gpufrac did not
 // grant is refused.
 Result<Edits> wrapper_edits(const std::vector<LedgerEntry>& bookings, const Inventory& inventory, const Config& cfg,
-                            const Injection& inj, const hook::BundleSpec& bundle) {
+                            const Injection& inj, const bundle::BundleSpec& bundle) {
   std::vector<Grant> grants;
   for (const auto& b : bookings) grants.push_back(grant_of(b));
-  const hook::NvidiaEdits nvidia = hook::find_nvidia_edits(bundle);
-  const bool with_driver = hook::injects_driver(cfg, inventory, nvidia);
+  const bundle::NvidiaEdits nvidia = bundle::find_nvidia_edits(bundle);
+  const bool with_driver = bundle::injects_driver(cfg, inventory, nvidia);
   auto edits = plan_spec_edits(grants, inventory, cfg, container_key(inj.container_id, inj.instance), with_driver);
   if (!edits) return edits;
-  if (auto r = hook::check_spec_gpu_nodes(bundle, edits->device_nodes); !r) return std::unexpected(r.error());
+  if (auto r = bundle::check_spec_gpu_nodes(bundle, edits->device_nodes); !r) return std::unexpected(r.error());
   std::vector<std::string> attach = {"--attach", "--instance", inj.instance};
   if (with_driver && !nvidia.ldcache_hook) attach.insert(attach.end(), {"--ld-cache", ld_cache_arg(inventory.driver)});
   if (auto r = add_driver_limit_edits(*edits, attach, bookings, inventory, cfg, bundle.env); !r)
@@ -138,7 +138,7 @@ Result<std::string> new_instance() {
 // go into; the bundle's fields are read from it), its request parsed once.
 struct Parsed {
   Spec spec;
-  hook::BundleSpec bundle;
+  bundle::BundleSpec bundle;
   std::string original;                 // config.json as read
   std::vector<WantedDevice> requested;  // the annotation (or environment) request: none or one
 };
@@ -192,17 +192,17 @@ Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, 
 }
 
 // nullopt: leave the spec alone (no request; already prepared). A spec that may carry a request
-// (`named`: the fast path's text test of the whole file, core/spec_read.hpp) but is not JSON every
-// runtime reads the same way (core/strict_json.hpp) is refused: passing it through would start the
+// (`named`: the fast path's text test of the whole file, core/spec/spec_read.hpp) but is not JSON every
+// runtime reads the same way (core/spec/strict_json.hpp) is refused: passing it through would start the
 // container with its request and without its share.
 Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, bool named, const std::string& bundle,
                                               const Config& cfg, const std::string& container_id) {
   if (!named) return std::optional<Parsed>{};
-  if (auto r = check_strict_json(text, bundle + "/config.json", {.max_bytes = hook::kMaxConfigBytes}); !r)
+  if (auto r = check_strict_json(text, bundle + "/config.json", {.max_bytes = bundle::kMaxConfigBytes}); !r)
     return std::unexpected(r.error());
   Spec spec = Spec::parse(text);  // checked: it parses; ordered, so config.json keeps its key order
   if (!spec.is_object() || already_injected(spec, cfg.hook_path)) return std::optional<Parsed>{};
-  auto parsed = hook::bundle_spec_from(spec, bundle);
+  auto parsed = bundle::bundle_spec_from(spec, bundle);
   if (!parsed) return std::unexpected(parsed.error());
   emit_warnings(env_request_warnings(parsed->env), cfg, container_id);
   if (!wants_gpufrac(parsed->annotations, cfg.aliases, parsed->env)) return std::optional<Parsed>{};
@@ -212,10 +212,10 @@ Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, bool name
 // The create's config.json, when gpufrac has something to do with it; nullopt when it is the
 // runtime's alone (no file, a text that cannot name gpufrac, no request, already prepared). A spec
 // that names gpufrac but cannot be read whole, or whose text cannot be examined, is refused
-// (core/spec_read.hpp), never passed through.
+// (core/spec/spec_read.hpp), never passed through.
 Result<std::optional<Parsed>> read_if_wanted(const std::string& path, const std::string& bundle, const Config& cfg,
                                              const std::string& container_id) {
-  auto spec = read_spec(path, {.max_bytes = hook::kMaxConfigBytes});
+  auto spec = read_spec(path, {.max_bytes = bundle::kMaxConfigBytes});
   if (!spec) return std::unexpected(spec.error());
   if (!spec->text) return std::optional<Parsed>{};
   emit_warnings(docker_label_warnings_for(*spec->text, container_id), cfg, container_id);
@@ -249,7 +249,7 @@ Result<Injection> inject(const RuntimeArgs& args, const std::string& cwd, const 
   if (!requested) return std::unexpected(requested.error());
   parsed->requested = std::move(*requested);
   out.why = metrics::Refusal::host_pid;
-  if (auto r = hook::check_host_pid(parsed->bundle, cfg.require_host_pid, cfg.proc_root); !r)
+  if (auto r = bundle::check_host_pid(parsed->bundle, cfg.require_host_pid, cfg.proc_root); !r)
     return std::unexpected(r.error());
   struct stat st {};
   if (::stat(inj.config_path.c_str(), &st) == 0) inj.mode = st.st_mode & 07777;

@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
 #include "metrics/counter_file.hpp"
 #include "runtime-wrapper/argv.hpp"

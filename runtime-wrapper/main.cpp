@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/build_info.hpp"
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/log.hpp"
 #include "metrics/counter_file.hpp"
 #include "runtime-wrapper/argv.hpp"

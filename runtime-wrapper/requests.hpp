@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
-#include "core/env_request.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/inventory.hpp"
-#include "core/request.hpp"
+#include "core/inventory/inventory.hpp"
+#include "core/request/env_request.hpp"
+#include "core/request/request.hpp"
 
 namespace gpufrac::wrapper {
 

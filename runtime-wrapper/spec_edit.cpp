@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/fs.hpp"
-#include "core/request.hpp"
+#include "core/request/request.hpp"
 
 namespace gpufrac::wrapper {
 

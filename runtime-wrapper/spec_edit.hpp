@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/edits.hpp"
 #include "core/error.hpp"
+#include "core/plan/edits.hpp"
 
 namespace gpufrac::wrapper {
 

@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/env_request.hpp"
 #include "core/fs.hpp"
 #include "core/log.hpp"
-#include "core/request.hpp"
+#include "core/request/env_request.hpp"
+#include "core/request/request.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::wrapper {

@@ -1,6 +1,6 @@
 // Requests the wrapper cannot honour but can recognise, answered with a warning instead of silence:
 // GPUFRAC_* variables that are not request variables and gpufrac.io/... set as a variable
-// (core/env_request.hpp), and Docker labels named like gpufrac's annotations. Docker keeps labels
+// (core/request/env_request.hpp), and Docker labels named like gpufrac's annotations. Docker keeps labels
 // out of the OCI spec; it bind-mounts /etc/hostname from <data-root>/containers/<id>/hostname, and
 // next to that file is its config.v2.json with Config.Labels, which is read (bounded) only when a
 // spec mounts such a file for this very container id.
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 
 namespace gpufrac::wrapper {
 

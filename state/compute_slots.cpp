@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "limits/host/arbiter_file.hpp"
 
 namespace gpufrac {

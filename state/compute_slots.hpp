@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
 #include "limits/host/limit_file.hpp"
 

@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/error.hpp"
-#include "core/ledger_entry.hpp"
-#include "core/plan.hpp"
+#include "core/ledger/ledger_entry.hpp"
+#include "core/plan/plan.hpp"
 
 namespace gpufrac {
 

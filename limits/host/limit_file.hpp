@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/grant.hpp"
+#include "core/plan/grant.hpp"
 
 namespace gpufrac::limits {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/elf_info.hpp"
+#include "core/driver/elf_info.hpp"
 #include "fuzz_check.hpp"
 
 using namespace gpufrac;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/ld_cache.hpp"
+#include "core/driver/ld_cache.hpp"
 #include "fuzz_check.hpp"
 
 using namespace gpufrac;

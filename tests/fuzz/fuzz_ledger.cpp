@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/ledger_canonical.hpp"
-#include "core/ledger_json.hpp"
+#include "core/ledger/ledger_canonical.hpp"
+#include "core/ledger/ledger_json.hpp"
 #include "fuzz_check.hpp"
 
 using namespace gpufrac;

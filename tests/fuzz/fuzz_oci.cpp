@@ -1,5 +1,5 @@
 // Fuzzes what the hook and the wrapper read from the runtime: the OCI state (stdin) and config.json,
-// both through the strict, bounded JSON pass (core/strict_json.hpp). A spec accepted has an
+// both through the strict, bounded JSON pass (core/spec/strict_json.hpp). A spec accepted has an
 // absolute rootfs; a state accepted has an id and an absolute bundle. The bounds hold on every
 // input: with small limits, a document accepted is no larger, no deeper and has no more values
 // than the limits allow, and one accepted by the strict pass parses as JSON.
@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/strict_json.hpp"
+#include "bundle/oci.hpp"
+#include "core/spec/strict_json.hpp"
 #include "fuzz_check.hpp"
-#include "hook/oci.hpp"
 
 using namespace gpufrac;
 
@@ -54,8 +54,8 @@ void check_bounds(std::string_view text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  if (auto state = hook::parse_oci_state(text)) FUZZ_CHECK(!state->id.empty() && state->bundle.front() == '/');
-  if (auto spec = hook::parse_bundle_spec(text, "/bundle"))
+  if (auto state = bundle::parse_oci_state(text)) FUZZ_CHECK(!state->id.empty() && state->bundle.front() == '/');
+  if (auto spec = bundle::parse_bundle_spec(text, "/bundle"))
     FUZZ_CHECK(!spec->rootfs.empty() && spec->rootfs.front() == '/');
   check_bounds(text);
   return 0;

@@ -1,5 +1,5 @@
 // Fuzzes the request parser. Input: one flag byte (bit 0: aliases on; bit 1: the records are the
-// container's environment, core/env_request.hpp, with the same records as annotations when bit 2
+// container's environment, core/request/env_request.hpp, with the same records as annotations when bit 2
 // is set too), then "key=value" records separated by newlines. Invariants: no crash; the fast path
 // agrees with the parser; a request is in range and canonical (its compute share and GPU count and
 // pin list too); a refusal,
@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/env_request.hpp"
-#include "core/mig_profile_name.hpp"
-#include "core/request.hpp"
+#include "core/mig/mig_profile_name.hpp"
+#include "core/request/env_request.hpp"
+#include "core/request/request.hpp"
 #include "fuzz_check.hpp"
 
 using namespace gpufrac;

@@ -3,7 +3,7 @@
 // front-ends use to run the provisioner (exec/mig_exec.hpp).
 #include <gtest/gtest.h>
 
-#include "core/allocator.hpp"
+#include "core/allocator/allocator.hpp"
 #include "exec/mig_exec.hpp"
 #include "mig_sim.hpp"
 

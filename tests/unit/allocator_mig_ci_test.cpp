@@ -4,8 +4,8 @@
 // twice, one per container per GPU instance, and compute requests by SMs.
 #include <gtest/gtest.h>
 
-#include "core/allocator.hpp"
-#include "core/request.hpp"
+#include "core/allocator/allocator.hpp"
+#include "core/request/request.hpp"
 #include "nvml/simulated.hpp"
 #include "request_fixture.hpp"
 

@@ -2,7 +2,7 @@
 // instance; without it the allocator takes the first idle instance of the profile.
 #include <gtest/gtest.h>
 
-#include "core/allocator.hpp"
+#include "core/allocator/allocator.hpp"
 #include "nvml/simulated.hpp"
 
 namespace gpufrac {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/allocator.hpp"
+#include "core/allocator/allocator.hpp"
 #include "nvml/simulated.hpp"
 #include "request_fixture.hpp"
 #include "shipped_machines.hpp"

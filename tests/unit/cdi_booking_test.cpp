@@ -8,7 +8,7 @@
 
 #include "cdi/device_names.hpp"
 #include "cdi_test_util.hpp"
-#include "core/ledger.hpp"
+#include "core/ledger/ledger.hpp"
 
 namespace gpufrac::cdi {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "core/config.hpp"
-#include "core/inventory.hpp"
+#include "core/config/config.hpp"
+#include "core/inventory/inventory.hpp"
 
 namespace gpufrac::test {
 

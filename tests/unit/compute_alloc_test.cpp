@@ -6,9 +6,9 @@
 #include <map>
 #include <random>
 
-#include "core/allocator.hpp"
-#include "core/compute_share.hpp"
-#include "core/load.hpp"
+#include "core/allocator/allocator.hpp"
+#include "core/allocator/load.hpp"
+#include "core/request/compute_share.hpp"
 #include "nvml/simulated.hpp"
 #include "request_fixture.hpp"
 #include "shipped_machines.hpp"

@@ -3,9 +3,9 @@
 // in one line naming the key and the accepted form.
 #include <gtest/gtest.h>
 
-#include "core/compute_share.hpp"
-#include "core/env_request.hpp"
-#include "core/request.hpp"
+#include "core/request/compute_share.hpp"
+#include "core/request/env_request.hpp"
+#include "core/request/request.hpp"
 
 namespace gpufrac {
 namespace {

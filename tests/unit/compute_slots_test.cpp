@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "limits/host/arbiter_file.hpp"
 #include "state/compute_slots.hpp"
 #include "state/container_state.hpp"

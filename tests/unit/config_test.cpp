@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <filesystem>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "core/fs.hpp"
 
 namespace gpufrac {

@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/elf_info.hpp"
+#include "core/driver/elf_info.hpp"
+#include "core/driver/ld_cache.hpp"
 #include "core/fs.hpp"
-#include "core/ld_cache.hpp"
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "nvml/driver_discovery.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "nvml/sim_driver.hpp"

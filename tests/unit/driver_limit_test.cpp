@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/fs.hpp"
-#include "core/ledger.hpp"
+#include "core/ledger/ledger.hpp"
 #include "core/text.hpp"
 #include "fake_proc.hpp"
 #include "nvml/driver_limit_apply.hpp"

@@ -1,10 +1,10 @@
-// Who holds a share's memory limit (core/enforcement.hpp) and where its cgroup is
-// (core/cgroup_v2.hpp, over the fixture trees of tests/fixtures/cgroup).
+// Who holds a share's memory limit (core/enforcement/enforcement.hpp) and where its cgroup is
+// (core/enforcement/cgroup_v2.hpp, over the fixture trees of tests/fixtures/cgroup).
 #include <gtest/gtest.h>
 
-#include "core/cgroup_v2.hpp"
-#include "core/enforcement.hpp"
-#include "core/nvidia_memory_env.hpp"
+#include "core/enforcement/cgroup_v2.hpp"
+#include "core/enforcement/enforcement.hpp"
+#include "core/enforcement/nvidia_memory_env.hpp"
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
 #include "nvml/simulated.hpp"

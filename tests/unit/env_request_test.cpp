@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/env_request.hpp"
+#include "core/request/env_request.hpp"
 
 namespace gpufrac {
 namespace {

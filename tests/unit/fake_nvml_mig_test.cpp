@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <string>
 
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 #include "nvml/nvml_api.hpp"
 
 namespace gpufrac {

@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 #include "nvml/nvml_api.hpp"
 
 namespace gpufrac {

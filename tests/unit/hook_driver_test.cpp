@@ -8,12 +8,13 @@
 #include <fstream>
 #include <iterator>
 
+#include "bundle/nvidia_edits.hpp"
 #include "hook/driver_step.hpp"
 #include "hook/ld_cache_update.hpp"
-#include "hook/nvidia_edits.hpp"
 #include "scratch_dir.hpp"
 
 namespace gpufrac::hook {
+using namespace gpufrac::bundle;  // the bundle layer the hook is built on
 namespace {
 
 BundleSpec spec_with(std::vector<SpecHook> hooks, std::vector<std::string> mounts, std::vector<std::string> devices) {

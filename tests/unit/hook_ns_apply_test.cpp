@@ -18,6 +18,7 @@
 #include "hook/privileges.hpp"
 
 namespace gpufrac::hook {
+using namespace gpufrac::bundle;  // the bundle layer the hook is built on
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -154,11 +155,11 @@ TEST_F(NsApplyTest, VerifyRefusesAPathThatDoesNotShowItsSource) {
   ASSERT_TRUE(root);
   std::vector<PreparedMount> same;
   same.push_back({fs::UniqueFd(::open((rootfs_ + "/run/gpufrac/limits").c_str(), O_PATH | O_CLOEXEC)),
-                  "/run/gpufrac/limits", TargetKind::file});
+                  "/run/gpufrac/limits", bundle::TargetKind::file});
   EXPECT_TRUE(verify_mounts(root.get(), same));  // the path shows the source's inode
   std::vector<PreparedMount> swapped;
   swapped.push_back({fs::UniqueFd(::open((base_ + "/host/limits").c_str(), O_PATH | O_CLOEXEC)), "/run/gpufrac/limits",
-                     TargetKind::file});
+                     bundle::TargetKind::file});
   auto r = verify_mounts(root.get(), swapped);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().message,
@@ -166,7 +167,7 @@ TEST_F(NsApplyTest, VerifyRefusesAPathThatDoesNotShowItsSource) {
             "during the hook?); the container is not started");
   std::vector<PreparedMount> missing;
   missing.push_back({fs::UniqueFd(::open((base_ + "/host/usage").c_str(), O_PATH | O_CLOEXEC)), "/run/gpufrac/usage",
-                     TargetKind::file});
+                     bundle::TargetKind::file});
   EXPECT_FALSE(verify_mounts(root.get(), missing));  // nothing there at all
 }
 

@@ -4,13 +4,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bundle/oci.hpp"
 #include "core/fs.hpp"
-#include "core/spec_scan.hpp"
+#include "core/spec/spec_scan.hpp"
 #include "hook/cgroup_devices.hpp"
-#include "hook/oci.hpp"
 #include "scratch_dir.hpp"
 
 namespace gpufrac::hook {
+using namespace gpufrac::bundle;  // the bundle layer the hook is built on
 namespace {
 
 TEST(OciState, RuncShape) {
@@ -84,7 +85,7 @@ TEST(BundleConfig, RequestFieldsAreWhatTheFullReadTakes) {
   EXPECT_FALSE(load_bundle_config(dir)) << "duplicate keys are still refused";
 }
 
-// The fast path's text test (core/spec_scan.hpp, shared with gpufrac-runtime): everything gpufrac
+// The fast path's text test (core/spec/spec_scan.hpp, shared with gpufrac-runtime): everything gpufrac
 // reads from config.json spells one of its words in the raw text, or the text has a \u escape;
 // anything else cannot ask for a share.
 TEST(BundleConfig, TheTextTestSeesEveryNameGpufracReads) {

@@ -6,9 +6,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "hook/rootfs_path.hpp"
+#include "bundle/rootfs_path.hpp"
 
 namespace gpufrac::hook {
+using namespace gpufrac::bundle;  // the bundle layer the hook is built on
 namespace {
 
 namespace stdfs = std::filesystem;

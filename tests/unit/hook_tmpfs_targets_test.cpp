@@ -6,11 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bundle/mount_place.hpp"
 #include "hook/mount_fd.hpp"
-#include "hook/mount_place.hpp"
 #include "hook/tmpfs_targets.hpp"
 
 namespace gpufrac::hook {
+using namespace gpufrac::bundle;  // the bundle layer the hook is built on
 namespace {
 
 TEST(TmpfsTargets, PathBeneath) {

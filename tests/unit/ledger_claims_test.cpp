@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/ledger.hpp"
-#include "core/ledger_json.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/ledger/ledger_json.hpp"
 #include "ledger_fixture.hpp"
 
 namespace gpufrac {

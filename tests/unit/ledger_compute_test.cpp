@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/ledger_canonical.hpp"
-#include "core/ledger_json.hpp"
+#include "core/ledger/ledger_canonical.hpp"
+#include "core/ledger/ledger_json.hpp"
 #include "ledger_fixture.hpp"
 #include "limits/host/limit_file.hpp"
 #include "state/container_state.hpp"

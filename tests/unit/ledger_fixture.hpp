@@ -6,8 +6,8 @@
 
 #include <filesystem>
 
-#include "core/ledger.hpp"
-#include "core/request.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/request/request.hpp"
 #include "fake_proc.hpp"
 #include "nvml/simulated.hpp"
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <random>
 
-#include "core/ledger.hpp"
+#include "core/ledger/ledger.hpp"
 #include "core/process.hpp"
 #include "fake_proc.hpp"
 #include "ledger_fixture.hpp"

@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/ledger_canonical.hpp"
-#include "core/ledger_json.hpp"
+#include "core/ledger/ledger_canonical.hpp"
+#include "core/ledger/ledger_json.hpp"
 #include "ledger_fixture.hpp"
 
 namespace gpufrac {

@@ -5,10 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/ledger.hpp"
-#include "core/ledger_canonical.hpp"
-#include "core/ledger_json.hpp"
-#include "core/ledger_limits.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/ledger/ledger_canonical.hpp"
+#include "core/ledger/ledger_json.hpp"
+#include "core/ledger/ledger_limits.hpp"
 #include "ledger_fixture.hpp"
 
 namespace gpufrac {

@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/ledger.hpp"
-#include "core/ledger_json.hpp"
-#include "core/ledger_mig.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/ledger/ledger_json.hpp"
+#include "core/ledger/ledger_mig.hpp"
 #include "fake_proc.hpp"
 #include "mig_sim.hpp"
 #include "small_tmpfs.hpp"
@@ -131,7 +131,7 @@ TEST_F(LedgerMigTest, ReclaimedBookingsLeaveTheirInstanceIdle) {
 }
 
 // Poststop on a full state directory (a small tmpfs): the release, idle record included, is written
-// into the room ledger.reserve kept for it (core/ledger_file.hpp).
+// into the room ledger.reserve kept for it (core/ledger/ledger_file.hpp).
 TEST_F(LedgerMigTest, ReleaseOnAFullStateDirectoryStillRecordsTheInstanceIdle) {
   testing::SmallTmpfs tmpfs;
   const std::string state_dir = tmpfs.mount(64 << 10);

@@ -1,6 +1,6 @@
 // The ledger on a full state directory (a small tmpfs): a booking is refused when the room its
 // release will need cannot be reserved, and a release, a rollback or a gc on a full directory
-// leaves the ledger as it was before the booking (core/ledger_file.hpp, ledger.reserve).
+// leaves the ledger as it was before the booking (core/ledger/ledger_file.hpp, ledger.reserve).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "core/fs.hpp"
-#include "core/ledger_file.hpp"
+#include "core/ledger/ledger_file.hpp"
 #include "ledger_fixture.hpp"
 #include "small_tmpfs.hpp"
 

@@ -3,8 +3,8 @@
 
 #include <filesystem>
 
-#include "core/ledger.hpp"
-#include "core/ledger_json.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/ledger/ledger_json.hpp"
 #include "core/process.hpp"
 #include "fake_proc.hpp"
 #include "ledger_fixture.hpp"

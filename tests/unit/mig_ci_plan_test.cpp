@@ -1,10 +1,10 @@
-// The dynamic MIG planner with compute instances (core/mig_plan.hpp, core/mig_fit.hpp): compute
+// The dynamic MIG planner with compute instances (core/mig/mig_plan.hpp, core/mig/mig_fit.hpp): compute
 // picks the profile together with memory, compute instances share their GPU instance's memory,
 // reuse and lazy destruction per GPU instance, compute instances gpufrac did not make are never
 // destroyed, one compute instance per container per GPU instance, unknown compute instance tables.
 #include <gtest/gtest.h>
 
-#include "core/mig_plan.hpp"
+#include "core/mig/mig_plan.hpp"
 #include "mig_sim.hpp"
 
 namespace gpufrac {

@@ -1,4 +1,4 @@
-// What a percent of compute is on MIG (core/mig_device.hpp): a share of the SMs of the GPU's full
+// What a percent of compute is on MIG (core/mig/mig_device.hpp): a share of the SMs of the GPU's full
 // profile, mapped to the smallest whole GPU instance with them on every shipped machine (A100: the
 // 7g's 98 SMs, not the 108 the GPU has without MIG; H100: the uneven 16/26/32/60/64/132), device
 // profile names, the equal split of a GPU instance's memory, and what discovery keeps learned.
@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <map>
 
-#include "core/mig_device.hpp"
-#include "core/mig_fit.hpp"
+#include "core/mig/mig_device.hpp"
+#include "core/mig/mig_fit.hpp"
 #include "core/text.hpp"
 #include "nvml/simulated.hpp"
 

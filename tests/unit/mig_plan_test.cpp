@@ -1,9 +1,9 @@
-// The dynamic MIG planner (core/mig_plan.hpp) on simulated GPUs: the MIG user guide's ordering
+// The dynamic MIG planner (core/mig/mig_plan.hpp) on simulated GPUs: the MIG user guide's ordering
 // example, candidate profiles, usable slices, reuse, destroying the fewest idle instances and
 // falling back to larger profiles.
 #include <gtest/gtest.h>
 
-#include "core/mig_plan.hpp"
+#include "core/mig/mig_plan.hpp"
 #include "mig_sim.hpp"
 
 namespace gpufrac {

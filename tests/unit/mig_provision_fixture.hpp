@@ -13,9 +13,9 @@
 
 #include "cdi/spec_write.hpp"
 #include "core/fs.hpp"
-#include "core/ledger_mig.hpp"
-#include "core/mig_device.hpp"
-#include "core/mig_plan.hpp"
+#include "core/ledger/ledger_mig.hpp"
+#include "core/mig/mig_device.hpp"
+#include "core/mig/mig_plan.hpp"
 #include "core/text.hpp"
 #include "nvml/discover.hpp"
 #include "nvml/mig_provision.hpp"

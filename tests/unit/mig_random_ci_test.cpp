@@ -17,7 +17,7 @@
 #include <map>
 #include <random>
 
-#include "core/mig_plan.hpp"
+#include "core/mig/mig_plan.hpp"
 #include "core/quantity.hpp"
 #include "mig_sim.hpp"
 

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <random>
 
-#include "core/mig_plan.hpp"
+#include "core/mig/mig_plan.hpp"
 #include "mig_sim.hpp"
 
 namespace gpufrac {

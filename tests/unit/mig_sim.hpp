@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/mig_device.hpp"
-#include "core/mig_plan.hpp"
-#include "core/mig_profile_name.hpp"
+#include "core/mig/mig_device.hpp"
+#include "core/mig/mig_plan.hpp"
+#include "core/mig/mig_profile_name.hpp"
 #include "core/text.hpp"
 #include "nvml/simulated.hpp"
 

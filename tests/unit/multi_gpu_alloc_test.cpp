@@ -9,10 +9,10 @@
 #include <random>
 #include <set>
 
-#include "core/allocator.hpp"
-#include "core/ledger.hpp"
+#include "core/allocator/allocator.hpp"
+#include "core/allocator/topology_place.hpp"
+#include "core/ledger/ledger.hpp"
 #include "core/text.hpp"
-#include "core/topology_place.hpp"
 #include "ledger_fixture.hpp"
 #include "nvml/simulated.hpp"
 #include "request_fixture.hpp"

@@ -3,8 +3,8 @@
 // refusal is one line naming the key and the accepted form.
 #include <gtest/gtest.h>
 
-#include "core/env_request.hpp"
-#include "core/request.hpp"
+#include "core/request/env_request.hpp"
+#include "core/request/request.hpp"
 
 namespace gpufrac {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "nvml/discover.hpp"
 
 namespace gpufrac {

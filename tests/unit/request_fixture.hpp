@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "core/request.hpp"
+#include "core/request/request.hpp"
 
 namespace gpufrac::testing {
 

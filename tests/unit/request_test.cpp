@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "core/mig_profile_name.hpp"
-#include "core/request.hpp"
+#include "core/mig/mig_profile_name.hpp"
+#include "core/request/request.hpp"
 
 namespace gpufrac {
 namespace {

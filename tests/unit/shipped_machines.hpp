@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 #include "nvml/simulated.hpp"
 
 namespace gpufrac::test {

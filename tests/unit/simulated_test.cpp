@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "core/mig_device.hpp"
+#include "core/mig/mig_device.hpp"
 #include "core/text.hpp"
 #include "nvml/simulated.hpp"
 

@@ -1,12 +1,12 @@
-// How gpufrac-runtime reads config.json and decides "pass it through" (core/spec_read.hpp,
-// core/spec_scan.hpp): the text test over the whole file, however it is split into pieces and
+// How gpufrac-runtime reads config.json and decides "pass it through" (core/spec/spec_read.hpp,
+// core/spec/spec_scan.hpp): the text test over the whole file, however it is split into pieces and
 // however large the file is; a spec that names gpufrac and cannot be read whole is refused.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include "core/fs.hpp"
-#include "core/spec_read.hpp"
-#include "core/spec_scan.hpp"
+#include "core/spec/spec_read.hpp"
+#include "core/spec/spec_scan.hpp"
 #include "scratch_dir.hpp"
 
 namespace gpufrac {

@@ -2,7 +2,7 @@
 // and the size, depth and value bounds, each a one-line error naming the place.
 #include <gtest/gtest.h>
 
-#include "core/strict_json.hpp"
+#include "core/spec/strict_json.hpp"
 
 namespace gpufrac {
 namespace {

@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "core/spec_scan.hpp"
+#include "core/spec/spec_scan.hpp"
 #include "runtime-wrapper/argv.hpp"
 #include "runtime-wrapper/error_log.hpp"
 

@@ -12,7 +12,7 @@ namespace {
 
 constexpr char kMarker[] = "GPUFRAC-EMBEDDED-NVML-MACHINE:";
 // Written after the marker by `gpufrac simulate init-root`: the machine's Inventory as JSON
-// (core/inventory.hpp), NUL-terminated.
+// (core/inventory/inventory.hpp), NUL-terminated.
 // volatile: the bytes in the installed file are read, never a folded constant.
 __attribute__((used)) volatile const char g_embedded[65536] = "GPUFRAC-EMBEDDED-NVML-MACHINE:";
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "core/inventory.hpp"
+#include "core/inventory/inventory.hpp"
 #include "nvml/nvml_api.hpp"
 #include "nvml/simulated.hpp"
 
@@ -110,7 +110,7 @@ nvmlComputeInstance_st* add_compute_instance(nvmlGpuInstance_st& gi, std::uint32
                                              std::uint32_t start, std::string uuid);
 
 // Compute instance profiles: the GPU instance profile's table (the machine file's compute-profiles,
-// or the derived one: core/mig_device.hpp). By NVML index or by profile id; null when not offered.
+// or the derived one: core/mig/mig_device.hpp). By NVML index or by profile id; null when not offered.
 const MigComputeProfile* ci_profile_by_index(const nvmlGpuInstance_st& gi, std::uint32_t index);
 const MigComputeProfile* ci_profile_by_id(const nvmlGpuInstance_st& gi, std::uint32_t id);
 

@@ -1,0 +1,38 @@
+// What live bookings hold on each device of an inventory: reserved bytes, booked compute, share
+// count and who.
+// Pure; shared by the allocator and `gpufrac status`. The pointers refer into the entries vector
+// passed in, which must outlive the result.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/inventory/inventory.hpp"
+#include "core/ledger/ledger_entry.hpp"
+
+namespace gpufrac {
+
+struct DeviceLoad {
+  std::uint64_t reserved = 0;
+  std::uint64_t compute = 0;  // ppm of the GPU's time booked (sum of the bookings' compute_ppm)
+  std::vector<const LedgerEntry*> entries;
+  const LedgerEntry* exclusive = nullptr;  // a whole-GPU or MIG booking
+  std::uint32_t shares() const { return static_cast<std::uint32_t>(entries.size()); }
+};
+
+struct Load {
+  std::map<std::string, DeviceLoad> by_device;  // by device UUID (GPU- or MIG-)
+  std::vector<const LedgerEntry*> unknown;      // bookings on devices the inventory lacks
+  const DeviceLoad& of(const std::string& device_uuid) const;
+};
+
+Load compute_load(const Inventory& inv, const std::vector<LedgerEntry>& entries);
+
+// Memory that may be promised on a GPU: total x overcommit, in bytes.
+std::uint64_t gpu_capacity(const Gpu& gpu, double overcommit);
+// The GPU's time not booked yet, in ppm (0 when its bookings sum to all of it or more).
+std::uint32_t compute_free(const DeviceLoad& d);
+
+}  // namespace gpufrac
