@@ -57,3 +57,21 @@ for n in 1 64; do
     printf '%-28s %12s %12s %12s\n' "start us, $n procs ($what)" "$b" "$s" "$((s - b))"
   done
 done
+# Burstable memory: the same pair under a limit file whose device has a burst line (request 16 GiB
+# below the 32 GiB limit; the pair stays within the request) against the plain file above. A
+# container that does not burst, and one that bursts but stays within its request, side by side.
+printf 'version 1\ncontainer bench\nregion %s/usage-burst\ndevice GPU-894e9a6d-f600-b098-3d59-138988473c2c %d\nburst GPU-894e9a6d-f600-b098-3d59-138988473c2c %d\n' \
+  "$tmp" $((32 << 30)) $((16 << 30)) >"$tmp/limits-burst"
+truncate -s "$("$BENCH" region-size)" "$tmp/usage-burst"
+declare -A burst=()
+for _ in 1 2 3 4 5; do
+  for kind in plain burst; do
+    file=$tmp/limits
+    [ "$kind" = burst ] && file=$tmp/limits-burst
+    out=$(GPUFRAC_LIMITS_FILE=$file LD_PRELOAD=$SHIM "$BENCH" ops 0)
+    burst[$kind]=$(min "${burst[$kind]:-}" "$(val pair_ns "$out")")
+  done
+done
+printf '%-28s %12s %12s %12s\n' "alloc+free ns, limit file:" "no burst" "burst line" "added"
+printf '%-28s %12s %12s %12s\n' "  (with shim, alone)" "${burst[plain]}" "${burst[burst]}" \
+  "$(awk -v a="${burst[burst]}" -v b="${burst[plain]}" 'BEGIN{printf "%+.1f", a-b}')"

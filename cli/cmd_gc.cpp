@@ -5,7 +5,9 @@
 // did. On dynamic-MIG GPUs it also undoes half-made instances and destroys instances idle for
 // mig.idle-timeout (nvml/mig_reclaim.hpp), and lists those kept for reuse. The driver limits of the
 // bookings it reclaims, and of those released before their limit was cleared, are cleared
-// (nvml/driver_limit_apply.hpp). --dry-run says what it would do from what `status` reads
+// (nvml/driver_limit_apply.hpp). While a booking has a burst limit it makes sure the burst
+// reclaimer runs; once none has, it removes the reclaimer's files (cli/reclaim_start.hpp).
+// --dry-run says what it would do from what `status` reads
 // (cli/gc_dry_run.hpp), and writes nothing.
 #include <cstdio>
 #include <ctime>
@@ -17,6 +19,7 @@
 #include "cdi/spec_write.hpp"
 #include "cli/context.hpp"
 #include "cli/gc_dry_run.hpp"
+#include "cli/reclaim_start.hpp"
 #include "cli/status_model.hpp"
 #include "cli/table.hpp"
 #include "core/ledger/ledger.hpp"
@@ -191,6 +194,10 @@ int run_gc(Context& ctx, bool json, bool dry_run) {
     plan = GcPlan{std::move(*report), std::move(*files), std::move(*mig), {limits->cleared, limits->errors}};
   }
   std::string out = report_text(plan, *cfg, json, dry_run);
+  // The burst reclaimer: running while a booking has a burst limit, its files gone once none has.
+  if (!dry_run)
+    if (auto state = Ledger(LedgerOptions::from(*cfg)).read())
+      if (auto line = tidy_reclaimer(*cfg, *state); !line.empty() && !json) out += line + "\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (!plan.limits.errors.empty()) return ctx.fail(internal_error(plan.limits.errors.front()).error());
   return 0;

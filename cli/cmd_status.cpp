@@ -15,6 +15,7 @@
 
 #include "cli/context.hpp"
 #include "cli/node_view.hpp"
+#include "cli/status_burst.hpp"
 #include "cli/status_render.hpp"
 #include "core/text.hpp"
 
@@ -38,7 +39,10 @@ void print(const std::string& s) {
 Result<std::string> snapshot(const Config& cfg, const StatusOptions& o, const StatusStyle& style) {
   auto node = read_node(cfg, static_cast<std::int64_t>(std::time(nullptr)));
   if (!node) return std::unexpected(node.error());
-  return o.json ? status_json(node->report).dump(2) + "\n" : render_status(node->report, style);
+  if (!o.json) return render_status(node->report, style) + render_reclaims(node->reclaims, node->inventory);
+  nlohmann::json j = status_json(node->report);
+  if (node->reclaim_log) j["reclaims"] = reclaims_json(node->reclaims, node->inventory);
+  return j.dump(2) + "\n";
 }
 
 Result<double> watch_seconds(const StatusOptions& o) {

@@ -34,5 +34,7 @@ void add_mig_command(CLI::App& app, Context& ctx);      // provision, plan (dyna
 
 // set, clear: the driver's per-cgroup memory limits (the static front-ends run these).
 void add_driver_limit_command(CLI::App& app, Context& ctx);
+// run, start: the burst reclaimer (hidden; the front-ends start it).
+void add_reclaim_command(CLI::App& app, Context& ctx);
 
 }  // namespace gpufrac::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   gpufrac::cli::add_runtime_command(app, ctx);
   gpufrac::cli::add_mig_command(app, ctx);
   gpufrac::cli::add_driver_limit_command(app, ctx);
+  gpufrac::cli::add_reclaim_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

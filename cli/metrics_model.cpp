@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "cli/status_burst.hpp"
 #include "core/enforcement/enforcement.hpp"
 #include "core/text.hpp"
 
@@ -30,12 +31,13 @@ std::vector<Family> memory_families(const StatusReport& r) {
                   "Memory booked by shares (the sum of their limits)");
   Family free("gpufrac_gpu_memory_free_bytes", Type::gauge, "Memory a new share may still book (total x overcommit)");
   Family shares("gpufrac_gpu_shares", Type::gauge, "Bookings on the device");
-  Family limit("gpufrac_share_limit_bytes", Type::gauge, "Memory booked by one share (its limit)");
+  Family limit("gpufrac_share_limit_bytes", Type::gauge,
+               "The most one share may use: its burst limit, else what it books");
   Family used("gpufrac_share_used_bytes", Type::gauge,
               "Memory the share's processes hold now (accounting region, or the driver where it holds the limit)");
   std::string gpu_uuid;
   auto add_share = [&](const ShareStatus& s) {
-    limit.add(share_labels(s.entry), s.entry.bytes);
+    limit.add(share_labels(s.entry), s.entry.limit());
     if (s.used_bytes) used.add(share_labels(s.entry), *s.used_bytes);
   };
   for (const auto& d : r.devices) {
@@ -147,6 +149,7 @@ std::vector<Family> node_metrics(const NodeView& node, const metrics::CounterSna
   out.push_back(gpu_info(node.inventory));
   for (auto& f : memory_families(node.report)) out.push_back(std::move(f));
   for (auto& f : compute_families(node.report)) out.push_back(std::move(f));
+  for (auto& f : burst_families(node.report, node.reclaims, share_labels)) out.push_back(std::move(f));
   out.push_back(mig_instances(node.report));
   for (auto& f : counter_families(counters)) out.push_back(std::move(f));
   out.push_back(

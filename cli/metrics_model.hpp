@@ -7,10 +7,15 @@
 //   gpufrac_gpu_shares{gpu_index,gpu_uuid,device_uuid}            bookings on the device
 //       per device that holds shares: a GPU not in MIG mode (device_uuid = gpu_uuid) or a MIG
 //       instance (device_uuid = MIG-...); a GPU in MIG mode has only gpu_info and mig_instances
-//   gpufrac_share_{limit,used}_bytes{gpu_index,gpu_uuid,device_uuid,container_id,device_key,request,enforcement}
-//       per booking; used only where the container's accounting region (or, where it holds the
-//       limit, the driver) says (not when pending); enforcement: driver, shim or mig
-//   gpufrac_gpu_compute_{booked,free}_ratio{gpu_index,gpu_uuid,device_uuid}
+//   gpufrac_share_{request,limit,used}_bytes{gpu_index,gpu_uuid,device_uuid,container_id,device_key,request,enforcement}
+//       per booking: what it books, the most it may use (its burst limit, else what it books); used
+//       only where the container's accounting region (or, where it holds the limit, the driver) says
+//       (not when pending); enforcement: driver, shim or mig
+//   gpufrac_share_borrowed_bytes{<share labels>}                  a share with a burst limit: used past its request
+//   gpufrac_share_reclaims_total{<share labels>}                  its processes the reclaimer stopped
+//   gpufrac_gpu_reclaims_total{gpu_index,gpu_uuid}                borrowers' processes stopped on the GPU
+//   gpufrac_gpu_reclaims_refused_total{gpu_index,gpu_uuid}        requests for lent memory refused (burst.reclaim:
+//   refuse) gpufrac_gpu_compute_{booked,free}_ratio{gpu_index,gpu_uuid,device_uuid}
 //       the GPU's time booked by its shares and still free (0 to 1), per GPU not in MIG mode
 //   gpufrac_share_compute_booked_ratio{<share labels>}            per booking with a compute share
 //   gpufrac_share_compute_achieved_ratio{<share labels>}          its time over the last 10 s, where known

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "core/fs.hpp"
 #include "core/ledger/ledger.hpp"
 #include "core/plan/plan.hpp"
 #include "core/process.hpp"
@@ -96,6 +97,11 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
   if (!ledger) return std::unexpected(ledger.error());
   v.ledger = std::move(*ledger);
   v.ledger_file_bytes = file_size(options.path);
+  if (fs::exists(reclaim_log_path(cfg)))
+    if (auto log = load_reclaim_log(reclaim_log_path(cfg))) {
+      v.reclaims = std::move(*log);
+      v.reclaim_log = true;
+    }
   v.report = build_status(
       v.inventory, v.ledger, cfg.allocation, now, [&](const LedgerEntry& e) { return share_state(e, cfg, now); },
       driver_usage(cfg, v.ledger, live_usage(cfg)), compute_achieved(cfg));

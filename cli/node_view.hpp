@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "cli/reclaim_log.hpp"
 #include "cli/status_model.hpp"
 #include "core/config/config.hpp"
 #include "core/error.hpp"
@@ -20,6 +21,9 @@ struct NodeView {
   LedgerState ledger;
   std::uint64_t ledger_file_bytes = 0;  // size of ledger.json; 0 when there is none
   StatusReport report;
+  // What the burst reclaimer did (cli/reclaim_log.hpp); reclaim_log: its file exists.
+  ReclaimLog reclaims;
+  bool reclaim_log = false;
 };
 
 Result<NodeView> read_node(const Config& cfg, std::int64_t now);

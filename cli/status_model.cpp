@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/status_burst.hpp"
 #include "core/allocator/load.hpp"
 #include "core/enforcement/enforcement.hpp"
 #include "core/ledger/ledger_json.hpp"
@@ -91,6 +92,7 @@ nlohmann::json share_json(const ShareStatus& s) {
       s.compute_achieved_ppm ? nlohmann::json(*s.compute_achieved_ppm) : nlohmann::json(nullptr);
   j["enforcement"] = to_string(share_holder(s.entry));
   if (!s.gpus.empty()) j["gpus"] = s.gpus;
+  add_burst_json(j, s);
   return j;
 }
 

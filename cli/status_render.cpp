@@ -1,5 +1,7 @@
 #include "cli/status_render.hpp"
 
+#include "cli/status_burst.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -169,9 +171,13 @@ std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool comp
   // Where the driver holds a limit, every share says who holds its own (driver, shim or mig).
   const bool holders =
       std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return r.share->entry.driver_limit.has_value(); });
+  // A LIMIT column once a share has a burst limit above what it books (RESERVED, its request).
+  const bool limits =
+      std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return r.share->entry.limit_bytes != 0; });
   std::vector<std::string> rest{"CONTAINER"};
   if (keys) rest.push_back("CDI DEVICE");
   for (const char* h : {"REQUEST", "RESERVED", "USED"}) rest.push_back(h);
+  if (limits) rest.insert(rest.end() - 1, "LIMIT");
   if (compute) rest.insert(rest.end(), {"COMPUTE", "ACHIEVED (10 s)"});
   for (const char* h : {"SOURCE", "PID", "STATE", "AGE"}) rest.push_back(h);
   if (holders) rest.push_back("ENFORCED BY");
@@ -187,8 +193,8 @@ std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool comp
     if (keys) row.push_back(key.empty() ? "-" : std::string(key));
     row.push_back(e.request);
     row.push_back(per_gpu(r, [](const ShareStatus& m) { return text::format_bytes(m.entry.bytes); }));
-    row.push_back(per_gpu(
-        r, [](const ShareStatus& m) { return m.used_bytes ? text::format_bytes(*m.used_bytes) : std::string("-"); }));
+    if (limits) row.push_back(per_gpu(r, [](const ShareStatus& m) { return text::format_bytes(m.entry.limit()); }));
+    row.push_back(per_gpu(r, [](const ShareStatus& m) { return used_text(m); }));
     if (compute) {
       row.push_back(per_gpu(r, [](const ShareStatus& m) { return compute_cells(m)[0]; }));
       row.push_back(per_gpu(r, [](const ShareStatus& m) { return compute_cells(m)[1]; }));

@@ -129,12 +129,12 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
   return ledger.bookings_of(inv.state.id, inv.instance);
 }
 
-Result<> attach_pid(const Invocation& inv) {
+Result<std::vector<LedgerEntry>> attach_pid(const Invocation& inv) {
   Ledger ledger(LedgerOptions::from(inv.cfg));
   auto bookings = ledger.attach(inv.state.id, *inv.state.pid, inv.pid_start, inv.args.instance);
   if (!bookings) return std::unexpected(bookings.error());
   log::info(text::cat("attached pid ", *inv.state.pid, " to ", bookings->size(), " booking(s)"));
-  return {};
+  return bookings;
 }
 
 Result<Edits> edits_for(Invocation& inv, const std::vector<LedgerEntry>& bookings) {

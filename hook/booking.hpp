@@ -33,8 +33,8 @@ Result<> identify(Invocation& inv);
 // Reserves (idempotently) and returns every booking the container now has; empty when the
 // annotations hold only alias keys and aliases are off.
 Result<std::vector<LedgerEntry>> book(Invocation& inv);
-// The wrapper's createRuntime hook: give the container's pending bookings their pid.
-Result<> attach_pid(const Invocation& inv);
+// The wrapper's createRuntime hook: give the container's pending bookings their pid; returns them.
+Result<std::vector<LedgerEntry>> attach_pid(const Invocation& inv);
 // What to apply in the namespace: everything for annotation requests (the driver's files when
 // injects_driver says so); for CDI devices gpufrac's directory (plan_gpufrac_dir: the tmpfs with the
 // shim, limits, usage and the compute arbiters of the container's shares that have one; the CDI spec

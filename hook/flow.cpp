@@ -16,6 +16,7 @@
 #include "core/request/request.hpp"
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
+#include "exec/reclaim_exec.hpp"
 #include "hook/booking.hpp"
 #include "hook/cgroup_devices.hpp"
 #include "hook/driver_limit_step.hpp"
@@ -24,6 +25,7 @@
 #include "hook/privileges.hpp"
 #include "hook/refusal.hpp"
 #include "metrics/counter_file.hpp"
+#include "state/claim_members.hpp"
 #include "state/container_state.hpp"
 
 namespace gpufrac::hook {
@@ -96,7 +98,20 @@ Result<> attach_step(const Invocation& inv) {
   if (inv.args.driver_limit)
     if (auto r = set_told_driver_limits(inv); !r) return r;
   if (auto r = mount_gpufrac_dir(inv, inv.state.id, inv.instance); !r) return r;
-  return attach_pid(inv);
+  auto bookings = attach_pid(inv);
+  if (!bookings) return std::unexpected(bookings.error());
+  if (wants_reclaimer(*bookings)) start_reclaimer(inv.cfg);
+  return {};
+}
+
+// A container of a claim with a burst limit: its cgroups, so that the reclaimer tells the claim's
+// processes apart (state/claim_members.hpp). A failure costs the claim its borrowing, not its start.
+Result<> note_claim_member(const Invocation& inv) {
+  auto bookings = Ledger(LedgerOptions::from(inv.cfg)).bookings_of_claim(inv.args.claim);
+  if (!bookings || !wants_reclaimer(*bookings)) return {};
+  if (auto r = add_claim_member(inv.cfg, container_key(inv.args.claim, kClaimInstance), *inv.state.pid); !r)
+    log::warn("claim member: " + r.error().message + "; the claim borrows nothing");
+  return {};
 }
 
 // A DRA claim's spec: gpufrac-dra booked before any container; the policy, the driver's limits on
@@ -106,7 +121,8 @@ Result<> claim_step(const Invocation& inv) {
   if (auto r = bundle::check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r) return r;
   if (inv.args.driver_limit)
     if (auto r = set_told_driver_limits(inv); !r) return r;
-  return mount_gpufrac_dir(inv, inv.args.claim, kClaimInstance);
+  if (auto r = mount_gpufrac_dir(inv, inv.args.claim, kClaimInstance); !r) return r;
+  return note_claim_member(inv);
 }
 
 void rollback(const Invocation& inv) {
@@ -141,6 +157,7 @@ Result<> book_and_apply(Invocation& inv) {
     return update_ld_cache(inv, inv.inventory.driver.library_dirs);
   }();
   if (!done) rollback(inv);
+  if (done && wants_reclaimer(*bookings)) start_reclaimer(inv.cfg);
   return done;
 }
 

@@ -15,9 +15,11 @@ namespace gpufrac::hook {
 // hook runs (`gpufrac mig provision`, a root exec that gets the bounding set), which makes a new
 // instance's /dev/nvidia-caps nodes when the driver has not. CAP_SETUID and CAP_SETGID are only for
 // the library-cache helper (ld_cache_update.hpp), which becomes nobody before it runs ldconfig.
-inline constexpr cap_value_t kHookCapabilities[] = {CAP_SYS_ADMIN,    CAP_SYS_CHROOT,      CAP_SYS_PTRACE,
-                                                    CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,
-                                                    CAP_MKNOD,        CAP_SETUID,          CAP_SETGID};
+// CAP_KILL likewise is never the hook's own: it stays for the burst reclaimer the hook starts
+// (`gpufrac reclaim start`), which stops a borrower's process whatever its user.
+inline constexpr cap_value_t kHookCapabilities[] = {
+    CAP_SYS_ADMIN, CAP_SYS_CHROOT, CAP_SYS_PTRACE, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH,
+    CAP_FOWNER,    CAP_MKNOD,      CAP_SETUID,     CAP_SETGID,       CAP_KILL};
 
 // Drops every capability outside kHookCapabilities from the bounding set, inheritable and ambient
 // sets. A non-root hook (no CAP_SETPCAP) keeps what it has: it cannot mount anyway.

@@ -10,6 +10,7 @@
 #include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
+#include "exec/reclaim_exec.hpp"
 #include "k8s/claim_spec.hpp"
 #include "nvml/driver_limit_apply.hpp"
 #include "nvml/inventory_cache.hpp"
@@ -171,6 +172,7 @@ Result<std::vector<PreparedDevice>> DraDriver::prepare_locked(const ClaimRef& c)
     if (!bookings->empty())
       if (auto r = write_claim_spec(options_.cdi_dir, c.uid, *bookings, *inventory, cfg_); !r)
         return std::unexpected(r.error());
+    if (wants_reclaimer(*bookings)) start_reclaimer(cfg_);
     return devices;
   }();
   if (!done) {

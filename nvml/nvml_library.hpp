@@ -22,11 +22,12 @@ namespace gpufrac::nvml {
   X(nvmlDeviceGetPciInfo_v3) X(nvmlDeviceGetMinorNumber) X(nvmlDeviceGetMemoryInfo)                        \
   X(nvmlDeviceGetCudaComputeCapability)
 // Optional: without GetMemoryInfo_v2 the v1 call is used; without GetMigMode no GPU is MIG-capable;
+// without GetComputeRunningProcesses_v3 the burst reclaimer has no driver view and stops no process;
 // without the compute instance placement calls, placements are taken as aligned and compute
 // instances are created where the driver chooses.
 #define GPUFRAC_NVML_OPTIONAL(X)                                                                         \
   X(nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetMigMode) X(nvmlGpuInstanceGetComputeInstancePossiblePlacements) \
-  X(nvmlGpuInstanceCreateComputeInstanceWithPlacement)
+  X(nvmlGpuInstanceCreateComputeInstanceWithPlacement) X(nvmlDeviceGetComputeRunningProcesses_v3)
 // Needed only once a GPU reports MIG mode enabled (missing_mig_symbol() names the first absent one).
 #define GPUFRAC_NVML_MIG(X)                                                                              \
   X(nvmlDeviceGetGpuInstanceProfileInfo) X(nvmlDeviceGetGpuInstancePossiblePlacements_v2)                 \

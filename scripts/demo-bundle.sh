@@ -19,26 +19,29 @@ for file in "$PROGRAM" "$SHIM" "$DRIVER_LIBS"/libcuda.so.1 "$DRIVER_LIBS"/libnvi
 mkfifo "$DEMO/stdin"
 exec 3<>"$DEMO/stdin"   # demo-cuda holds its memory until the end of the story
 
-# make_bundle <dir> <shell command>: shares the rootfs (read-only), asks for a 0.25 share.
+# make_bundle <dir> <shell command> [annotations JSON]: shares the rootfs (read-only), asks for a 0.25
+# share (or what the annotations say). HOOK_PATH and EXTRA_JQ (a jq filter) change the hook and the spec.
 make_bundle() {
-  local dir=$1 cmd=$2
+  local dir=$1 cmd=$2 annotations=${3:-'{"gpufrac.io/fraction": "0.25"}'}
   mkdir -p "$dir"
   (cd "$dir" && runc spec)
-  local hook="{\"path\":\"$BIN/gpufrac-hook\",\"env\":[\"PATH=/usr/bin:/bin\",\"GPUFRAC_CONFIG=$GPUFRAC_CONFIG\"],\"timeout\":30}"
-  jq --arg root "$ROOTFS" --arg cmd "$cmd" --argjson hook "$hook" '
+  local hook="{\"path\":\"${HOOK_PATH:-$BIN/gpufrac-hook}\",\"env\":[\"PATH=/usr/bin:/bin\",\"GPUFRAC_CONFIG=$GPUFRAC_CONFIG\"],\"timeout\":30}"
+  jq --arg root "$ROOTFS" --arg cmd "$cmd" --argjson hook "$hook" --argjson ann "$annotations" '
     .root = {path: $root, readonly: true} | .process.terminal = false
     | .process.args = ["/bin/sh", "-c", $cmd]
-    | .annotations = {"gpufrac.io/fraction": "0.25"}
+    | .annotations = $ann
     | .linux.namespaces |= map(select(.type != "pid"))
     | .hooks = {createRuntime: [$hook + {args: ["gpufrac-hook", "createRuntime"]}],
                 poststop: [$hook + {args: ["gpufrac-hook", "poststop"]}]}
+    | '"${EXTRA_JQ:-.}"'
   ' "$dir/config.json" >"$dir/config.json.new" && mv "$dir/config.json.new" "$dir/config.json"
 }
 
-# start_container <id> <shell command>: runc create + start, output in $DEMO/<id>.log.
+# start_container <id> <shell command> [annotations JSON]: runc create + start, output in $DEMO/<id>.log.
 start_container() {
-  make_bundle "$DEMO/$1" "$2"
-  printf '$ runc run -d %s    # gpufrac.io/fraction=0.25\n' "$1"
+  local ann=${3:-'{"gpufrac.io/fraction": "0.25"}'}
+  make_bundle "$DEMO/$1" "$2" "$ann"
+  printf '$ runc run -d %s    # %s\n' "$1" "$(jq -r 'to_entries | map("\(.key)=\(.value)") | join(" ")' <<<"$ann")"
   runc create --bundle "$DEMO/$1" "$1" <"$DEMO/stdin" >"$DEMO/$1.log" 2>&1 || { cat "$DEMO/$1.log"; exit 1; }
   IDS+=("$1")
   runc start "$1"

@@ -3,6 +3,7 @@
 #   1. the node's GPUs (gpufrac info)                 4. a fifth 0.25 share is refused
 #   2. the CDI spec (gpufrac cdi generate)            5. a CUDA program stops at its limit
 #   3. four containers with gpufrac.io/fraction=0.25  6. gpufrac status: shares and live usage
+#   8. a burst and its reclaim (gpufrac.io/memory-limit above the request), in gpufrac status
 # started with runc and gpufrac-hook. Without an NVIDIA driver it runs on a simulated A100-40GB
 # with a simulated driver install (gpufrac-hook mounts its libraries into the containers, as it
 # mounts the real driver's on a GPU node); with one, on GPU 0 of the real node.
@@ -99,5 +100,9 @@ exec 3>&-
 for id in "${IDS[@]}"; do runc delete -f "$id" >/dev/null 2>&1 || true; done
 IDS=()
 show "$GPUFRAC" status
+
+step "8. Burstable memory: demo-burst (request 10Gi, limit 30Gi) borrows what no request holds;
+     demo-owner (request 20Gi) needs it back, and the reclaimer stops demo-burst's process"
+source "$SRC/scripts/demo-burst.sh"
 echo
 echo "Done ($MODE node; $(printf '%s' "$GPU") had $((TOTAL / 1024 / 1024)) MiB)."

@@ -42,9 +42,14 @@ LimitFile limit_file_for(const std::string& container_id, const std::vector<Ledg
     auto same =
         std::find_if(f.devices.begin(), f.devices.end(), [&](const auto& d) { return d.uuid == b.device_uuid; });
     if (same == f.devices.end()) same = f.devices.insert(f.devices.end(), limits::DeviceLimit{b.device_uuid, 0});
-    same->bytes = saturating_add(same->bytes, b.bytes);
+    same->bytes = saturating_add(same->bytes, b.limit());
+    same->request = saturating_add(same->request, b.bytes);
+    same->wait_ms = std::max(same->wait_ms, b.wait_ms);
     add_compute(*same, b);
   }
+  // A "burst" line only where the limit is above what is booked.
+  for (auto& d : f.devices)
+    if (d.request == d.bytes) d.request = 0;
   return f;
 }
 

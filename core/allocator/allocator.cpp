@@ -58,6 +58,16 @@ ShareFit evaluate_share(const Gpu& g, const Request& r, const DeviceLoad& d, con
   return f;
 }
 
+// The burst limit on the GPU granted: the limit's bytes (a fraction of this GPU's memory), at most
+// the GPU's memory; 0 when it is not above the booking.
+std::uint64_t limit_on(const ShareFit& f, const Request& r) {
+  if (!r.limit || f.whole) return 0;
+  const std::uint64_t total = f.gpu->memory_bytes;
+  const std::uint64_t limit =
+      std::min(total, r.limit->is_fraction ? fraction_bytes(total, r.limit->fraction) : r.limit->bytes);
+  return limit > f.bytes ? limit : 0;
+}
+
 Grant share_grant(const ShareFit& f, const Request& r, std::string reason) {
   const Gpu& g = *f.gpu;
   const bool compute = f.compute != 0;
@@ -70,7 +80,9 @@ Grant share_grant(const ShareFit& f, const Request& r, std::string reason) {
                std::move(reason),
                f.compute,
                compute ? r.compute_mode.value_or(ComputeMode::fair) : ComputeMode::fair,
-               compute ? r.priority.value_or(ComputePriority::normal) : ComputePriority::normal};
+               compute ? r.priority.value_or(ComputePriority::normal) : ComputePriority::normal,
+               limit_on(f, r),
+               0};
 }
 
 }  // namespace alloc_detail

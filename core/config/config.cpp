@@ -40,6 +40,10 @@ const char* to_string(Enforcement e) {
   return e == Enforcement::driver ? "driver" : e == Enforcement::shim ? "shim" : "auto";
 }
 
+const char* to_string(BurstReclaim r) {
+  return r == BurstReclaim::refuse ? "refuse" : "kill";
+}
+
 Config default_config() {
   Config c;
   c.shim_path = std::string(build::kShimDir) + "/libgpufrac-limits.so";
@@ -198,6 +202,26 @@ Result<> parse_sections(const Located& root, Config& c) {
     if (auto r = parse_driver(root.child("driver"), c.driver); !r) return r;
   if (root.node["cdi"])
     if (auto r = parse_cdi_section(root.child("cdi"), c.cdi); !r) return r;
+  if (root.node["burst"]) {
+    Located burst = root.child("burst");
+    if (auto r = yaml::check_keys(burst, {"reclaim", "context-allowance"}); !r) return r;
+    if (burst.node["context-allowance"]) {
+      auto text = yaml::as_string(burst.child("context-allowance"));
+      if (!text) return std::unexpected(text.error());
+      if (*text == "0") {
+        c.burst.context_allowance = 0;
+      } else {
+        auto v = parse_memory(*text);
+        if (!v) return burst.child("context-allowance").fail(v.error().message);
+        c.burst.context_allowance = *v;
+      }
+    }
+    if (burst.node["reclaim"]) {
+      auto v = yaml::as_choice(burst.child("reclaim"), {"kill", "refuse"});
+      if (!v) return std::unexpected(v.error());
+      c.burst.reclaim = *v == "refuse" ? BurstReclaim::refuse : BurstReclaim::kill;
+    }
+  }
   if (root.node["enforcement"]) {
     auto v = yaml::as_choice(root.child("enforcement"), {"auto", "driver", "shim"});
     if (!v) return std::unexpected(v.error());
@@ -225,7 +249,7 @@ Result<Config> load_config_string(const std::string& content, const std::string&
   if (!root) return std::unexpected(root.error());
   if (auto r = yaml::check_keys(*root, {"state-dir", "host-root", "proc-root", "cgroup-root", "nvml", "allocation",
                                         "aliases", "require-host-pid", "lock-timeout", "mig", "shim", "hook", "cli",
-                                        "runtimes", "log", "cdi", "driver", "enforcement"});
+                                        "runtimes", "log", "cdi", "driver", "enforcement", "burst"});
       !r)
     return std::unexpected(r.error());
   Config c = default_config();

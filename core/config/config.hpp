@@ -62,6 +62,18 @@ struct CdiConfig {
   std::vector<std::uint64_t> memory_shares;  // bytes; optional memory-sized share devices
 };
 
+// Burstable memory (docs/architecture.md "Burstable memory"): what happens when a share within its
+// request needs memory a borrower holds. kill (default): the reclaimer stops the process of the
+// borrower furthest over its request; refuse: borrowers keep it, and the owner's allocation fails.
+enum class BurstReclaim { kill, refuse };
+struct BurstConfig {
+  BurstReclaim reclaim = BurstReclaim::kill;
+  // What the driver may count per process beyond what the shim counts (a CUDA context takes a few
+  // hundred MiB the shim never sees): a share is past its request by the driver's view only beyond
+  // this much per process, so a container the shim holds within its request is never a borrower.
+  std::uint64_t context_allowance = 512ull << 20;
+};
+
 // The driver's user space in containers (docs/architecture.md "The driver's user space").
 struct DriverConfig {
   // auto: inject unless the container already carries NVIDIA's edits; always; never.
@@ -90,6 +102,7 @@ struct Config {
   LogConfig log;
   CdiConfig cdi;
   DriverConfig driver;
+  BurstConfig burst;
 
   // Derived state paths.
   std::string ledger_path() const { return state_dir + "/ledger.json"; }
@@ -118,5 +131,6 @@ const char* to_string(MigMode m);
 const char* to_string(DriverInject d);
 const char* to_string(ComputeManagement c);
 const char* to_string(Enforcement e);
+const char* to_string(BurstReclaim r);
 
 }  // namespace gpufrac

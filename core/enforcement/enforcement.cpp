@@ -76,7 +76,7 @@ Result<std::vector<PlannedLimit>> plan_driver_limits(const std::vector<LedgerEnt
                                   "; set enforcement: auto to let the shim hold it on this node"));
     if (how.holder != Holder::driver) continue;
     out.push_back(PlannedLimit{e.device_key, e.gpu_uuid, g->index,
-                               DriverLimit{cgroup, guaranteed_bytes(e.bytes, cfg.allocation.overcommit), e.bytes}});
+                               DriverLimit{cgroup, guaranteed_bytes(e.bytes, cfg.allocation.overcommit), e.limit()}});
   }
   return out;
 }

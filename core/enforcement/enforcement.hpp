@@ -1,9 +1,10 @@
 // Who holds a share's memory limit: the pure decisions of "Driver-enforced memory limits"
 // (docs/architecture.md). Per GPU, from the config's `enforcement`, the inventory (does the driver
 // set per-cgroup limits on the GPU; MIG mode) and the node's cgroup layout; per booking, the limit
-// the driver is asked to hold: hard = the booking's bytes (the shim's limit), soft = its memory
-// guaranteed (the bytes, divided by allocation.overcommit where memory is overcommitted, so the
-// guarantees of a GPU never add up past its memory). Whole GPUs and MIG instances get none: nobody
+// the driver is asked to hold: hard = the share's limit (the shim's limit: its burst limit, else the
+// booking's bytes), soft = its memory guaranteed (the booking's bytes, its request, divided by
+// allocation.overcommit where memory is overcommitted, so the guarantees of a GPU never add up past
+// its memory). Whole GPUs and MIG instances get none: nobody
 // shares them (a MIG instance is partitioned in hardware, and the driver refuses MIG handles).
 #pragma once
 

@@ -26,7 +26,7 @@ Result<std::optional<MiB>> gpufrac_values(const std::vector<LedgerEntry>& bookin
   std::optional<MiB> out;
   for (const auto& e : bookings) {
     if (!is_share(e)) continue;
-    const MiB v{e.bytes >> 20, guaranteed_bytes(e.bytes, cfg.allocation.overcommit) >> 20};
+    const MiB v{e.limit() >> 20, guaranteed_bytes(e.bytes, cfg.allocation.overcommit) >> 20};
     if (out && (out->hard != v.hard || out->soft != v.soft))
       return user_error(text::cat(kNvidiaMemoryLimitEnv,
                                   " holds one value for every GPU, and the container's shares "

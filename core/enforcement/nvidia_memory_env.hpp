@@ -4,7 +4,9 @@
 // shares to must never get two limits: gpufrac-runtime writes gpufrac's own values in their place
 // (the container's env is its to edit); the hook, which cannot change the environment, refuses a
 // container whose values disagree with gpufrac's. gpufrac's values are those of
-// core/enforcement/enforcement.hpp (hard = the share's bytes, soft = its guarantee), in whole MiB.
+// core/enforcement/enforcement.hpp (hard = the share's limit, its burst limit where it has one; soft
+// = its guarantee, the request), in whole MiB: NVIDIA_GPU_MEMORY_REQUEST=8192 with
+// NVIDIA_GPU_MEMORY_LIMIT=16384 as a request of its own gives back exactly those two values.
 #pragma once
 
 #include <string>

@@ -57,9 +57,12 @@ Result<Booking> existing(const std::vector<LedgerEntry*>& mine, const ReserveArg
 
 LedgerEntry entry_for(const ReserveArgs& a, const std::string& device_key, const Grant& g, std::uint64_t pid_start,
                       std::int64_t now) {
-  return LedgerEntry{a.container_id, device_key,           g.device_uuid,  g.gpu_index, g.gpu_uuid, g.mig, g.bytes,
-                     g.exclusive,    a.request.describe(), a.source,       a.pid,       pid_start,  now,   a.instance,
-                     a.claim,        g.compute_ppm,        g.compute_mode, g.priority};
+  LedgerEntry e{a.container_id, device_key,           g.device_uuid,  g.gpu_index, g.gpu_uuid, g.mig, g.bytes,
+                g.exclusive,    a.request.describe(), a.source,       a.pid,       pid_start,  now,   a.instance,
+                a.claim,        g.compute_ppm,        g.compute_mode, g.priority};
+  e.limit_bytes = g.limit_bytes;
+  e.wait_ms = a.request.wait_ms.value_or(0);
+  return e;
 }
 
 MigHolder holder_of(const ReserveArgs& a) {

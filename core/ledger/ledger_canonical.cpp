@@ -157,6 +157,10 @@ LedgerEntry scan_entry(Scanner& sc, std::optional<BookingSource>& source) {
   if (sc.peek(",\"claim\":") && (e.claim = sc.str("claim", ledger_max::kClaim)).empty()) sc.fail();
   if (sc.peek(",\"compute\":")) scan_compute(sc, e);
   if (sc.peek(",\"driver_limit\":")) e.driver_limit = scan_driver_limit(sc);
+  // Version 6, each only when set (0 is never written).
+  if (sc.peek(",\"limit\":") && (e.limit_bytes = sc.u64("limit", UINT64_MAX)) == 0) sc.fail();
+  if (sc.peek(",\"wait_ms\":") && (e.wait_ms = static_cast<std::uint32_t>(sc.u64("wait_ms", kMaxLedgerWaitMs))) == 0)
+    sc.fail();
   sc.lit("}");
   return e;
 }

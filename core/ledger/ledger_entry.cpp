@@ -36,7 +36,9 @@ Grant grant_of(const LedgerEntry& e) {
                text::cat("existing booking of ", e.container_id, " (", e.request, ")"),
                e.compute_ppm,
                e.compute_mode,
-               e.priority};
+               e.priority,
+               e.limit_bytes,
+               e.wait_ms};
 }
 
 std::string gpus_device_key(std::string_view base, std::size_t k) {

@@ -57,6 +57,11 @@ struct LedgerEntry {
   ComputePriority priority = ComputePriority::normal;
   // The driver limit set (or being set) on the booking's GPU for its cgroup; none: the shim alone.
   std::optional<DriverLimit> driver_limit;
+  // Burstable memory (Grant::limit_bytes, Grant::wait_ms; version 6): `bytes` is the request, the
+  // share may use up to limit_bytes (0: bytes); wait_ms the on-limit: wait timeout (0: fail).
+  std::uint64_t limit_bytes = 0;
+  std::uint32_t wait_ms = 0;
+  std::uint64_t limit() const { return limit_bytes != 0 ? limit_bytes : bytes; }
   bool pending() const { return pid == 0; }
   bool claim_owned() const { return source == BookingSource::dra; }
   bool operator==(const LedgerEntry&) const = default;
@@ -89,7 +94,8 @@ struct LimitToClear {
 // The ledger file's content. Version 1 holds bookings only; version 2 adds the idle records of
 // dynamic MIG instances (top-level "mig_idle"); version 3 claim bookings; version 4 compute shares
 // (an entry's "compute", "compute_mode", "priority"); version 5 driver limits (an entry's
-// "driver_limit" and the top-level "limits_to_clear"). The writer writes the lowest version that
+// "driver_limit" and the top-level "limits_to_clear"); version 6 burstable memory (an entry's "limit"
+// and "wait_ms"). The writer writes the lowest version that
 // holds the content (docs/architecture.md "The ledger and a booking's life").
 struct LedgerState {
   std::vector<LedgerEntry> entries;

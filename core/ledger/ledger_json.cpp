@@ -19,10 +19,10 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array<std::string_view, 19> kEntryKeys{
-    "container_id", "device_key", "device_uuid",  "gpu_index", "gpu_uuid",    "mig",     "bytes",
-    "exclusive",    "request",    "source",       "pid",       "pid_start",   "created", "instance",
-    "claim",        "compute",    "compute_mode", "priority",  "driver_limit"};
+constexpr std::array<std::string_view, 21> kEntryKeys{
+    "container_id", "device_key", "device_uuid",  "gpu_index", "gpu_uuid",     "mig",     "bytes",
+    "exclusive",    "request",    "source",       "pid",       "pid_start",    "created", "instance",
+    "claim",        "compute",    "compute_mode", "priority",  "driver_limit", "limit",   "wait_ms"};
 
 // Typed field access on one JSON object; remembers the first problem with its dotted path.
 class Reader {
@@ -120,6 +120,10 @@ Result<LedgerEntry> read_entry(const json& obj, const std::string& path) {
     e.instance = r.str("instance", ledger_max::kInstance);                  // absent in ledgers written before it
   if (obj.contains("claim")) e.claim = r.str("claim", ledger_max::kClaim);  // claim-owned bookings only
   if (obj.contains("compute") || obj.contains("compute_mode") || obj.contains("priority")) read_compute(r, e);
+  if (obj.contains("limit")) e.limit_bytes = r.u64("limit", UINT64_MAX);  // version 6: burstable memory
+  if (obj.contains("wait_ms")) e.wait_ms = static_cast<std::uint32_t>(r.u64("wait_ms", kMaxLedgerWaitMs));
+  r.check(!obj.contains("limit") || e.limit_bytes != 0, "limit", "must be above bytes");
+  r.check(!obj.contains("wait_ms") || e.wait_ms != 0, "wait_ms", text::cat("must be an integer 1-", kMaxLedgerWaitMs));
   if (obj.contains("driver_limit") && !r.error()) {  // version 5: a limit the driver holds
     auto limit = read_driver_limit(obj.at("driver_limit"), path + ".driver_limit");
     if (!limit) return std::unexpected(limit.error());
@@ -152,6 +156,9 @@ std::optional<std::pair<std::string_view, std::string_view>> entry_value_problem
   if (e.compute_ppm == 0 && (e.compute_mode != ComputeMode::fair || e.priority != ComputePriority::normal))
     return P{"compute_mode", "is set only with compute"};
   if (e.driver_limit && driver_limit_problem(*e.driver_limit)) return P{"driver_limit", "is not a valid limit"};
+  if (e.limit_bytes != 0 && e.limit_bytes <= e.bytes) return P{"limit", "must be above bytes"};
+  if (e.limit_bytes != 0 && (e.exclusive || e.mig)) return P{"limit", "is set only on a share of a GPU"};
+  if (e.wait_ms > kMaxLedgerWaitMs) return P{"wait_ms", "must be an integer 1-3600000"};
   return std::nullopt;
 }
 
@@ -192,7 +199,7 @@ Result<int> read_version(const json& doc, const std::string& name) {
     return internal_error(name + ": not a gpufrac ledger; expected {\"version\": 1, \"entries\": [...]}");
   const json& v = doc.at("version");
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() < kLedgerVersion || v.get<std::uint64_t>() > kLedgerVersionMax)
-    return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not 1, 2, 3, 4 or ",
+    return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not 1, 2, 3, 4, 5 or ",
                                     kLedgerVersionMax, "; it was written by another gpufrac version"));
   const int version = static_cast<int>(v.get<std::uint64_t>());
   const auto keys = ledger_top_level_keys(version);
@@ -222,6 +229,9 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
       return internal_error(text::cat(name, ": entries[", i, "]: a compute share in a version ", *version, " ledger"));
     if (e->driver_limit && *version < kLedgerVersionDriverLimits)
       return internal_error(text::cat(name, ": entries[", i, "]: a driver limit in a version ", *version, " ledger"));
+    if ((e->limit_bytes != 0 || e->wait_ms != 0) && *version < kLedgerVersionBurst)
+      return internal_error(
+          text::cat(name, ": entries[", i, "]: a burst limit or wait in a version ", *version, " ledger"));
     if (!seen.emplace(e->claim_owned(), container_key(*e), e->device_key).second)
       return internal_error(text::cat(name, ": entries[", i, "]: a second booking of container ", container_key(*e),
                                       " device key ", text::quote(e->device_key)));
@@ -265,6 +275,8 @@ json entry_to_json(const LedgerEntry& e) {
     j["priority"] = to_string(e.priority);
   }
   if (e.driver_limit) j["driver_limit"] = driver_limit_to_json(*e.driver_limit);
+  if (e.limit_bytes != 0) j["limit"] = e.limit_bytes;
+  if (e.wait_ms != 0) j["wait_ms"] = e.wait_ms;
   return j;
 }
 

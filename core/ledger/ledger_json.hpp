@@ -3,7 +3,8 @@
 // "gpu": "GPU-...", "since": 1700000000}, ...]}; version 3 adds claim bookings (source dra, "claim"),
 // version 4 compute shares (an entry's "compute": ppm 1-1000000, "compute_mode": fair|strict,
 // "priority": normal|high, all three or none, never on a MIG instance), version 5 driver limits (an
-// entry's "driver_limit" and the top-level "limits_to_clear": core/ledger/ledger_json_limits.hpp).
+// entry's "driver_limit" and the top-level "limits_to_clear": core/ledger/ledger_json_limits.hpp),
+// version 6 burstable memory (an entry's "limit" and "wait_ms").
 // Migration: every version loads; the writer writes the lowest version that holds the content, so
 // a node that never uses a feature keeps files older binaries read, and an older binary refuses a
 // file with what it does not know rather than dropping it. The loader is strict (exact keys,
@@ -31,7 +32,12 @@ inline constexpr int kLedgerVersionCompute = 4;  // as 3, and compute shares (co
 // As 4, and driver limits: an entry's "driver_limit" and the top-level "limits_to_clear"
 // (core/ledger/ledger_limits.hpp). The top-level keys of each version: ledger_top_level_keys.
 inline constexpr int kLedgerVersionDriverLimits = 5;
-inline constexpr int kLedgerVersionMax = kLedgerVersionDriverLimits;
+// As 5, and burstable memory: an entry's "limit" (bytes above its "bytes", the request) and
+// "wait_ms" (gpufrac.io/on-limit: wait), each only when set.
+inline constexpr int kLedgerVersionBurst = 6;
+inline constexpr int kLedgerVersionMax = kLedgerVersionBurst;
+// The longest on-limit wait a ledger holds (an hour).
+inline constexpr std::uint32_t kMaxLedgerWaitMs = 3'600'000;
 inline constexpr std::size_t kMaxLedgerEntries = 65536;
 // The bounds on string fields (bytes of printable ASCII) both readers apply.
 namespace ledger_max {
@@ -43,7 +49,8 @@ inline constexpr std::size_t kCgroup = 1024;
 
 // The writer (core/ledger/ledger_json_write.cpp).
 std::string ledger_to_json(const LedgerState& state);
-// The version ledger_to_json writes for this content (5 with a driver limit or a limit to clear, 4
+// The version ledger_to_json writes for this content (6 with a burst limit or an on-limit wait, 5 with
+// a driver limit or a limit to clear, 4
 // with a compute share, 3 with a claim, 2 with an idle record, else 1),
 // and one entry or idle record exactly as it writes them (appended to out).
 int ledger_version_for(const LedgerState& state);

@@ -81,6 +81,8 @@ void append_ledger_entry(std::string& out, const LedgerEntry& e) {
     field(out, R"(,"priority":")"sv, std::string_view(to_string(e.priority)), '"');
   }
   if (e.driver_limit) append_driver_limit(out, *e.driver_limit);
+  if (e.limit_bytes != 0) field(out, R"(,"limit":)"sv, e.limit_bytes);
+  if (e.wait_ms != 0) field(out, R"(,"wait_ms":)"sv, e.wait_ms);
   out += '}';
 }
 
@@ -115,6 +117,8 @@ std::vector<std::string_view> ledger_top_level_keys(int version) {
 
 int ledger_version_for(const LedgerState& state) {
   const auto& entries = state.entries;
+  if (std::any_of(entries.begin(), entries.end(), [](const LedgerEntry& e) { return e.limit_bytes || e.wait_ms; }))
+    return kLedgerVersionBurst;
   const auto limited = [](const LedgerEntry& e) { return e.driver_limit.has_value(); };
   if (!state.limits_to_clear.empty() || std::any_of(entries.begin(), entries.end(), limited))
     return kLedgerVersionDriverLimits;

@@ -43,6 +43,13 @@ struct Grant {
   std::uint32_t compute_ppm = 0;
   ComputeMode compute_mode = ComputeMode::fair;
   ComputePriority priority = ComputePriority::normal;
+  // Burstable memory (docs/architecture.md "Burstable memory"): the most the share may use, above
+  // `bytes` (what is booked: its request), while the GPU has memory no request holds; 0 = bytes is
+  // the limit. wait_ms: gpufrac.io/on-limit: wait, its timeout (0: an allocation past the limit fails).
+  std::uint64_t limit_bytes = 0;
+  std::uint32_t wait_ms = 0;
+  // The shim's limit: the burst limit, else the booking.
+  std::uint64_t limit() const { return limit_bytes != 0 ? limit_bytes : bytes; }
   bool operator==(const Grant&) const = default;
 };
 

@@ -13,7 +13,7 @@ namespace {
 using namespace env_request;
 
 // Variable -> the annotation it stands for.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kVariables{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kVariables{{
     {"GPUFRAC_FRACTION", annotation::kFraction},
     {"GPUFRAC_MEMORY", annotation::kMemory},
     {"GPUFRAC_MIG_PROFILE", annotation::kMigProfile},
@@ -23,10 +23,21 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kVariable
     {"GPUFRAC_COMPUTE", annotation::kCompute},
     {"GPUFRAC_COMPUTE_MODE", annotation::kComputeMode},
     {"GPUFRAC_PRIORITY", annotation::kPriority},
+    {"GPUFRAC_MEMORY_LIMIT", annotation::kMemoryLimit},
+    {"GPUFRAC_FRACTION_LIMIT", annotation::kFractionLimit},
+    {"GPUFRAC_ON_LIMIT", annotation::kOnLimit},
+    {"GPUFRAC_ON_LIMIT_TIMEOUT", annotation::kOnLimitTimeout},
 }};
 constexpr const char* kVariableList =
     "GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, GPUFRAC_GPU, GPUFRAC_GPUS, GPUFRAC_POLICY, "
-    "GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE or GPUFRAC_PRIORITY";
+    "GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE, GPUFRAC_PRIORITY, GPUFRAC_MEMORY_LIMIT, GPUFRAC_FRACTION_LIMIT, "
+    "GPUFRAC_ON_LIMIT or GPUFRAC_ON_LIMIT_TIMEOUT";
+// NVIDIA's container toolkit variables (whole MiB, both or neither): with the aliases on, a request
+// of their own when the container asks gpufrac nothing else (docs/architecture.md "Burstable memory").
+constexpr std::array<std::pair<std::string_view, std::string_view>, 2> kNvidiaVariables{{
+    {"NVIDIA_GPU_MEMORY_REQUEST", annotation::kAliasMemory},
+    {"NVIDIA_GPU_MEMORY_LIMIT", annotation::kAliasMemoryLimit},
+}};
 
 std::string_view annotation_for(std::string_view name) {
   for (const auto& [variable, key] : kVariables)
@@ -57,6 +68,36 @@ Result<RequestKeys> env_keys(const std::vector<std::string>& env) {
   return out;
 }
 
+// NVIDIA_GPU_MEMORY_REQUEST and NVIDIA_GPU_MEMORY_LIMIT as the request aliases gpu-memory and
+// gpu-memory.limit (MiB both); one without the other is refused, as NVIDIA's hook ignores it.
+Result<RequestKeys> nvidia_keys(const std::vector<std::string>& env) {
+  RequestKeys out;
+  for (const auto& entry : env) {
+    auto [name, value] = split_entry(entry);
+    for (const auto& [variable, key] : kNvidiaVariables) {
+      if (name != variable) continue;
+      auto [it, fresh] = out.keys.emplace(std::string(key), std::string(value));
+      if (!fresh) it->second = std::string(value);  // the last one, as a runtime reads it
+      out.names.emplace(std::string(key), std::string(name));
+    }
+  }
+  if (out.keys.size() == 1) {
+    const bool has_request = out.keys.contains(annotation::kAliasMemory);
+    return user_error(text::cat(has_request ? kNvidiaVariables[0].first : kNvidiaVariables[1].first, ": set without ",
+                                has_request ? kNvidiaVariables[1].first : kNvidiaVariables[0].first,
+                                "; set both, whole MiB (NVIDIA's toolkit ignores one alone), or use GPUFRAC_MEMORY"));
+  }
+  return out;
+}
+
+bool has_nvidia_request(const std::vector<std::string>& env) {
+  for (const auto& entry : env)
+    if (entry.starts_with("NVIDIA_GPU_MEMORY_"))
+      for (const auto& [variable, key] : kNvidiaVariables)
+        if (split_entry(entry).first == variable) return true;
+  return false;
+}
+
 }  // namespace
 
 std::string env_name_for(std::string_view key) {
@@ -71,6 +112,8 @@ std::string env_name_for(std::string_view key) {
 Result<RequestKeys> request_keys(const Annotations& annotations, const std::vector<std::string>& env, bool aliases) {
   auto from_env = env_keys(env);
   if (!from_env) return from_env;
+  if (from_env->keys.empty() && aliases && !has_gpufrac_request(annotations, aliases) && has_nvidia_request(env))
+    return nvidia_keys(env);
   if (from_env->keys.empty()) return RequestKeys{annotations, {}};
   if (const std::string* key = first_request_key(annotations, aliases)) {
     // An untrusted key: at most 64 bytes of it in the message.
@@ -93,7 +136,7 @@ bool has_container_request(const Annotations& annotations, const std::vector<std
   if (has_gpufrac_request(annotations, aliases)) return true;
   for (const auto& entry : env)
     if (entry.starts_with(kPrefix) && !annotation_for(split_entry(entry).first).empty()) return true;
-  return false;
+  return aliases && has_nvidia_request(env);
 }
 
 std::vector<std::string> env_request_warnings(const std::vector<std::string>& env) {

@@ -1,10 +1,14 @@
 // Requests in the container's environment, for engines that cannot set annotations (Docker before
 // 24 has no --annotation): GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, GPUFRAC_GPU,
-// GPUFRAC_GPUS, GPUFRAC_POLICY, GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE and GPUFRAC_PRIORITY stand for the
-// gpufrac.io/ annotations of the same name, with the same grammar and
+// GPUFRAC_GPUS, GPUFRAC_POLICY, GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE, GPUFRAC_PRIORITY,
+// GPUFRAC_MEMORY_LIMIT, GPUFRAC_FRACTION_LIMIT, GPUFRAC_ON_LIMIT and GPUFRAC_ON_LIMIT_TIMEOUT stand for
+// the gpufrac.io/ annotations of the same name, with the same grammar and
 // errors (naming the variable). Whoever starts the container sets both its annotations and its
 // environment: the two are trusted alike. A request by annotation and one by environment in the
-// same container is refused, naming one of each; a variable set twice is refused.
+// same container is refused, naming one of each; a variable set twice is refused. With the aliases
+// on, NVIDIA's NVIDIA_GPU_MEMORY_REQUEST and NVIDIA_GPU_MEMORY_LIMIT (whole MiB, both or neither) are
+// a request of their own (memory and memory-limit) in a container that asks nothing else of gpufrac;
+// beside another request they are NVIDIA's hook's input (core/enforcement/nvidia_memory_env.hpp).
 #pragma once
 
 #include <string>

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "core/mig/mig_profile_name.hpp"
+#include "core/request/burst_request.hpp"
 #include "core/request/compute_share.hpp"
 #include "core/request/request_gpus.hpp"
 #include "core/text.hpp"
@@ -14,9 +15,11 @@ namespace {
 
 using namespace annotation;
 
-constexpr std::array<std::string_view, 10> kOwnKeys{kFraction, kMemory,      kMigProfile, kGpu,      kPolicy,
-                                                    kCompute,  kComputeMode, kPriority,   kInjected, kGpus};
-constexpr std::array<std::string_view, 3> kAliasKeys{kAliasFraction, kAliasMemory, kAliasClearml};
+constexpr std::array<std::string_view, 14> kOwnKeys{kFraction,    kMemory,        kMigProfile, kGpu,           kPolicy,
+                                                    kCompute,     kComputeMode,   kPriority,   kInjected,      kGpus,
+                                                    kMemoryLimit, kFractionLimit, kOnLimit,    kOnLimitTimeout};
+constexpr std::array<std::string_view, 5> kAliasKeys{kAliasFraction, kAliasMemory, kAliasClearml, kAliasMemoryLimit,
+                                                     kAliasFractionLimit};
 constexpr const char* kGpuForm =
     "a GPU index or GPU-<uuid> as nvidia-smi -L prints it, e.g. 0 or GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5";
 constexpr const char* kPolicyForm = "binpack or spread";
@@ -52,6 +55,7 @@ std::string_view form_of(std::string_view key) {
   if (key == kComputeMode) return kComputeModeForm;
   if (key == kPriority) return kPriorityForm;
   if (key == kGpus) return kGpusForm;
+  if (auto form = burst_form_of(key); !form.empty()) return form;
   return kFractionForm;
 }
 
@@ -72,12 +76,14 @@ Result<> check_unknown_keys(const Annotations& a) {
       return user_error(text::quote(it->first) +
                         ": unknown gpufrac annotation; use gpufrac.io/fraction, gpufrac.io/memory, "
                         "gpufrac.io/mig-profile, gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, "
-                        "gpufrac.io/gpu, gpufrac.io/gpus or gpufrac.io/policy");
+                        "gpufrac.io/gpu, gpufrac.io/gpus, gpufrac.io/policy, gpufrac.io/memory-limit, "
+                        "gpufrac.io/fraction-limit, gpufrac.io/on-limit or gpufrac.io/on-limit-timeout");
   return {};
 }
 
 bool is_sizing_key(std::string_view key) {
-  return key != kGpu && key != kPolicy && key != kCompute && key != kComputeMode && key != kPriority && key != kGpus;
+  return key != kGpu && key != kPolicy && key != kCompute && key != kComputeMode && key != kPriority && key != kGpus &&
+         !is_burst_key(key);
 }
 
 std::size_t max_value_bytes(std::string_view key) {
@@ -106,7 +112,7 @@ Result<Request> parse_size(std::string_view key, std::string_view value, std::st
     r.kind = SizeKind::memory;
     r.memory_bytes = *m;
   } else if (key == kAliasMemory) {
-    auto m = parse_mib(key, value);
+    auto m = parse_mib(label, value);
     if (!m) return std::unexpected(m.error());
     r.kind = SizeKind::memory;
     r.memory_bytes = *m;
@@ -274,6 +280,7 @@ std::string Request::describe() const {
   if (!pins.empty()) out += " gpu=" + text::join(pins, ",");
   if (gpu && gpu->mig_start) out += text::cat(" placement=", *gpu->mig_start);
   if (policy) out += text::cat(" policy=", to_string(*policy));
+  out += describe_burst(*this);
   return out;
 }
 
@@ -342,6 +349,8 @@ Result<std::optional<Request>> parse_request(const Annotations& a, bool aliases,
     return user_error(text::cat(shown(names, sizing[0]), " and ", shown(names, sizing[1]),
                                 ": both set; set only one of ", names.empty() ? kSizingKeys : kEnvSizingKeys));
   const std::string_view size_key = ci_memory ? std::string_view(kMigProfile) : sizing.empty() ? "" : sizing[0];
+  if (const char* limit_key = first_limit_key(a, aliases); limit_key != nullptr && sizing.empty())
+    return limit_without_request(shown(names, limit_key));
   auto request = sizing.empty() ? size_by_compute(a, names, shown(names, keys[0]->first))
                                 : parse_size(size_key, a.at(std::string(size_key)), shown(names, size_key));
   if (!request) return std::unexpected(request.error());
@@ -349,6 +358,7 @@ Result<std::optional<Request>> parse_request(const Annotations& a, bool aliases,
     if (auto r = apply_ci_memory(*request, a, names); !r) return std::unexpected(r.error());
   if (auto r = apply_compute(*request, a, names); !r) return std::unexpected(r.error());
   if (auto r = apply_gpus(*request, a, names); !r) return std::unexpected(r.error());
+  if (auto r = apply_burst(*request, a, aliases, names, size_key); !r) return std::unexpected(r.error());
   if (auto it = a.find(kPolicy); it != a.end()) {
     auto policy = parse_policy(shown(names, kPolicy), it->second);
     if (!policy) return std::unexpected(policy.error());

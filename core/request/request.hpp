@@ -34,12 +34,21 @@ inline constexpr const char* kGpus = "gpufrac.io/gpus";
 inline constexpr const char* kCompute = "gpufrac.io/compute";
 inline constexpr const char* kComputeMode = "gpufrac.io/compute-mode";
 inline constexpr const char* kPriority = "gpufrac.io/priority";
+// Burstable memory (docs/architecture.md "Burstable memory", core/request/burst_request.hpp): the
+// most a share may use beside what it books, and what an allocation past it does. Not sizing keys.
+inline constexpr const char* kMemoryLimit = "gpufrac.io/memory-limit";
+inline constexpr const char* kFractionLimit = "gpufrac.io/fraction-limit";
+inline constexpr const char* kOnLimit = "gpufrac.io/on-limit";
+inline constexpr const char* kOnLimitTimeout = "gpufrac.io/on-limit-timeout";
 // Written by gpufrac-runtime on the containers it prepared; accepted and ignored by the parser.
 inline constexpr const char* kInjected = "gpufrac.io/injected";
 // Compatibility aliases (Config::aliases): KAI-Scheduler / Run:ai and ClearML.
 inline constexpr const char* kAliasFraction = "gpu-fraction";
 inline constexpr const char* kAliasMemory = "gpu-memory";  // MiB
 inline constexpr const char* kAliasClearml = "clearml-injector/fraction";
+// KAI-Scheduler's limit forms (a dot, not a dash): the fraction grammar, and MiB.
+inline constexpr const char* kAliasFractionLimit = "gpu-fraction.limit";
+inline constexpr const char* kAliasMemoryLimit = "gpu-memory.limit";
 inline constexpr std::size_t kMaxValueBytes = 256;
 // gpufrac.io/gpu may list up to kMaxGpusPerRequest UUIDs (41 bytes each, and the commas).
 inline constexpr std::size_t kMaxGpuListBytes = 1024;
@@ -63,6 +72,15 @@ struct GpuPin {
   std::optional<std::uint32_t> mig_start;
   std::string describe() const;  // "1", "GPU-..." or "MIG-..."
   bool operator==(const GpuPin&) const = default;
+};
+
+// A share's memory limit above its request (gpufrac.io/memory-limit or fraction-limit): of the same
+// kind as the request, never below it. The allocator turns it into bytes on the GPU it grants.
+struct MemoryLimit {
+  bool is_fraction = false;
+  Ppm fraction = 0;         // is_fraction
+  std::uint64_t bytes = 0;  // !is_fraction
+  bool operator==(const MemoryLimit&) const = default;
 };
 
 struct Request {
@@ -93,8 +111,14 @@ struct Request {
   // The request says something about compute (a share, a mode or a priority). On MIG a share is a
   // size (SMs, core/mig/mig_device.hpp); a mode or a priority keeps the request off MIG (reaches_mig).
   bool compute_intent() const { return compute_ppm || compute_mode || priority; }
+  // Burstable memory: the limit above the request (nullopt: the request is the limit), and
+  // gpufrac.io/on-limit: wait with its timeout in milliseconds (nullopt: an allocation past the
+  // limit, or that finds no room, fails at once).
+  std::optional<MemoryLimit> limit;
+  std::optional<std::uint32_t> wait_ms;
   // "fraction=0.25", "memory=4Gi gpu=1", "mig-profile=1g.10gb policy=spread",
-  // "compute=30 compute-mode=strict priority=high", "gpus=2", "fraction=0.5 gpus=2 gpu=0,2":
+  // "compute=30 compute-mode=strict priority=high", "gpus=2", "fraction=0.5 gpus=2 gpu=0,2",
+  // "memory=10Gi memory-limit=30Gi on-limit=wait on-limit-timeout=5":
   // recorded in the ledger (each GPU of a multi-GPU share carries the whole request).
   std::string describe() const;
   bool operator==(const Request&) const = default;

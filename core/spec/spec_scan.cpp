@@ -7,8 +7,8 @@ namespace gpufrac {
 
 namespace {
 
-constexpr std::array<std::string_view, 6> kNeedles = {"gpufrac.io",       "gpu-fraction", "gpu-memory",
-                                                      "clearml-injector", "cdi.k8s.io",   "\\u"};
+constexpr std::array<std::string_view, 7> kNeedles = {
+    "gpufrac.io", "gpu-fraction", "gpu-memory", "clearml-injector", "cdi.k8s.io", "\\u", "NVIDIA_GPU_MEMORY_"};
 constexpr std::string_view kVar = "GPUFRAC_", kConfig = "CONFIG=";
 
 // How far back from the end of a piece a name can start and still be unfinished: the longest

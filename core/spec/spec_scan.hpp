@@ -11,7 +11,8 @@ namespace gpufrac {
 
 // False when config.json cannot carry a gpufrac request or a GPUFRAC_ variable to warn of: none of
 // "gpufrac.io" (the annotations), the alias keys ("gpu-fraction", "gpu-memory",
-// "clearml-injector"), "cdi.k8s.io" (CDI device annotations) or "GPUFRAC_" (the environment;
+// "clearml-injector", and NVIDIA's "NVIDIA_GPU_MEMORY_" variables, a request of their own with the
+// aliases on), "cdi.k8s.io" (CDI device annotations) or "GPUFRAC_" (the environment;
 // "GPUFRAC_CONFIG=" alone is neither a request nor warned of) occurs in it, and it has no "\u"
 // escape (JSON could spell a key with \u escapes; such a spec is parsed to be sure). Names are
 // case-sensitive, and "/" may be escaped as "\/" in JSON, so the needles stop before any "/". The

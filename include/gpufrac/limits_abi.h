@@ -10,6 +10,10 @@
  *        device <GPU-... or MIG-... uuid> <limit in bytes>
  *        compute <uuid> <weight ppm> <fair|strict> <normal|high>   (a compute share, after its device)
  *        arbiter <uuid> <token: 16 hex digits>                     (its arbiter slot, after compute)
+ *        burst <uuid> <request in bytes>       (burstable memory: the device line's limit is above
+ *                                               what is booked, its request; after its device)
+ *        wait <uuid> <milliseconds>            (on-limit: wait: how long an allocation past the
+ *                                               limit, or that finds no room, waits; after its device)
  *     version and region are required; unknown keys are ignored (informational additions need no
  *     new version). Device line i is device i of the region: used[i], limit[i], uuid[i]. A device
  *     absent from the file is unlimited. The shim matches a CUDA device (cuDeviceGetUuid_v2) or an
@@ -63,6 +67,23 @@
  *         slots only.
  *       - a process that exits normally keeps its slot until someone finds it dead: every death is
  *         handled by the same path.
+ *     Burstable memory (docs/architecture.md "Burstable memory"): the header's reclaim and burst
+ *     fields (padding before, so zero in regions no reclaimer touched; the version is unchanged)
+ *     are the channel between the container's processes and the host's reclaimer:
+ *       - the reclaimer stores CLOCK_MONOTONIC milliseconds (mod 2^32, never 0) in reclaimer_beat
+ *         on each pass over the region (about every 50 ms); a beat older than 2 s means none runs.
+ *       - for a device with a burst line it stores burst_device (the device index) and
+ *         burst_ceiling: the most the container may hold there now (the GPU's memory less what
+ *         the other shares book or use, whichever is more, capped at the limit). The shim lets an
+ *         allocation take the container past its request only up to that ceiling, and only while
+ *         the beat is fresh. Advisory: the reclaimer, not the ceiling, keeps the requests whole.
+ *       - a process whose allocation the driver refused while the container stays within its
+ *         request (and the beat is fresh) asks for memory back: it stores reclaim_device and
+ *         reclaim_bytes, then fetch_add(reclaim_asked, 1); the reclaimer answers the latest request
+ *         it read with reclaim_answer (GPUFRAC_RECLAIM_*) and then reclaim_answered = that count.
+ *         The asker waits (bounded) until reclaim_answered reaches its count. Everything here is
+ *         written by the container too, so the reclaimer believes none of it: it checks every
+ *         request against the driver's own per-process view (a lying container gets a refusal).
  *     All fields are accessed with __atomic builtins (C and C++) or std::atomic_ref (C++).
  *
  * The region layout is versioned: a reader refuses a different magic, version or size. */
@@ -81,6 +102,14 @@ extern "C" {
 #define GPUFRAC_MAX_DEVICES 16
 #define GPUFRAC_MAX_SLOTS 1024
 #define GPUFRAC_UUID_SIZE 96
+
+/* reclaim_answer values. */
+#define GPUFRAC_RECLAIM_FREED 1        /* a borrower was stopped; its memory is free: retry */
+#define GPUFRAC_RECLAIM_RETRY 2        /* the GPU has the memory free already: retry */
+#define GPUFRAC_RECLAIM_REFUSED 3      /* burst.reclaim: refuse: borrowers keep what they hold */
+#define GPUFRAC_RECLAIM_NOT_OWNER 4    /* the driver sees the container past its request */
+#define GPUFRAC_RECLAIM_NONE 5         /* no borrower holds memory on the GPU */
+#define GPUFRAC_RECLAIMER_BEAT_MS 2000 /* a beat older than this: no reclaimer runs */
 
 #define GPUFRAC_CONTAINER_DIR "/run/gpufrac"
 #define GPUFRAC_CONTAINER_SHIM "/run/gpufrac/libgpufrac-limits.so"
@@ -124,7 +153,16 @@ struct gpufrac_region {
   uint64_t limit[GPUFRAC_MAX_DEVICES]; /* informational copy of the limit file */
   char uuid[GPUFRAC_MAX_DEVICES][GPUFRAC_UUID_SIZE]; /* informational copy of the limit file */
   uint64_t usage_changes; /* atomic; changes ever made to any used[] (version 2; padding in 1) */
-  uint8_t pad[64 - ((32 + 8 * GPUFRAC_MAX_DEVICES + GPUFRAC_UUID_SIZE * GPUFRAC_MAX_DEVICES) % 64)];
+  /* Burstable memory (above; padding in regions nothing wrote them to). All atomic. */
+  uint32_t reclaim_asked;    /* shim: count of reclaim requests */
+  uint32_t reclaim_answered; /* reclaimer: the count it answered last */
+  uint8_t reclaim_device;    /* shim: the device index of the latest request */
+  uint8_t reclaim_answer;    /* reclaimer: GPUFRAC_RECLAIM_* for reclaim_answered */
+  uint8_t burst_device;      /* reclaimer: the device burst_ceiling is for */
+  uint8_t reserved;
+  uint32_t reclaimer_beat; /* reclaimer: CLOCK_MONOTONIC ms mod 2^32 of its last pass; 0 never */
+  uint64_t reclaim_bytes;  /* shim: the bytes of the latest request */
+  uint64_t burst_ceiling;  /* reclaimer: the most the container may hold on burst_device now */
   struct gpufrac_slot slots[GPUFRAC_MAX_SLOTS];
 };
 
@@ -136,7 +174,8 @@ static_assert(sizeof(gpufrac_region) % 64 == 0, "region layout is ABI");
 _Static_assert(sizeof(struct gpufrac_slot) == 192, "slot layout is ABI");
 _Static_assert(sizeof(struct gpufrac_region) % 64 == 0, "region layout is ABI");
 #endif
-/* Version 2 kept version 1's size and slot offsets: usage_changes took padding. */
+/* Version 2 kept version 1's size and slot offsets: usage_changes took padding, and so did the
+ * burstable-memory fields after it. */
 #ifdef __cplusplus
 static_assert(sizeof(gpufrac_region) == 1728 + 192 * GPUFRAC_MAX_SLOTS, "region layout is ABI");
 #else

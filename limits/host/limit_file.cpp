@@ -32,6 +32,8 @@ std::string render_limit_file(const LimitFile& file) {
   out += "region " + one_line(file.region) + "\n";
   for (const auto& d : file.devices) {
     out += "device " + one_line(d.uuid) + " " + std::to_string(d.bytes) + "\n";
+    if (d.request != 0) out += "burst " + one_line(d.uuid) + " " + std::to_string(d.request) + "\n";
+    if (d.wait_ms != 0) out += "wait " + one_line(d.uuid) + " " + std::to_string(d.wait_ms) + "\n";
     if (d.compute_ppm == 0) continue;
     out += "compute " + one_line(d.uuid) + " " + std::to_string(d.compute_ppm) + " " + to_string(d.compute_mode) + " " +
            to_string(d.priority) + "\n";
@@ -53,7 +55,8 @@ Result<LimitFile> parse_limit_file(std::string_view text) {
   for (unsigned i = 0; i < cfg->device_count; i++) {
     const gf_device_limit& d = cfg->devices[i];
     out.devices.push_back({d.uuid, d.limit, d.compute_ppm, d.compute_strict ? ComputeMode::strict : ComputeMode::fair,
-                           d.priority_high ? ComputePriority::high : ComputePriority::normal, d.compute_token});
+                           d.priority_high ? ComputePriority::high : ComputePriority::normal, d.compute_token,
+                           d.request, d.wait_ms});
   }
   return out;
 }

@@ -23,6 +23,10 @@ struct DeviceLimit {
   // The container's slot in the GPU's compute arbiter (an "arbiter <uuid> <token>" line after the
   // compute line; arbiter_abi.h): set by the host when it sets the slot up, 0 = none.
   std::uint64_t compute_token = 0;
+  // Burstable memory (a "burst <uuid> <request>" line after the device line when request > 0; bytes
+  // is then the limit above it), and gpufrac.io/on-limit: wait (a "wait <uuid> <ms>" line).
+  std::uint64_t request = 0;
+  std::uint32_t wait_ms = 0;
   bool operator==(const DeviceLimit&) const = default;
 };
 
@@ -35,7 +39,8 @@ struct LimitFile {
 
 // "version 1\ncontainer <id>\nregion <path>\ndevice <uuid> <bytes>\n..." and, for each device with a
 // compute share, "compute <uuid> <weight ppm> <fair|strict> <normal|high>" after its device line, then
-// "arbiter <uuid> <token: 16 hex digits>" when it has an arbiter slot. Control characters in
+// "arbiter <uuid> <token: 16 hex digits>" when it has an arbiter slot, "burst <uuid> <request bytes>"
+// for a limit above the request and "wait <uuid> <ms>" for on-limit: wait. Control characters in
 // the container id or region path are replaced by '?' so the text is always one line per key.
 std::string render_limit_file(const LimitFile& file);
 

@@ -119,6 +119,10 @@ Result<RegionUsage> read_region_usage(const std::string& path, const std::string
   const gpufrac_region* r = m->as<gpufrac_region>();
   auto valid = check_header(r, path);
   if (!valid) return std::unexpected(valid.error());
+  return sum_region(r, proc_root);
+}
+
+RegionUsage sum_region(const gpufrac_region* r, const std::string& proc_root) {
   RegionUsage out;
   out.devices.resize(GPUFRAC_MAX_DEVICES);
   for (int d = 0; d < GPUFRAC_MAX_DEVICES; d++) {
@@ -137,6 +141,14 @@ Result<RegionUsage> read_region_usage(const std::string& path, const std::string
   }
   trim_devices(r, out);
   return out;
+}
+
+Result<RegionMapping> map_region_rw(const std::string& path) {
+  auto m = map_region(path, true);
+  if (!m) return std::unexpected(m.error());
+  auto valid = check_header(m->as<gpufrac_region>(), path);
+  if (!valid) return std::unexpected(valid.error());
+  return std::make_unique<fs::SharedMapping>(std::move(*m));
 }
 
 Result<unsigned> reclaim_region(const std::string& path, const std::string& proc_root) {

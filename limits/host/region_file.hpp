@@ -6,7 +6,11 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+
 #include "core/error.hpp"
+#include "core/shared_map.hpp"
+#include "gpufrac/limits_abi.h"
 #include "limits/host/limit_file.hpp"
 
 namespace gpufrac::limits {
@@ -38,6 +42,14 @@ struct RegionUsage {
 // gpufrac's) gets the hole allocated first, and is not read when that fails (a full filesystem: the
 // error says so). An all-zero region reads as empty.
 Result<RegionUsage> read_region_usage(const std::string& path, const std::string& proc_root = "/proc");
+
+// The sums of read_region_usage over a region already mapped.
+RegionUsage sum_region(const gpufrac_region* r, const std::string& proc_root);
+
+// The region mapped read-write (never with a hole), its header checked (an all-zero region passes):
+// the reclaimer keeps it mapped to answer the container's requests (limits_abi.h).
+using RegionMapping = std::unique_ptr<fs::SharedMapping>;
+Result<RegionMapping> map_region_rw(const std::string& path);
 
 // Reclaims the slots of dead processes with the shim's lock-free protocol (what any container
 // process does when it needs the bytes), after allocating a hole as read_region_usage does. Returns

@@ -16,17 +16,54 @@ void gf_charge_after_fork(void) {
   g_cache.valid = 0; /* the forking thread's view; the child has its own slot */
 }
 
+enum { GF_RESERVED = 0, GF_OVER_LIMIT = 1, GF_NO_LEND = 2 };
+
+/* A device with a burst line: the reservation stands only within what the container may hold now
+ * (gf_burst_room); past it the bytes are given back. */
+static int within_room(struct gpufrac_region* r, struct gpufrac_slot* s, int idx, uint64_t n, uint64_t* in_use) {
+  uint64_t used = gf_region_usage(r, s, (unsigned)idx, &g_cache);
+  if (gf_burst_admits(idx, used)) return GF_RESERVED;
+  gf_region_release(r, s, (unsigned)idx, n, &g_cache);
+  *in_use = used - n;
+  return GF_NO_LEND;
+}
+
+static int try_reserve(struct gpufrac_region* r, struct gpufrac_slot* s, int idx, uint64_t n, uint64_t* in_use) {
+  const struct gf_device_limit* d = &gf_g.cfg.devices[idx];
+  if (GF_UNLIKELY(gf_region_reserve(r, s, (unsigned)idx, n, d->limit, in_use, &g_cache) != 0)) {
+    /* Over the limit: bytes of processes that died may still be counted. */
+    if (gf_reclaim_thorough() == 0 || gf_region_reserve(r, s, (unsigned)idx, n, d->limit, in_use, &g_cache) != 0) {
+      return GF_OVER_LIMIT;
+    }
+  }
+  return GF_LIKELY(d->request == 0) ? GF_RESERVED : within_room(r, s, idx, n, in_use);
+}
+
+/* on-limit: wait: tries again every few milliseconds until the device's timeout. */
+static int wait_reserve(struct gpufrac_region* r, struct gpufrac_slot* s, int idx, uint64_t n, uint64_t* in_use) {
+  uint64_t deadline = gf_now_ms() + gf_g.cfg.devices[idx].wait_ms;
+  int why = GF_OVER_LIMIT;
+  while (why != GF_RESERVED && gf_now_ms() < deadline) {
+    gf_sleep_ms(10);
+    why = try_reserve(r, s, idx, n, in_use);
+  }
+  return why;
+}
+
 CUresult gf_reserve(int idx, uint64_t n, const char* api) {
   struct gpufrac_region* r = gf_g.region;
   struct gpufrac_slot* s = r != NULL ? gf_slot() : NULL;
   if (GF_UNLIKELY(s == NULL)) return CUDA_ERROR_OUT_OF_MEMORY; /* logged where the region or slot failed */
-  uint64_t limit = gf_g.cfg.devices[idx].limit, in_use = 0;
-  if (GF_LIKELY(gf_region_reserve(r, s, (unsigned)idx, n, limit, &in_use, &g_cache) == 0)) return CUDA_SUCCESS;
-  /* Over the limit: bytes of processes that died may still be counted. */
-  if (gf_reclaim_thorough() > 0 && gf_region_reserve(r, s, (unsigned)idx, n, limit, &in_use, &g_cache) == 0) {
-    return CUDA_SUCCESS;
+  uint64_t in_use = 0;
+  int why = try_reserve(r, s, idx, n, &in_use);
+  if (GF_LIKELY(why == GF_RESERVED)) return CUDA_SUCCESS;
+  if (gf_g.cfg.devices[idx].wait_ms != 0) why = wait_reserve(r, s, idx, n, &in_use);
+  if (why == GF_RESERVED) return CUDA_SUCCESS;
+  if (why == GF_NO_LEND) {
+    gf_log_no_lend(api, n, idx, in_use);
+  } else {
+    gf_log_refusal(api, n, idx, in_use);
   }
-  gf_log_refusal(api, n, idx, in_use);
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 

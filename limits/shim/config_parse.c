@@ -2,7 +2,8 @@
  * Known keys: version (required, must be 1), container, region (required, absolute path),
  * device <uuid> <bytes> (at most GPUFRAC_MAX_DEVICES, no duplicates), then optionally
  * compute <uuid> <weight ppm> <fair|strict> <normal|high> for a device listed before it, and
- * arbiter <uuid> <token> after that (the slot of the GPU's compute arbiter). Unknown keys are ignored so
+ * arbiter <uuid> <token> after that (the slot of the GPU's compute arbiter), burst <uuid> <request bytes>
+ * (below the device's limit) and wait <uuid> <ms> (1 to 3600000). Unknown keys are ignored so
  * a later host can add informational keys without a version bump. No allocation. */
 #include <stdio.h>
 #include <string.h>
@@ -164,6 +165,38 @@ static const char* parse_arbiter(struct gf_config* cfg, struct span value) {
   return "arbiter: bad token; accepted: 16 hex digits, not all zero, last on the line";
 }
 
+/* The device line of "<uuid> ..." listed before it: its index, or -1. */
+static int device_of(const struct gf_config* cfg, struct span uuid) {
+  uint8_t bytes[16];
+  return gf_uuid_parse(uuid.p, uuid.n, bytes) == 0 ? gf_config_find(cfg, bytes) : -1;
+}
+
+/* "burst <uuid> <request bytes>": below the device's limit, once. */
+static const char* parse_burst(struct gf_config* cfg, struct span value) {
+  struct span rest, uuid = split(value, &rest);
+  int i = device_of(cfg, uuid);
+  if (i < 0) return "burst: no device line for this UUID before it; accepted: device <uuid> <bytes> first";
+  if (cfg->devices[i].request != 0) return "burst: UUID listed twice";
+  uint64_t request = 0;
+  if (parse_u64(rest, &request) != 0 || request == 0 || request >= cfg->devices[i].limit) {
+    return "burst: bad request; accepted: a decimal byte count above 0 and below the device's limit";
+  }
+  cfg->devices[i].request = request;
+  return NULL;
+}
+
+/* "wait <uuid> <milliseconds>": 1 to 3600000, once. */
+static const char* parse_wait(struct gf_config* cfg, struct span value) {
+  struct span rest, uuid = split(value, &rest);
+  int i = device_of(cfg, uuid);
+  if (i < 0) return "wait: no device line for this UUID before it; accepted: device <uuid> <bytes> first";
+  if (cfg->devices[i].wait_ms != 0) return "wait: UUID listed twice";
+  uint64_t ms = 0;
+  if (parse_u64(rest, &ms) != 0 || ms == 0 || ms > 3600000) return "wait: bad timeout; accepted: 1 to 3600000 ms";
+  cfg->devices[i].wait_ms = (uint32_t)ms;
+  return NULL;
+}
+
 /* Applies one "key value" line. Returns NULL or the reason it is refused. */
 static const char* parse_line(struct gf_config* cfg, struct span key, struct span value, unsigned* seen) {
   if (eq(key, "version")) {
@@ -192,6 +225,10 @@ static const char* parse_line(struct gf_config* cfg, struct span key, struct spa
     return parse_compute(cfg, value);
   } else if (eq(key, "arbiter")) {
     return parse_arbiter(cfg, value);
+  } else if (eq(key, "burst")) {
+    return parse_burst(cfg, value);
+  } else if (eq(key, "wait")) {
+    return parse_wait(cfg, value);
   }
   return NULL; /* unknown keys are informational */
 }

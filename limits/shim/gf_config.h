@@ -25,6 +25,10 @@ struct gf_device_limit {
   uint8_t compute_strict; /* 1: never more than the share; 0: fair (work-conserving) */
   uint8_t priority_high;  /* 1: latency-sensitive (preempts batch work at a kernel boundary) */
   uint64_t compute_token; /* the arbiter slot's token ("arbiter" line, arbiter_abi.h); 0 none */
+  /* Burstable memory: the request below the limit ("burst" line; 0: the limit is the request), and
+   * the on-limit wait ("wait" line, milliseconds; 0: fail at once). */
+  uint64_t request;
+  uint32_t wait_ms;
 };
 
 struct gf_config {

@@ -79,6 +79,15 @@ struct gf_held {
   uint64_t n;
 };
 struct gf_held gf_free_begin(struct gf_table* t, uint64_t key);
+/* Calls the driver again while it refuses a counted allocation for lack of memory and
+ * gf_after_oom says so (burstable memory: a reclaim, or on-limit: wait). */
+#define GF_RETRY_OOM(how, idx, n, api, rc, call)                                                          \
+  do {                                                                                                    \
+    if (GF_UNLIKELY((rc) == CUDA_ERROR_OUT_OF_MEMORY) && (how) == GF_COUNTED) {                           \
+      struct gf_oom_state gf_st_ = {0, 0};                                                                \
+      while ((rc) == CUDA_ERROR_OUT_OF_MEMORY && gf_after_oom((idx), (n), (api), &gf_st_)) (rc) = (call); \
+    }                                                                                                     \
+  } while (0)
 CUresult gf_free_end(CUresult rc, struct gf_table* t, uint64_t key, struct gf_held held);
 
 #endif /* GPUFRAC_SHIM_GF_EXPORTS_H */

@@ -49,6 +49,26 @@ uint64_t gf_in_use(int idx);
 /* In a fork child: forgets the forking thread's cached view of the other slots. */
 void gf_charge_after_fork(void);
 
+/* ---- burst.c: burstable memory (limits_abi.h) ---- */
+/* Whether the host's reclaimer passed over the region within GPUFRAC_RECLAIMER_BEAT_MS. */
+int gf_reclaimer_alive(void);
+/* The most the container may hold on limited device idx now: its limit without a burst line; with
+ * one, its request, or up to the reclaimer's ceiling while the reclaimer runs. */
+uint64_t gf_burst_room(int idx);
+/* Whether the container may hold in_use bytes on device idx (with a burst line). */
+int gf_burst_admits(int idx, uint64_t in_use);
+void gf_log_no_lend(const char* api, uint64_t n, int idx, uint64_t in_use);
+/* After the driver refused n counted bytes on idx with CUDA_ERROR_OUT_OF_MEMORY: 1 to try the driver
+ * again (the reclaimer freed memory lent to a borrower, or on-limit: wait has time left), 0 to fail.
+ * st starts zeroed for each allocation. */
+struct gf_oom_state {
+  unsigned asks;
+  uint64_t deadline_ms;
+};
+int gf_after_oom(int idx, uint64_t n, const char* api, struct gf_oom_state* st);
+uint64_t gf_now_ms(void);
+void gf_sleep_ms(unsigned ms);
+
 /* ---- charge.c: what this process allocated, for frees ---- */
 extern struct gf_table gf_ptrs;    /* CUdeviceptr from cuMemAlloc*, pitch, managed, async */
 extern struct gf_table gf_handles; /* CUmemGenericAllocationHandle from cuMemCreate */

@@ -18,6 +18,7 @@ GF_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
   enum gf_charge how = gf_charge_current(bytesize, "cuMemAlloc_v2", &idx, &rc);
   if (how == GF_REFUSED) return rc;
   rc = real(dptr, bytesize);
+  GF_RETRY_OOM(how, idx, bytesize, "cuMemAlloc_v2", rc, real(dptr, bytesize));
   if (how == GF_COUNTED) gf_settle(rc, &gf_ptrs, rc == CUDA_SUCCESS ? *dptr : 0, idx, bytesize);
   return rc;
 }
@@ -61,6 +62,7 @@ GF_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch, size_t w
   enum gf_charge how = gf_charge_current(guess, "cuMemAllocPitch_v2", &idx, &rc);
   if (how == GF_REFUSED) return rc;
   rc = real(dptr, pitch, width, height, element_size);
+  GF_RETRY_OOM(how, idx, guess, "cuMemAllocPitch_v2", rc, real(dptr, pitch, width, height, element_size));
   if (how != GF_COUNTED) return rc;
   if (rc != CUDA_SUCCESS) {
     gf_release(idx, guess);
@@ -77,6 +79,7 @@ GF_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigne
   enum gf_charge how = gf_charge_current(bytesize, "cuMemAllocManaged", &idx, &rc);
   if (how == GF_REFUSED) return rc;
   rc = real(dptr, bytesize, flags);
+  GF_RETRY_OOM(how, idx, bytesize, "cuMemAllocManaged", rc, real(dptr, bytesize, flags));
   if (how == GF_COUNTED) gf_settle(rc, &gf_ptrs, rc == CUDA_SUCCESS ? *dptr : 0, idx, bytesize);
   return rc;
 }

@@ -22,6 +22,7 @@ static CUresult alloc_async(enum gf_cuda_fn which, const char* api, CUdeviceptr*
   enum gf_charge how = gf_charge_current(n, api, &idx, &rc);
   if (how == GF_REFUSED) return rc;
   rc = real(dptr, n, s);
+  GF_RETRY_OOM(how, idx, n, api, rc, real(dptr, n, s));
   if (how == GF_COUNTED) gf_settle(rc, &gf_ptrs, rc == CUDA_SUCCESS ? *dptr : 0, idx, n);
   return rc;
 }
@@ -43,6 +44,7 @@ static CUresult alloc_pool(enum gf_cuda_fn which, const char* api, CUdeviceptr* 
   enum gf_charge how = charge_pool(pool, n, api, &idx, &rc);
   if (how == GF_REFUSED) return rc;
   rc = real(dptr, n, pool, s);
+  GF_RETRY_OOM(how, idx, n, api, rc, real(dptr, n, pool, s));
   if (how == GF_COUNTED) gf_settle(rc, &gf_ptrs, rc == CUDA_SUCCESS ? *dptr : 0, idx, n);
   return rc;
 }

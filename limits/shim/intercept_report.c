@@ -1,7 +1,8 @@
 /* What a limited device reports: cuMemGetInfo_v2 total = min(limit, real total) and free =
- * min(limit - in use, real free), never negative; cuDeviceTotalMem_v2 = min(limit, real total);
- * NVML memory info the same, with used = the container's bytes in use. NULL output pointers are
- * tolerated. While the limit file is invalid (every allocation refused) free is reported as 0. */
+ * min(room - in use, real free), never negative, where room is the limit, or with a burst limit what
+ * the container may hold now (its request, or the reclaimer's ceiling: limits_abi.h); cuDeviceTotalMem_v2 = min(limit,
+ * real total); NVML memory info the same, with used = the container's bytes in use. NULL output pointers are tolerated.
+ * While the limit file is invalid (every allocation refused) free is reported as 0. */
 #include "gf_exports.h"
 
 typedef CUresult (*meminfo_fn)(size_t*, size_t*);
@@ -13,15 +14,18 @@ static uint64_t min_u64(uint64_t a, uint64_t b) {
   return a < b ? a : b;
 }
 
-/* The limited view of device idx: total and used, given the driver's total. */
-static void limited(int idx, uint64_t real_total, uint64_t* total, uint64_t* used) {
+/* The limited view of device idx: total and used, given the driver's total; *room is the most the
+ * container may hold now (the total, or with a burst limit what the reclaimer lets it borrow). */
+static void limited(int idx, uint64_t real_total, uint64_t* total, uint64_t* used, uint64_t* room) {
   *total = min_u64(gf_g.cfg.devices[idx].limit, real_total);
   if (gf_g.region == NULL) {
-    *used = *total; /* no region: nothing can be allocated */
+    *used = *room = *total; /* no region: nothing can be allocated */
     return;
   }
   gf_reclaim_for_report();
   *used = min_u64(gf_in_use(idx), *total);
+  *room = GF_LIKELY(gf_g.cfg.devices[idx].request == 0) ? *total : min_u64(gf_burst_room(idx), *total);
+  if (*room < *used) *room = *used;
 }
 
 GF_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
@@ -36,9 +40,9 @@ GF_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
     CUresult err;
     int idx = gf_current_index(&err);
     if (idx >= 0) {
-      uint64_t total, used;
-      limited(idx, t, &total, &used);
-      f = (size_t)min_u64(total - used, f);
+      uint64_t total, used, room;
+      limited(idx, t, &total, &used, &room);
+      f = (size_t)min_u64(room - used, f);
       t = (size_t)total;
     }
   }
@@ -73,11 +77,11 @@ static void nvml_view(nvmlDevice_t device, unsigned long long* total, unsigned l
   }
   int idx = mode == GF_MODE_ACTIVE ? gf_nvml_index(device) : GF_UNLIMITED;
   if (idx < 0) return;
-  uint64_t t, u;
-  limited(idx, *total, &t, &u);
+  uint64_t t, u, room;
+  limited(idx, *total, &t, &u, &room);
   *total = t;
   *used = u;
-  *free_b = t - u;
+  *free_b = room - u;
   if (reserved != NULL) *reserved = 0;
 }
 

@@ -21,6 +21,7 @@ GF_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size
   }
   if (how == GF_REFUSED) return rc;
   rc = real(handle, size, prop, flags);
+  GF_RETRY_OOM(how, idx, size, "cuMemCreate", rc, real(handle, size, prop, flags));
   if (how == GF_COUNTED) gf_settle(rc, &gf_handles, rc == CUDA_SUCCESS ? *handle : 0, idx, size);
   return rc;
 }

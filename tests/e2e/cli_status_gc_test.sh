@@ -58,7 +58,7 @@ run "$GPUFRAC" ledger reserve --container ../x --annotation gpufrac.io/fraction=
 assert_eq "$RC" 1 "bad container id"
 echo '{"version": 7, "entries": []}' >"$LEDGER"
 run "$GPUFRAC" status
-assert_eq "$RC:$OUT" "2:gpufrac: $LEDGER: ledger version \"7\" is not 1, 2, 3, 4 or 5; it was written by another gpufrac version" "newer ledger"
+assert_eq "$RC:$OUT" "2:gpufrac: $LEDGER: ledger version \"7\" is not 1, 2, 3, 4, 5 or 6; it was written by another gpufrac version" "newer ledger"
 run "$GPUFRAC" gc
 assert_eq "$RC" 2 "gc on a newer ledger"
 assert_eq "$(printf '%s\n' "$OUT" | wc -l)" 1 "one line"

@@ -16,6 +16,8 @@ for line in "== 1. The node" "NVIDIA A100-SXM4-40GB" "gpufrac.io/gpu=0-0.25" \
   "NVIDIA A100-SXM4-40GB, 10134 MiB" \
   "allocated 19 x 512 MiB = 9.5 GiB; the next cuMemAlloc of 512 MiB returned CUDA_ERROR_OUT_OF_MEMORY" \
   "0    demo-cuda       fraction=0.25  9.9 GiB   9.5 GiB  25 %     0 %              hook" "No shares." \
+  "== 8. Burstable memory" "allocated 30 x 1024 MiB = 30.0 GiB" "30.0 GiB (20.0 GiB borrowed)" \
+  "allocated 20 x 1024 MiB = 20.0 GiB" "Memory lent and taken back (burst.reclaim)" "of demo-burst (it held 30.0 GiB) for demo-owner" \
   "Done (simulated node"; do
   assert_contains "$OUT" "$line" "demo output"
 done

@@ -67,6 +67,13 @@ void check_request(const Request& r) {
     FUZZ_CHECK(*r.compute_ppm >= 10'000 && *r.compute_ppm <= 1'000'000 && *r.compute_ppm % 10'000 == 0);
   if (r.kind == SizeKind::mig_profile) FUZZ_CHECK(!r.compute_intent());
   if (r.sized_by_compute) FUZZ_CHECK(r.kind == SizeKind::fraction && r.compute_ppm == r.fraction);
+  // A burst limit is of the request's kind, above it, on a share of one GPU.
+  if (r.limit) {
+    FUZZ_CHECK(r.kind != SizeKind::mig_profile && r.gpu_count() == 1 && !r.sized_by_compute && !r.sized_by_gpus);
+    FUZZ_CHECK(r.limit->is_fraction == (r.kind == SizeKind::fraction));
+    FUZZ_CHECK(r.limit->is_fraction ? r.limit->fraction > r.fraction : r.limit->bytes > r.memory_bytes);
+  }
+  if (r.wait_ms) FUZZ_CHECK(*r.wait_ms >= 1000 && *r.wait_ms <= 3'600'000 && *r.wait_ms % 1000 == 0);
 }
 
 std::vector<std::string> as_env(std::string_view data) {

@@ -78,7 +78,8 @@ TEST(EnvRequest, WarningsForNearMisses) {
   EXPECT_EQ(w[0],
             "\"GPUFRAC_FRACTON\" in the container's environment is not a gpufrac request (did you mean "
             "GPUFRAC_FRACTION?); use GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, GPUFRAC_GPU, "
-            "GPUFRAC_GPUS, GPUFRAC_POLICY, GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE or GPUFRAC_PRIORITY");
+            "GPUFRAC_GPUS, GPUFRAC_POLICY, GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE, GPUFRAC_PRIORITY, "
+            "GPUFRAC_MEMORY_LIMIT, GPUFRAC_FRACTION_LIMIT, GPUFRAC_ON_LIMIT or GPUFRAC_ON_LIMIT_TIMEOUT");
   EXPECT_EQ(w[1],
             "\"gpufrac.io/mig-profile\" in the container's environment is not a gpufrac request; use "
             "GPUFRAC_MIG_PROFILE (or the annotation where the engine can set one)");

@@ -71,9 +71,9 @@ TEST(LedgerCompute, OlderVersionsRefuseOrAreRefused) {
   EXPECT_EQ(scan_canonical_ledger(v3), std::nullopt);
   EXPECT_EQ(load_error(v3), "ledger.json: entries[0]: a compute share in a version 3 ledger");
   // ...and a binary that knows versions 1 to 3 refuses version 4 with the "another gpufrac" line:
-  // the same check this binary applies to version 6.
-  EXPECT_EQ(load_error(R"({"version": 6, "entries": [], "mig_idle": []})"),
-            "ledger.json: ledger version \"6\" is not 1, 2, 3, 4 or 5; it was written by another gpufrac version");
+  // the same check this binary applies to version 7.
+  EXPECT_EQ(load_error(R"({"version": 7, "entries": [], "mig_idle": []})"),
+            "ledger.json: ledger version \"7\" is not 1, 2, 3, 4, 5 or 6; it was written by another gpufrac version");
 }
 
 TEST(LedgerCompute, StrictReaderChecksTheFields) {

@@ -20,8 +20,9 @@ constexpr const char* kShareKeys =
     "gpufrac.io/gpus";
 constexpr const char* kUnknownTail =
     ": unknown gpufrac annotation; use gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile, "
-    "gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, gpufrac.io/gpu, gpufrac.io/gpus or "
-    "gpufrac.io/policy";
+    "gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, gpufrac.io/gpu, gpufrac.io/gpus, "
+    "gpufrac.io/policy, gpufrac.io/memory-limit, gpufrac.io/fraction-limit, gpufrac.io/on-limit or "
+    "gpufrac.io/on-limit-timeout";
 
 struct Case {
   const char* name;

@@ -25,7 +25,8 @@ static const char* state_file(void) {
   return s != NULL && *s != '\0' && g_cgroup[0] != '\0' ? s : NULL;
 }
 
-/* Field 22 of /proc/<pid>/stat (pid "self" for this process), 0 when it cannot be read. */
+/* Field 22 of /proc/<pid>/stat (pid "self" for this process), 0 when it cannot be read or the
+ * process is a zombie (the driver frees a process's memory as it exits, before it is reaped). */
 static unsigned long long start_time(const char* pid) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%s/stat", pid);
@@ -35,6 +36,7 @@ static unsigned long long start_time(const char* pid) {
   fclose(f);
   buf[n] = '\0';
   char* p = strrchr(buf, ')');
+  if (p != NULL && (p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')) return 0;
   for (int field = 2; p != NULL && field < 22; field++) p = strchr(p + 1, ' ');
   return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
 }
@@ -70,8 +72,13 @@ static uint64_t hard_limit(const char* state, const char* uuid) {
   return hard;
 }
 
-/* Bytes another live process of this cgroup holds on uuid, by its usage file. */
-static uint64_t other_held(const char* file, const char* pid, const char* uuid) {
+/* What the other live processes hold on a device: those of this cgroup, and all of them. */
+struct held {
+  uint64_t group, node;
+};
+
+/* Adds what another live process holds on uuid, by its usage file. */
+static void other_held(const char* file, const char* pid, const char* uuid, struct held* out) {
   FILE* f = fopen(file, "re");
   char line[FAKE_PATH + 128], group[FAKE_PATH + 128] = "";
   unsigned long long start = 0, bytes = 0, b;
@@ -83,19 +90,21 @@ static uint64_t other_held(const char* file, const char* pid, const char* uuid) 
     if (sscanf(line, "used %63s %llu", id, &b) == 2 && strcmp(id, uuid) == 0) bytes = b;
   }
   if (f != NULL) fclose(f);
-  return strcmp(group, g_cgroup) == 0 && start != 0 && start_time(pid) == start ? bytes : 0;
+  if (bytes == 0 || start == 0 || start_time(pid) != start) return;
+  out->node += bytes;
+  if (strcmp(group, g_cgroup) == 0) out->group += bytes;
 }
 
-static uint64_t others_held(const char* state, const char* uuid) {
+static struct held others_held(const char* state, const char* uuid) {
   char dir[FAKE_PATH + 16], file[2 * FAKE_PATH], self[32];
   snprintf(dir, sizeof dir, "%s.usage", state);
   snprintf(self, sizeof self, "%d", (int)getpid());
   DIR* d = opendir(dir);
-  uint64_t sum = 0;
+  struct held sum = {0, 0};
   for (struct dirent* e = d != NULL ? readdir(d) : NULL; e != NULL; e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9' || strcmp(e->d_name, self) == 0) continue;
     snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
-    sum += other_held(file, e->d_name, uuid);
+    other_held(file, e->d_name, uuid, &sum);
   }
   if (d != NULL) closedir(d);
   return sum;
@@ -138,13 +147,16 @@ CUresult fake_limit_charge(CUdevice dev, uint64_t held, uint64_t size) {
   int fd = lock_state(state);
   CUresult rc = CUDA_SUCCESS;
   uint64_t hard = hard_limit(state, fake_devices[dev].uuid);
-  if (hard != 0 && others_held(state, fake_devices[dev].uuid) + held + size > hard) rc = CUDA_ERROR_OUT_OF_MEMORY;
-  if (hard != 0 && rc == CUDA_SUCCESS) write_usage(state, dev, held + size);
+  struct held others = others_held(state, fake_devices[dev].uuid);
+  if (hard != 0 && others.group + held + size > hard) rc = CUDA_ERROR_OUT_OF_MEMORY;
+  if (others.node + held + size > fake_devices[dev].total) rc = CUDA_ERROR_OUT_OF_MEMORY; /* the GPU is full */
+  if (rc == CUDA_SUCCESS) write_usage(state, dev, held + size);
   unlock_state(fd);
   return rc;
 }
 
 void fake_limit_release(CUdevice dev, uint64_t held) {
+  /* Every process's use is recorded (the driver's per-process view); g_recorded says it has one. */
   pthread_once(&g_once, init_identity);
   const char* state = state_file();
   if (state == NULL || dev < 0 || !g_recorded[dev]) return;
@@ -158,8 +170,15 @@ int fake_limit_info(CUdevice dev, uint64_t held, uint64_t* hard, uint64_t* used)
   const char* state = state_file();
   if (state == NULL || dev < 0) return 0;
   int fd = lock_state(state);
-  *hard = hard_limit(state, fake_devices[dev].uuid);
-  *used = *hard != 0 ? others_held(state, fake_devices[dev].uuid) + held : 0;
+  const uint64_t total = fake_devices[dev].total, limit = hard_limit(state, fake_devices[dev].uuid);
+  struct held others = others_held(state, fake_devices[dev].uuid);
   unlock_state(fd);
-  return *hard != 0;
+  /* free = min(limit - the cgroup's use, total - the GPU's use); total shown = min(limit, total). */
+  const uint64_t shown = limit != 0 && limit < total ? limit : total;
+  const uint64_t group = others.group + held, node = others.node + held;
+  uint64_t free_b = node < total ? total - node : 0;
+  if (limit != 0 && (group >= limit || limit - group < free_b)) free_b = group < limit ? limit - group : 0;
+  *hard = shown;
+  *used = shown - (free_b < shown ? free_b : shown);
+  return 1;
 }

@@ -1,12 +1,21 @@
-/* The driver's per-cgroup device-memory limits (r615) as the fake libcuda enforces them: the
- * limits the fake libnvidia-ml.so.1 sets (nvmlDeviceSetMemoryLimits_v1) live beside its shared
- * state file, GPUFRAC_FAKE_NVML_STATE=<file> (tests/fakes/nvml/fake_memory_limits.hpp): one line
- * "<GPU uuid> <soft> <hard> <cgroup>" per limit in "<file>.limits". A process whose
- * /proc/self/cgroup "0::" path has a limit on a device's UUID is held to it with every process of
- * its cgroup: an allocation past the hard limit is CUDA_ERROR_OUT_OF_MEMORY, and cuMemGetInfo
- * reports the hard limit as the total. Each such process keeps what it holds in
- * "<file>.usage/<pid>" (the fake NVML's currentUsed sums the live ones). All of it under
- * flock(<file>.lock), as the fake NVML's changes are. Without the variable nothing is limited. */
+/* The GPU's memory as the driver holds it for every process of the host, and its per-cgroup
+ * device-memory limits (r615), as the fake libcuda enforces them. Both need
+ * GPUFRAC_FAKE_NVML_STATE=<file> (and the file's directory visible, e.g. bound into a container);
+ * without it each process has a GPU of its own and nothing is limited.
+ *   - Per-process use: each process keeps what it holds on each device in "<file>.usage/<pid>"
+ *     ("start <ticks>", "cgroup <0:: path>", "used <uuid> <bytes>" lines): the driver's
+ *     per-process view, which the fake NVML's nvmlDeviceGetComputeRunningProcesses reports and its
+ *     currentUsed sums. A process that exited (or is a zombie, or whose pid was reused: the start
+ *     time differs) holds nothing.
+ *   - The GPU is shared: an allocation that would take the live processes of the host past the
+ *     device's total memory is CUDA_ERROR_OUT_OF_MEMORY, and cuMemGetInfo reports the GPU's free
+ *     memory (so one container's burst leaves less for the others, as on a real GPU).
+ *   - Limits: those the fake libnvidia-ml.so.1 sets (nvmlDeviceSetMemoryLimits_v1), one line
+ *     "<GPU uuid> <soft> <hard> <cgroup>" per limit in "<file>.limits". A process whose
+ *     /proc/self/cgroup "0::" path has a limit on a device's UUID is held to it with every process
+ *     of its cgroup: an allocation past the hard limit is CUDA_ERROR_OUT_OF_MEMORY, and cuMemGetInfo
+ *     reports the hard limit as the total.
+ * All of it under flock(<file>.lock), as the fake NVML's changes are. */
 #ifndef GPUFRAC_FAKE_CUDA_DRVLIMIT_H
 #define GPUFRAC_FAKE_CUDA_DRVLIMIT_H
 
@@ -15,12 +24,13 @@
 #include "cuda.h"
 
 /* Before `size` more bytes on dev (holding `held` now): CUDA_ERROR_OUT_OF_MEMORY when the cgroup's
- * hard limit would be passed; else CUDA_SUCCESS, with held + size recorded for the cgroup. */
+ * hard limit or the GPU's memory would be passed; else CUDA_SUCCESS, with held + size recorded. */
 CUresult fake_limit_charge(CUdevice dev, uint64_t held, uint64_t size);
 /* After a free: the process now holds `held` bytes on dev. */
 void fake_limit_release(CUdevice dev, uint64_t held);
-/* The cgroup's hard limit on dev and what its processes hold (this one's `held` included);
- * 0 when no limit applies. */
+/* What cuMemGetInfo shows, this process holding `held`: the total (the cgroup's hard limit when it
+ * is below the device's memory) and the part of it not free (free = min(limit - the cgroup's use,
+ * total - the GPU's use)); 0 without the shared state. */
 int fake_limit_info(CUdevice dev, uint64_t held, uint64_t* hard, uint64_t* used);
 
 #endif /* GPUFRAC_FAKE_CUDA_DRVLIMIT_H */

@@ -88,15 +88,6 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t de
   });
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* count,
-                                                                      nvmlProcessInfo_t* /*infos*/) {
-  return with_device(device, [&](nvmlDevice_st&) -> nvmlReturn_t {
-    if (!count) return NVML_ERROR_INVALID_ARGUMENT;
-    *count = 0;
-    return NVML_SUCCESS;
-  });
-}
-
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int* is_mig) {
   return with_device(device, [&](nvmlDevice_st& d) -> nvmlReturn_t {
     if (!is_mig) return NVML_ERROR_INVALID_ARGUMENT;

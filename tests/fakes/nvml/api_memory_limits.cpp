@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "fake_entry.hpp"
 #include "fake_memory_limits.hpp"
@@ -34,7 +35,18 @@ nvmlReturn_t bounds(const nvmlSetMemoryLimits_v1_t& l, std::uint64_t total) {
   return l.softLimit <= l.hardLimit && l.softLimit <= total && hard_ok ? NVML_SUCCESS : NVML_ERROR_INVALID_ARGUMENT;
 }
 
+// With a state file, every set (a clear included) is appended to "<file>.calls" as
+// "set <uuid> <cgroup> <soft> <hard>", so tests can tell the order of the calls (soft zeroed first).
+void record_call(const State& s, const PhysicalGpu& gpu, const std::string& cgroup, const nvmlSetMemoryLimits_v1_t& l) {
+  if (s.state_file.empty()) return;
+  if (std::FILE* f = std::fopen((s.state_file + ".calls").c_str(), "ae")) {
+    std::fprintf(f, "set %s %s %llu %llu\n", gpu.model.uuid.c_str(), cgroup.c_str(), l.softLimit, l.hardLimit);
+    std::fclose(f);
+  }
+}
+
 nvmlReturn_t set_limit(State& s, const PhysicalGpu& gpu, const std::string& cgroup, const nvmlSetMemoryLimits_v1_t& l) {
+  record_call(s, gpu, cgroup, l);
   auto limits = load_memory_limits(s);
   if (!limits) return file_failure(limits.error());
   auto same = [&](const MemoryLimit& m) { return m.gpu_uuid == gpu.model.uuid && m.cgroup == cgroup; };

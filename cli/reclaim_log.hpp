@@ -1,0 +1,54 @@
+// What the burst reclaimer did, for `gpufrac status` and `gpufrac metrics`
+// (<state-dir>/reclaims.json, written by the reclaimer alone, replaced atomically): the latest
+// reclaims (at most kMaxReclaimEvents), how many processes it stopped and how many requests it
+// refused on each GPU and of each share, and the shares whose usage region the driver contradicts
+// (flagged, never believed). A missing file is an empty log.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config/config.hpp"
+#include "core/error.hpp"
+
+namespace gpufrac::cli {
+
+inline constexpr std::size_t kMaxReclaimEvents = 64;
+
+struct ReclaimEvent {
+  std::int64_t time = 0;  // seconds since the epoch
+  std::string gpu_uuid;
+  std::string victim;       // the borrower's container id (or claim)
+  std::int64_t pid = 0;     // the process stopped
+  std::uint64_t bytes = 0;  // what the driver saw it hold
+  std::string owner;        // the container (or claim) that needed the memory
+  bool operator==(const ReclaimEvent&) const = default;
+};
+
+struct ReclaimFlag {
+  std::string gpu_uuid;
+  std::string id;                         // the container id (or claim)
+  std::uint64_t published = 0, held = 0;  // what its region says, what the driver sees
+  std::int64_t since = 0;
+  bool operator==(const ReclaimFlag&) const = default;
+};
+
+struct ReclaimLog {
+  std::vector<ReclaimEvent> events;                    // oldest first
+  std::map<std::string, std::uint64_t> stopped;        // by GPU uuid
+  std::map<std::string, std::uint64_t> refused;        // by GPU uuid (burst.reclaim: refuse)
+  std::map<std::string, std::uint64_t> share_stopped;  // by container key: its processes stopped
+  std::map<std::string, ReclaimFlag> flags;            // by container key
+  bool operator==(const ReclaimLog&) const = default;
+};
+
+std::string reclaim_log_path(const Config& cfg);
+Result<ReclaimLog> load_reclaim_log(const std::string& path);
+Result<> save_reclaim_log(const std::string& path, const ReclaimLog& log);
+// Adds an event (dropping the oldest past kMaxReclaimEvents) and counts it.
+// `key` is the victim's container key (share_stopped counts by it).
+void record_stop(ReclaimLog& log, ReclaimEvent e, const std::string& key);
+
+}  // namespace gpufrac::cli

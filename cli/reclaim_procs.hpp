@@ -1,0 +1,44 @@
+// The burst reclaimer's view of processes (docs/architecture.md "Burstable memory"): which share
+// each process the driver lists belongs to, told by the kernel (its /proc/<pid>/cgroup is the one of
+// the process the booking was made with), and stopping one safely (a pidfd: a pid reused meanwhile
+// is never signalled).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cli/reclaim_shares.hpp"
+#include "core/burst/lending.hpp"
+#include "core/error.hpp"
+#include "nvml/process_view.hpp"
+
+namespace gpufrac::cli {
+
+// /proc/<pid>/cgroup as the kernel states it (every hierarchy's line, on one line:
+// state/claim_members.hpp), "" when it cannot be read.
+std::string process_cgroups(const std::string& proc_root, std::int64_t pid);
+
+// The driver's processes of a GPU, by share.
+struct Attribution {
+  std::vector<std::vector<GpuProcessMemory>> of;  // per site, its processes
+  std::uint64_t total = 0;                        // held by every process on the GPU
+  std::vector<std::vector<std::string>> cgroups;  // per site, its memberships (none: unknown)
+};
+
+// Each process goes to the site whose booking process (or, for a claim, one of its containers) has
+// the same cgroups; a site whose process is gone or pending, or whose membership is the reclaimer's
+// own, gets none (it cannot be told apart).
+Attribution attribute(const std::vector<ShareSite>& sites, const std::vector<GpuProcessMemory>& procs,
+                      const std::string& proc_root);
+
+// The shares as lending.hpp sees them: the sites' requests and limits, the usage their regions
+// publish (`published`, per site) and what the driver sees them hold.
+std::vector<BurstShare> burst_shares(const std::vector<ShareSite>& sites, const std::vector<std::uint64_t>& published,
+                                     const Attribution& a);
+
+// SIGKILL to pid through a pidfd, once its cgroups are still one of `cgroups` (the same process, or one
+// of its container's). An error names the pid and why.
+Result<> stop_process(const std::string& proc_root, std::int64_t pid, const std::vector<std::string>& cgroups);
+
+}  // namespace gpufrac::cli

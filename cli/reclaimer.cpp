@@ -1,0 +1,238 @@
+#include "cli/reclaimer.hpp"
+
+#include <time.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "cli/reclaim_procs.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/log.hpp"
+#include "core/text.hpp"
+
+namespace gpufrac::cli {
+
+namespace {
+
+constexpr std::uint64_t kCheckEveryPasses = 50;  // region checks: about once a second
+constexpr int kGoneWaitMs = 5000;                // a stopped process's memory leaves the driver's view
+
+template <class T>
+T load(const T* p) {
+  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+template <class T>
+void store(T* p, T v) {
+  __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
+
+std::uint64_t gpu_memory(const Inventory& inv, const std::string& uuid) {
+  const Gpu* g = inv.gpu_by_uuid(uuid);
+  return g != nullptr ? g->memory_bytes : 0;
+}
+
+}  // namespace
+
+std::uint32_t reclaimer_beat_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  const auto ms = static_cast<std::uint32_t>(static_cast<std::uint64_t>(ts.tv_sec) * 1000 +
+                                             static_cast<std::uint64_t>(ts.tv_nsec) / 1000000);
+  return ms == 0 ? 1 : ms;
+}
+
+Reclaimer::Reclaimer(Config cfg, ProcessView view, Inventory inv)
+    : cfg_(std::move(cfg)), view_(std::move(view)), inv_(std::move(inv)) {
+  if (auto l = load_reclaim_log(reclaim_log_path(cfg_))) log_ = std::move(*l);
+}
+
+gpufrac_region* Reclaimer::region(const std::string& path) {
+  auto it = regions_.find(path);
+  if (it == regions_.end()) {
+    auto m = limits::map_region_rw(path);
+    if (!m) return nullptr;  // not made yet, or removed: the next pass tries again
+    it = regions_.emplace(path, std::move(*m)).first;
+  }
+  return it->second->as<gpufrac_region>();
+}
+
+std::vector<std::uint64_t> Reclaimer::published(const std::vector<ShareSite>& sites) {
+  std::vector<std::uint64_t> out;
+  for (const auto& s : sites) {
+    gpufrac_region* r = s.device >= 0 ? region(s.region) : nullptr;
+    std::uint64_t used = 0;
+    if (r != nullptr) {
+      auto sum = limits::sum_region(r, cfg_.proc_root);
+      if (static_cast<std::size_t>(s.device) < sum.devices.size()) used = sum.devices[s.device].used;
+    }
+    out.push_back(used);
+  }
+  return out;
+}
+
+void Reclaimer::publish(const std::vector<ShareSite>& sites, const std::vector<std::uint64_t>& used,
+                        std::uint64_t total, std::uint32_t beat) {
+  std::vector<BurstShare> shares;
+  for (std::size_t i = 0; i < sites.size(); ++i)
+    shares.push_back({sites[i].key, sites[i].request, sites[i].limit, used[i], 0, 0});
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    gpufrac_region* r = region(sites[i].region);
+    if (r == nullptr) continue;
+    if (sites[i].burst() && sites[i].device >= 0) {
+      // A share whose processes cannot be told apart could not be stopped: it borrows nothing.
+      store(&r->burst_ceiling, sites[i].pid != 0 ? lend_ceiling(shares, i, total) : sites[i].request);
+      store(&r->burst_device, static_cast<std::uint8_t>(sites[i].device));
+    }
+    store(&r->reclaimer_beat, beat);
+  }
+}
+
+void Reclaimer::answer(const std::string& gpu, const std::vector<ShareSite>& sites,
+                       const std::vector<std::uint64_t>& used, std::uint64_t total) {
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    gpufrac_region* r = sites[i].device >= 0 ? region(sites[i].region) : nullptr;
+    if (r == nullptr) continue;
+    const std::uint32_t asked = load(&r->reclaim_asked);
+    if (asked == load(&r->reclaim_answered) || load(&r->reclaim_device) != sites[i].device) continue;
+    const std::uint64_t bytes = load(&r->reclaim_bytes);
+    const ReclaimAnswer a = serve(gpu, sites, used, total, i, bytes);
+    store(&r->reclaim_answer, static_cast<std::uint8_t>(a));
+    store(&r->reclaim_answered, asked);
+  }
+}
+
+ReclaimAnswer Reclaimer::serve(const std::string& gpu, const std::vector<ShareSite>& sites,
+                               const std::vector<std::uint64_t>& used, std::uint64_t total, std::size_t asker,
+                               std::uint64_t bytes) {
+  for (std::size_t stopped = 0; stopped <= sites.size(); ++stopped) {
+    auto procs = view_.processes(gpu);
+    if (!procs) {
+      log::error("reclaim: " + procs.error().message);
+      return ReclaimAnswer::none;
+    }
+    const Attribution a = attribute(sites, *procs, cfg_.proc_root);
+    if (a.cgroups[asker].empty()) {  // its processes cannot be told apart: its need cannot be checked
+      log::info(text::cat("reclaim for ", sites[asker].id, " on ", gpu, ": its processes cannot be told apart"));
+      return ReclaimAnswer::none;
+    }
+    const auto shares = burst_shares(sites, used, a);
+    const ReclaimStep step = plan_reclaim(shares, asker, bytes, total > a.total ? total - a.total : 0, cfg_.burst);
+    if (step.answer != ReclaimAnswer::freed) {
+      if (step.answer == ReclaimAnswer::refused) log_.refused[gpu]++, log_dirty_ = true;
+      log::info(text::cat("reclaim for ", sites[asker].id, " on ", gpu, ": ", to_string(step.answer), ": ", step.why));
+      return stopped > 0 && step.answer == ReclaimAnswer::retry ? ReclaimAnswer::freed : step.answer;
+    }
+    if (!stop_one(gpu, sites, a, *step.victim, sites[asker].id)) return ReclaimAnswer::none;
+  }
+  return ReclaimAnswer::none;
+}
+
+bool Reclaimer::stop_one(const std::string& gpu, const std::vector<ShareSite>& sites, const Attribution& a,
+                         std::size_t victim, const std::string& owner) {
+  const auto& procs = a.of[victim];
+  auto biggest = std::max_element(procs.begin(), procs.end(), [](const GpuProcessMemory& x, const GpuProcessMemory& y) {
+    return x.bytes < y.bytes;
+  });
+  if (biggest == procs.end()) return false;
+  const GpuProcessMemory p = *biggest;
+  if (auto r = stop_process(cfg_.proc_root, p.pid, a.cgroups[victim]); !r) {
+    log::error("reclaim: " + r.error().message);
+    return false;
+  }
+  log::warn(text::cat("reclaim: stopped process ", p.pid, " of ", sites[victim].id, " (", text::format_bytes(p.bytes),
+                      " on ", gpu, ", past its request ", text::format_bytes(sites[victim].request), ") for ", owner,
+                      ", which is within its request"));
+  record_stop(log_,
+              ReclaimEvent{static_cast<std::int64_t>(::time(nullptr)), gpu, sites[victim].id, p.pid, p.bytes, owner},
+              sites[victim].key);
+  log_dirty_ = true;
+  save_log();
+  wait_gone(gpu, p.pid);
+  return true;
+}
+
+void Reclaimer::wait_gone(const std::string& gpu, std::int64_t pid) {
+  for (int waited = 0; waited < kGoneWaitMs; waited += 5) {
+    auto procs = view_.processes(gpu);
+    if (!procs || std::none_of(procs->begin(), procs->end(), [&](const GpuProcessMemory& p) { return p.pid == pid; }))
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  log::warn(text::cat("reclaim: process ", pid, " still holds memory on ", gpu, " ", kGoneWaitMs, " ms after SIGKILL"));
+}
+
+void Reclaimer::check_regions(const std::string& gpu, const std::vector<ShareSite>& sites,
+                              const std::vector<std::uint64_t>& used) {
+  auto procs = view_.processes(gpu);
+  if (!procs) return;
+  const Attribution a = attribute(sites, *procs, cfg_.proc_root);
+  const auto shares = burst_shares(sites, used, a);
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    const bool known = !a.cgroups[i].empty() && sites[i].device >= 0;
+    auto it = log_.flags.find(sites[i].key);
+    if (known && region_disagrees(shares[i], cfg_.burst.context_allowance)) {
+      if (it == log_.flags.end() || it->second.published != used[i] || it->second.held != shares[i].held) {
+        if (it == log_.flags.end())
+          log::warn(text::cat("reclaim: the usage region of ", sites[i].id, " says ", text::format_bytes(used[i]),
+                              " and the driver sees ", text::format_bytes(shares[i].held), " on ", gpu,
+                              ": flagged; the driver's view decides"));
+        const std::int64_t since = it == log_.flags.end() ? ::time(nullptr) : it->second.since;
+        log_.flags[sites[i].key] = ReclaimFlag{gpu, sites[i].id, used[i], shares[i].held, since};
+        log_dirty_ = true;
+      }
+    } else if (it != log_.flags.end() && it->second.gpu_uuid == gpu) {
+      log_.flags.erase(it);
+      log_dirty_ = true;
+    }
+  }
+}
+
+void Reclaimer::answer_leftovers(const std::map<std::string, std::set<int>>& served) {
+  for (auto& [path, m] : regions_) {
+    auto* r = m->as<gpufrac_region>();
+    const std::uint32_t asked = load(&r->reclaim_asked);
+    if (asked == load(&r->reclaim_answered)) continue;
+    auto it = served.find(path);
+    if (it != served.end() && it->second.contains(load(&r->reclaim_device))) continue;  // the next pass serves it
+    store(&r->reclaim_answer, static_cast<std::uint8_t>(ReclaimAnswer::none));
+    store(&r->reclaim_answered, asked);
+  }
+}
+
+void Reclaimer::save_log() {
+  if (!log_dirty_) return;
+  if (auto r = save_reclaim_log(reclaim_log_path(cfg_), log_); !r) {
+    log::warn("reclaim: " + r.error().message);
+    return;
+  }
+  log_dirty_ = false;
+}
+
+Result<bool> Reclaimer::pass() {
+  auto state = Ledger(LedgerOptions::from(cfg_)).read();
+  if (!state) return std::unexpected(state.error());
+  if (!has_burst_booking(*state)) return false;
+  const std::uint32_t beat = reclaimer_beat_now();
+  const bool check = passes_++ % kCheckEveryPasses == 0;
+  std::set<std::string> live;
+  std::map<std::string, std::set<int>> served;
+  for (const auto& [gpu, sites] : burst_sites(*state, cfg_)) {
+    const std::uint64_t total = gpu_memory(inv_, gpu);
+    if (total == 0) continue;
+    for (const auto& s : sites) {
+      live.insert(s.region);
+      served[s.region].insert(s.device);
+    }
+    const auto used = published(sites);
+    publish(sites, used, total, beat);
+    answer(gpu, sites, used, total);
+    if (check) check_regions(gpu, sites, used);
+  }
+  std::erase_if(regions_, [&](const auto& kv) { return !live.contains(kv.first); });
+  answer_leftovers(served);
+  save_log();
+  return true;
+}
+
+}  // namespace gpufrac::cli

@@ -1,0 +1,70 @@
+// The burst reclaimer (docs/architecture.md "Burstable memory"): a host process that runs while a
+// booking on the node has a limit above its request (`gpufrac reclaim run`, started on demand by the
+// front-ends). Each pass (every 20 ms) it reads the ledger, and for every GPU holding a burst
+// booking and each share there:
+//   - stores its beat in the share's usage region (the shims then know a reclaimer runs) and, for a
+//     share with a burst limit, the ceiling it may borrow up to (core/burst/lending.hpp, from the
+//     usage the regions publish);
+//   - answers the share's request for memory back: from the driver's per-process view only, a share
+//     the driver sees within its request that finds the GPU full gets the process of the borrower
+//     furthest past its request stopped (SIGKILL; logged, counted, an event in reclaims.json), again
+//     until the memory is free; under burst.reclaim: refuse, a refusal.
+// About once a second it compares each region with the driver's view and flags the regions the
+// driver contradicts.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/reclaim_log.hpp"
+#include "cli/reclaim_procs.hpp"
+#include "cli/reclaim_shares.hpp"
+#include "core/burst/lending.hpp"
+#include "core/config/config.hpp"
+#include "core/inventory/inventory.hpp"
+#include "limits/host/region_file.hpp"
+#include "nvml/process_view.hpp"
+
+namespace gpufrac::cli {
+
+class Reclaimer {
+ public:
+  Reclaimer(Config cfg, ProcessView view, Inventory inv);
+  // One pass; false once no booking has a burst limit.
+  Result<bool> pass();
+
+ private:
+  gpufrac_region* region(const std::string& path);
+  std::vector<std::uint64_t> published(const std::vector<ShareSite>& sites);
+  void publish(const std::vector<ShareSite>& sites, const std::vector<std::uint64_t>& used, std::uint64_t total,
+               std::uint32_t beat);
+  void answer(const std::string& gpu, const std::vector<ShareSite>& sites, const std::vector<std::uint64_t>& used,
+              std::uint64_t total);
+  ReclaimAnswer serve(const std::string& gpu, const std::vector<ShareSite>& sites,
+                      const std::vector<std::uint64_t>& used, std::uint64_t total, std::size_t asker,
+                      std::uint64_t bytes);
+  bool stop_one(const std::string& gpu, const std::vector<ShareSite>& sites, const Attribution& a, std::size_t victim,
+                const std::string& owner);
+  void wait_gone(const std::string& gpu, std::int64_t pid);
+  void check_regions(const std::string& gpu, const std::vector<ShareSite>& sites,
+                     const std::vector<std::uint64_t>& used);
+  // A request for a device of the region that no burst GPU covers: none (the shim stops waiting).
+  void answer_leftovers(const std::map<std::string, std::set<int>>& served);
+  void save_log();
+
+  Config cfg_;
+  ProcessView view_;
+  Inventory inv_;
+  std::map<std::string, limits::RegionMapping> regions_;  // by path, kept mapped between passes
+  ReclaimLog log_;
+  bool log_dirty_ = false;
+  std::uint64_t passes_ = 0;
+};
+
+// CLOCK_MONOTONIC milliseconds mod 2^32, never 0 (a region's reclaimer_beat).
+std::uint32_t reclaimer_beat_now();
+
+}  // namespace gpufrac::cli

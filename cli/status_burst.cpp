@@ -1,0 +1,119 @@
+#include "cli/status_burst.hpp"
+
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+#include "core/text.hpp"
+
+namespace gpufrac::cli {
+
+namespace {
+
+std::string gpu_name(const Inventory& inv, const std::string& uuid) {
+  const Gpu* g = inv.gpu_by_uuid(uuid);
+  return g != nullptr ? text::cat("GPU ", g->index) : uuid;
+}
+
+std::string clock_time(std::int64_t t) {
+  char buf[32];
+  const std::time_t tt = static_cast<std::time_t>(t);
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", std::localtime(&tt));
+  return buf;
+}
+
+}  // namespace
+
+std::uint64_t borrowed_bytes(const ShareStatus& s) {
+  if (s.entry.limit_bytes == 0 || !s.used_bytes || *s.used_bytes <= s.entry.bytes) return 0;
+  return *s.used_bytes - s.entry.bytes;
+}
+
+std::string used_text(const ShareStatus& s) {
+  if (!s.used_bytes) return "-";
+  const std::uint64_t borrowed = borrowed_bytes(s);
+  return text::format_bytes(*s.used_bytes) +
+         (borrowed != 0 ? " (" + text::format_bytes(borrowed) + " borrowed)" : std::string());
+}
+
+void add_burst_json(nlohmann::json& j, const ShareStatus& s) {
+  if (s.entry.limit_bytes == 0) return;
+  j["request_bytes"] = s.entry.bytes;
+  j["limit_bytes"] = s.entry.limit_bytes;
+  j["borrowed_bytes"] = s.used_bytes ? nlohmann::json(borrowed_bytes(s)) : nlohmann::json(nullptr);
+}
+
+nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv) {
+  nlohmann::json events = nlohmann::json::array(), flags = nlohmann::json::array();
+  std::uint64_t stopped = 0, refused = 0;
+  for (const auto& [gpu, n] : log.stopped) stopped += n;
+  for (const auto& [gpu, n] : log.refused) refused += n;
+  for (const auto& e : log.events) {
+    const Gpu* g = inv.gpu_by_uuid(e.gpu_uuid);
+    events.push_back({{"time", e.time},
+                      {"gpu_uuid", e.gpu_uuid},
+                      {"gpu_index", g != nullptr ? nlohmann::json(g->index) : nlohmann::json(nullptr)},
+                      {"victim", e.victim},
+                      {"pid", e.pid},
+                      {"bytes", e.bytes},
+                      {"owner", e.owner}});
+  }
+  for (const auto& [key, f] : log.flags)
+    flags.push_back({{"container", f.id},
+                     {"gpu_uuid", f.gpu_uuid},
+                     {"region_bytes", f.published},
+                     {"driver_bytes", f.held},
+                     {"since", f.since}});
+  return {{"stopped", stopped}, {"refused", refused}, {"events", events}, {"flags", flags}};
+}
+
+std::string render_reclaims(const ReclaimLog& log, const Inventory& inv) {
+  std::string out;
+  if (!log.events.empty() || !log.refused.empty()) out += "\nMemory lent and taken back (burst.reclaim)\n";
+  for (const auto& e : log.events)
+    out += text::cat("  ", clock_time(e.time), "  ", gpu_name(inv, e.gpu_uuid), ": stopped process ", e.pid, " of ",
+                     e.victim, " (it held ", text::format_bytes(e.bytes), ") for ", e.owner, "\n");
+  for (const auto& [gpu, n] : log.refused)
+    out +=
+        text::cat("  ", gpu_name(inv, gpu), ": ", n, " request(s) for lent memory refused (burst.reclaim: refuse)\n");
+  if (!log.flags.empty()) out += "\nUsage regions the driver contradicts (flagged; the driver's view decides)\n";
+  for (const auto& [key, f] : log.flags)
+    out +=
+        text::cat("  ", f.id, " on ", gpu_name(inv, f.gpu_uuid), ": its region says ", text::format_bytes(f.published),
+                  ", the driver sees ", text::format_bytes(f.held), " (since ", clock_time(f.since), ")\n");
+  return out;
+}
+
+std::vector<metrics::Family> burst_families(const StatusReport& r, const ReclaimLog& log,
+                                            metrics::Labels (*labels)(const LedgerEntry&)) {
+  using metrics::Family;
+  using metrics::Type;
+  Family request("gpufrac_share_request_bytes", Type::gauge, "Memory booked by one share (its request)");
+  Family borrowed("gpufrac_share_borrowed_bytes", Type::gauge,
+                  "Memory a share with a burst limit uses past its request (lent until its owners need it)");
+  Family share_reclaims("gpufrac_share_reclaims_total", Type::counter,
+                        "Processes of a share with a burst limit stopped to give lent memory back");
+  Family gpu_reclaims("gpufrac_gpu_reclaims_total", Type::counter, "Borrowers' processes stopped on the GPU");
+  Family refused("gpufrac_gpu_reclaims_refused_total", Type::counter,
+                 "Requests for lent memory refused on the GPU (burst.reclaim: refuse)");
+  auto add = [&](const ShareStatus& s) {
+    request.add(labels(s.entry), s.entry.bytes);
+    if (s.entry.limit_bytes == 0) return;
+    if (s.used_bytes) borrowed.add(labels(s.entry), borrowed_bytes(s));
+    auto it = log.share_stopped.find(container_key(s.entry));
+    share_reclaims.add(labels(s.entry), it == log.share_stopped.end() ? 0 : it->second);
+  };
+  for (const auto& d : r.devices) {
+    for (const auto& s : d.shares) add(s);
+    if (d.mig || d.mig_mode) continue;
+    const auto stopped = log.stopped.find(d.uuid), refusals = log.refused.find(d.uuid);
+    if (stopped == log.stopped.end() && refusals == log.refused.end()) continue;
+    metrics::Labels l{{"gpu_index", text::cat(d.gpu_index)}, {"gpu_uuid", d.uuid}};
+    gpu_reclaims.add(l, stopped == log.stopped.end() ? 0 : stopped->second);
+    refused.add(l, refusals == log.refused.end() ? 0 : refusals->second);
+  }
+  for (const auto& s : r.unknown) add(s);
+  return {request, borrowed, share_reclaims, gpu_reclaims, refused};
+}
+
+}  // namespace gpufrac::cli

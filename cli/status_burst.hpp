@@ -1,0 +1,36 @@
+// Burstable memory in `gpufrac status` and `gpufrac metrics` (docs/architecture.md "Burstable
+// memory"): a share's request, limit and what it borrows (what it uses past its request), and what
+// the reclaimer did (cli/reclaim_log.hpp): the processes it stopped, the requests it refused under
+// burst.reclaim: refuse, the regions the driver contradicts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "cli/reclaim_log.hpp"
+#include "cli/status_model.hpp"
+#include "metrics/exposition.hpp"
+
+namespace gpufrac::cli {
+
+// What a share with a burst limit uses past its request (0 without a limit or a known use).
+std::uint64_t borrowed_bytes(const ShareStatus& s);
+// "25.0 GiB (15.0 GiB borrowed)", "3.0 GiB", "-": the USED cell.
+std::string used_text(const ShareStatus& s);
+// request_bytes, limit_bytes and borrowed_bytes on a share's JSON, for a share with a burst limit.
+void add_burst_json(nlohmann::json& share, const ShareStatus& s);
+
+// "reclaims": {stopped, refused, events, flags}, GPUs by index where the inventory knows them.
+nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv);
+// The text under the shares: the reclaims and the flagged regions ("" when there are none).
+std::string render_reclaims(const ReclaimLog& log, const Inventory& inv);
+
+// gpufrac_share_request_bytes, gpufrac_share_borrowed_bytes, gpufrac_share_reclaims_total,
+// gpufrac_gpu_reclaims_total, gpufrac_gpu_reclaims_refused_total (share labels: `labels`).
+std::vector<metrics::Family> burst_families(const StatusReport& r, const ReclaimLog& log,
+                                            metrics::Labels (*labels)(const LedgerEntry&));
+
+}  // namespace gpufrac::cli
