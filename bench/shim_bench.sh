@@ -58,17 +58,19 @@ for n in 1 64; do
   done
 done
 # Burstable memory: the same pair under a limit file whose device has a burst line (request 16 GiB
-# below the 32 GiB limit; the pair stays within the request) against the plain file above. A
-# container that does not burst, and one that bursts but stays within its request, side by side.
-printf 'version 1\ncontainer bench\nregion %s/usage-burst\ndevice GPU-894e9a6d-f600-b098-3d59-138988473c2c %d\nburst GPU-894e9a6d-f600-b098-3d59-138988473c2c %d\n' \
-  "$tmp" $((32 << 30)) $((16 << 30)) >"$tmp/limits-burst"
-truncate -s "$("$BENCH" region-size)" "$tmp/usage-burst"
+# below the 32 GiB limit; the pair stays within the request) against one without, each with a fresh
+# region of its own (the runs above left slots in theirs). A container that does not burst, and one
+# that may but stays within its request, side by side.
+for kind in plain burst; do
+  printf 'version 1\ncontainer bench\nregion %s/usage-%s\ndevice GPU-894e9a6d-f600-b098-3d59-138988473c2c %d\n' \
+    "$tmp" "$kind" $((32 << 30)) >"$tmp/limits-$kind"
+  truncate -s "$("$BENCH" region-size)" "$tmp/usage-$kind"
+done
+echo "burst GPU-894e9a6d-f600-b098-3d59-138988473c2c $((16 << 30))" >>"$tmp/limits-burst"
 declare -A burst=()
 for _ in 1 2 3 4 5; do
   for kind in plain burst; do
-    file=$tmp/limits
-    [ "$kind" = burst ] && file=$tmp/limits-burst
-    out=$(GPUFRAC_LIMITS_FILE=$file LD_PRELOAD=$SHIM "$BENCH" ops 0)
+    out=$(GPUFRAC_LIMITS_FILE=$tmp/limits-$kind LD_PRELOAD=$SHIM "$BENCH" ops 0)
     burst[$kind]=$(min "${burst[$kind]:-}" "$(val pair_ns "$out")")
   done
 done

@@ -10,7 +10,8 @@
 #     that request and limit, the variables left as they are (gpufrac's values are the same);
 #  5. bad input: one line, nothing booked, no container directory left;
 #  6. the simulated r615 machine: the driver holds soft = request and hard = limit on the
-#     container's cgroup; at release soft is zeroed first, then the limit is gone.
+#     container's cgroup; at release soft is zeroed first, then the limit is gone; under MPS the
+#     driver evicts the process past its soft limit for one within its own.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../containers.sh"
 source "$(dirname "$0")/../wrapper.sh"
@@ -181,5 +182,26 @@ assert_eq "$(grep -F " /$P-r" "$FAKE/nvml.json.limits" || true)" "" "released: t
 assert_eq "$(grep -F " /$P-r " "$FAKE/nvml.json.calls" | cut -d' ' -f4-)" "$((10 * GIB)) $((30 * GIB))
 0 $((30 * GIB))
 0 18446744073709551615" "set, then soft zeroed first, then the hard limit cleared"
+# Under MPS the r615 driver itself evicts a process past its soft limit for one within its own: the
+# same outcome as burst.reclaim: kill, before gpufrac's reclaimer is asked.
+r615_bundle() {
+  BURST_ENV='"GPUFRAC_FAKE_CUDA_MPS_EVICTION=1"' agent_bundle "$@"
+  jq '.linux.resources.devices += [{allow: true, type: "c", major: 195, access: "rwm"},
+                                   {allow: true, type: "c", major: 508, access: "rwm"}]' "$1/config.json" \
+    >"$1.json" && mv "$1.json" "$1/config.json"
+}
+r615_bundle "$E2E_TMP/ra" gpufrac.io/memory=10Gi gpufrac.io/memory-limit=30Gi gpufrac.io/gpu=0
+r615_bundle "$E2E_TMP/rb" gpufrac.io/memory=60Gi gpufrac.io/gpu=0
+agent_start "$P-ra" "$E2E_TMP/ra"
+agent_fill "$P-ra" 1024 25
+assert_eq "$OKS" 25 "A takes 25 GiB (soft 10, hard 30)"
+agent_start "$P-rb" "$E2E_TMP/rb"
+agent_fill "$P-rb" 1024 60
+assert_eq "$OKS" 60 "B, within its soft limit of 60 GiB, gets its memory"
+agent_gone "$P-ra" || fail "the driver evicted A's process, past its soft limit"
+run "$GPUFRAC" status --json
+assert_eq "$(jq -c '.reclaims.stopped // 0' <<<"$OUT")" 0 "the driver did it: gpufrac's reclaimer stopped nothing"
+agent_stop "$P-ra"
+agent_stop "$P-rb"
 stop_reclaimer
 finish

@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,23 +54,29 @@ static void init_identity(void) {
   g_start = start_time("self");
 }
 
-/* The hard limit on uuid for this process's cgroup, 0 when none. */
-static uint64_t hard_limit(const char* state, const char* uuid) {
+/* The limits on uuid for cgroup (0 and 0 when none); returns the hard limit. */
+static uint64_t limits_of(const char* state, const char* uuid, const char* cgroup, uint64_t* soft_out) {
   char path[FAKE_PATH + 16], line[FAKE_PATH + 128];
   snprintf(path, sizeof path, "%s.limits", state);
   FILE* f = fopen(path, "re");
-  uint64_t hard = 0;
+  uint64_t hard = 0, soft = 0;
   while (f != NULL && fgets(line, sizeof line, f) != NULL) {
     char id[64];
-    unsigned long long soft, h;
+    unsigned long long s, h;
     int used = 0;
     line[strcspn(line, "\n")] = '\0';
-    if (sscanf(line, "%63s %llu %llu %n", id, &soft, &h, &used) == 3 && used > 0 && strcmp(id, uuid) == 0 &&
-        strcmp(line + used, g_cgroup) == 0)
-      hard = h;
+    if (sscanf(line, "%63s %llu %llu %n", id, &s, &h, &used) == 3 && used > 0 && strcmp(id, uuid) == 0 &&
+        strcmp(line + used, cgroup) == 0)
+      hard = h, soft = s;
   }
   if (f != NULL) fclose(f);
+  if (soft_out != NULL) *soft_out = soft;
   return hard;
+}
+
+/* The hard limit on uuid for this process's cgroup, 0 when none. */
+static uint64_t hard_limit(const char* state, const char* uuid) {
+  return limits_of(state, uuid, g_cgroup, NULL);
 }
 
 /* What the other live processes hold on a device: those of this cgroup, and all of them. */
@@ -140,19 +147,111 @@ static void unlock_state(int fd) {
   if (fd >= 0) close(fd); /* closing drops the flock */
 }
 
+/* ---- The eviction of an over-soft process (r615 under MPS: GPUFRAC_FAKE_CUDA_MPS_EVICTION=1) ---- */
+#define FAKE_GROUPS 64
+struct group_use {
+  char cgroup[FAKE_PATH + 128];
+  uint64_t used, top_bytes;
+  long top_pid;
+};
+
+/* One live process's use on uuid from its usage file, with its cgroup; 0 when none. */
+static uint64_t process_use(const char* file, const char* pid, const char* uuid, char* group, size_t group_len) {
+  FILE* f = fopen(file, "re");
+  char line[FAKE_PATH + 128];
+  unsigned long long start = 0, bytes = 0, b;
+  group[0] = '\0';
+  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+    char id[64];
+    line[strcspn(line, "\n")] = '\0';
+    if (strncmp(line, "cgroup ", 7) == 0) snprintf(group, group_len, "%s", line + 7);
+    sscanf(line, "start %llu", &start);
+    if (sscanf(line, "used %63s %llu", id, &b) == 2 && strcmp(id, uuid) == 0) bytes = b;
+  }
+  if (f != NULL) fclose(f);
+  return start != 0 && start_time(pid) == start ? bytes : 0;
+}
+
+/* Every other live process's use on uuid, summed by cgroup (the largest process of each kept). */
+static int group_uses(const char* state, const char* uuid, struct group_use* out) {
+  char dir[FAKE_PATH + 16], file[2 * FAKE_PATH], self[32], group[FAKE_PATH + 128];
+  snprintf(dir, sizeof dir, "%s.usage", state);
+  snprintf(self, sizeof self, "%d", (int)getpid());
+  DIR* d = opendir(dir);
+  int n = 0;
+  for (struct dirent* e = d != NULL ? readdir(d) : NULL; e != NULL; e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || strcmp(e->d_name, self) == 0) continue;
+    snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
+    uint64_t bytes = process_use(file, e->d_name, uuid, group, sizeof group);
+    if (bytes == 0) continue;
+    int i = 0;
+    while (i < n && strcmp(out[i].cgroup, group) != 0) i++;
+    if (i == n && n == FAKE_GROUPS) continue;
+    if (i == n) memset(&out[n++], 0, sizeof out[0]), snprintf(out[i].cgroup, sizeof out[i].cgroup, "%s", group);
+    out[i].used += bytes;
+    if (bytes > out[i].top_bytes) out[i].top_bytes = bytes, out[i].top_pid = atol(e->d_name);
+  }
+  if (d != NULL) closedir(d);
+  return n;
+}
+
+/* The process to evict for a requester within its soft limit: the largest process of the cgroup
+ * furthest past its own soft limit (a cgroup without a limit has soft 0); 0 when none is past. */
+static long over_soft_victim(const char* state, const char* uuid) {
+  static struct group_use groups[FAKE_GROUPS];
+  int n = group_uses(state, uuid, groups);
+  long victim = 0;
+  uint64_t worst = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t soft = 0;
+    limits_of(state, uuid, groups[i].cgroup, &soft);
+    if (strcmp(groups[i].cgroup, g_cgroup) == 0 || groups[i].used <= soft) continue;
+    if (groups[i].used - soft > worst) worst = groups[i].used - soft, victim = groups[i].top_pid;
+  }
+  return victim;
+}
+
+/* Whether the requester may have an over-soft process evicted: MPS eviction on, and its cgroup
+ * within its soft limit with the new bytes. */
+static int may_evict(const char* state, const char* uuid, uint64_t group_after) {
+  const char* on = getenv("GPUFRAC_FAKE_CUDA_MPS_EVICTION");
+  uint64_t soft = 0;
+  if (on == NULL || strcmp(on, "1") != 0) return 0;
+  limits_of(state, uuid, g_cgroup, &soft);
+  return soft != 0 && group_after <= soft;
+}
+
+/* Kills pid and waits (at most 5 s) until it holds nothing (gone or a zombie). */
+static void evict(long pid) {
+  char name[32];
+  snprintf(name, sizeof name, "%ld", pid);
+  kill((pid_t)pid, SIGKILL);
+  for (int i = 0; i < 500 && start_time(name) != 0; i++) usleep(10000);
+}
+
 CUresult fake_limit_charge(CUdevice dev, uint64_t held, uint64_t size) {
   pthread_once(&g_once, init_identity);
   const char* state = state_file();
   if (state == NULL || dev < 0) return CUDA_SUCCESS;
-  int fd = lock_state(state);
-  CUresult rc = CUDA_SUCCESS;
-  uint64_t hard = hard_limit(state, fake_devices[dev].uuid);
-  struct held others = others_held(state, fake_devices[dev].uuid);
-  if (hard != 0 && others.group + held + size > hard) rc = CUDA_ERROR_OUT_OF_MEMORY;
-  if (others.node + held + size > fake_devices[dev].total) rc = CUDA_ERROR_OUT_OF_MEMORY; /* the GPU is full */
-  if (rc == CUDA_SUCCESS) write_usage(state, dev, held + size);
-  unlock_state(fd);
-  return rc;
+  const char* uuid = fake_devices[dev].uuid;
+  for (int round = 0;; round++) {
+    int fd = lock_state(state);
+    uint64_t hard = hard_limit(state, uuid);
+    struct held others = others_held(state, uuid);
+    const int over_hard = hard != 0 && others.group + held + size > hard;
+    const int full = others.node + held + size > fake_devices[dev].total; /* the GPU is full */
+    if (!over_hard && !full) {
+      write_usage(state, dev, held + size);
+      unlock_state(fd);
+      return CUDA_SUCCESS;
+    }
+    long victim = !over_hard && round < 8 && may_evict(state, uuid, others.group + held + size)
+                      ? over_soft_victim(state, uuid)
+                      : 0;
+    unlock_state(fd);
+    if (victim == 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    evict(victim);
+  }
 }
 
 void fake_limit_release(CUdevice dev, uint64_t held) {

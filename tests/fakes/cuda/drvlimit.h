@@ -15,7 +15,12 @@
  *     /proc/self/cgroup "0::" path has a limit on a device's UUID is held to it with every process
  *     of its cgroup: an allocation past the hard limit is CUDA_ERROR_OUT_OF_MEMORY, and cuMemGetInfo
  *     reports the hard limit as the total.
- * All of it under flock(<file>.lock), as the fake NVML's changes are. */
+ *   - Eviction (r615 under MPS; GPUFRAC_FAKE_CUDA_MPS_EVICTION=1 in the requester's environment): an
+ *     allocation that finds the GPU full while its cgroup stays within its soft limit has the
+ *     largest process of the cgroup furthest past its own soft limit (soft 0 without a limit)
+ *     killed (SIGKILL, as the MPS server terminates an over-soft client), waits until it holds
+ *     nothing, and tries again; without a process past its soft limit, CUDA_ERROR_OUT_OF_MEMORY.
+ * All of it under flock(<file>.lock), as the fake NVML's changes are (the kill and the wait outside). */
 #ifndef GPUFRAC_FAKE_CUDA_DRVLIMIT_H
 #define GPUFRAC_FAKE_CUDA_DRVLIMIT_H
 
