@@ -7,6 +7,12 @@
 
 namespace gpufrac {
 
+namespace {
+
+constexpr unsigned long long kNvmlValueNotAvailable = ~0ull;  // NVML_VALUE_NOT_AVAILABLE
+
+}  // namespace
+
 Result<ProcessView> ProcessView::open(const Config& cfg) {
   if (uses_simulated_machine(cfg))
     return user_error(
@@ -64,6 +70,8 @@ Result<std::vector<GpuProcessMemory>> ProcessView::processes(const std::string& 
   for (unsigned int i = 0; i < count; ++i) {
     nvmlProcessInfo_t info{};
     std::memcpy(&info, buffer.data() + static_cast<std::size_t>(i) * stride_, sizeof info);
+    // NVML_VALUE_NOT_AVAILABLE: the driver does not say (no process is taken for a huge borrower).
+    if (info.usedGpuMemory == kNvmlValueNotAvailable) continue;
     out.push_back({static_cast<std::int64_t>(info.pid), info.usedGpuMemory});
   }
   return out;

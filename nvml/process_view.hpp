@@ -29,7 +29,8 @@ class ProcessView {
   ProcessView& operator=(ProcessView&&) noexcept = default;
   ~ProcessView();
 
-  // The processes holding memory on the GPU, as the driver lists them.
+  // The processes holding memory on the GPU, as the driver lists them; one whose memory the driver
+  // does not report (NVML_VALUE_NOT_AVAILABLE) is left out.
   Result<std::vector<GpuProcessMemory>> processes(const std::string& gpu_uuid) const;
 
  private:

@@ -1,0 +1,67 @@
+// Burstable memory in `gpufrac status` and `gpufrac metrics` (cli/status_burst.hpp): what a share
+// borrows, the reclaimer's log as JSON and text, and the series.
+#include <stdlib.h>
+#include <time.h>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/status_burst.hpp"
+#include "shipped_machines.hpp"
+
+namespace gpufrac::cli {
+namespace {
+
+constexpr std::uint64_t kGiB = 1ull << 30;
+
+ShareStatus burst_share(std::optional<std::uint64_t> used) {
+  ShareStatus s;
+  s.entry.container_id = "nb";
+  s.entry.bytes = 10 * kGiB;
+  s.entry.limit_bytes = 30 * kGiB;
+  s.used_bytes = used;
+  return s;
+}
+
+TEST(StatusBurst, WhatAShareBorrowsIsMarked) {
+  EXPECT_EQ(used_text(burst_share(25 * kGiB)), "25.0 GiB (15.0 GiB borrowed)");
+  EXPECT_EQ(used_text(burst_share(4 * kGiB)), "4.0 GiB");
+  EXPECT_EQ(used_text(burst_share(std::nullopt)), "-");
+  ShareStatus plain = burst_share(12 * kGiB);
+  plain.entry.limit_bytes = 0;
+  EXPECT_EQ(borrowed_bytes(plain), 0u) << "without a burst limit nothing is borrowed";
+  nlohmann::json j;
+  add_burst_json(j, burst_share(25 * kGiB));
+  EXPECT_EQ(j.dump(), R"({"borrowed_bytes":16106127360,"limit_bytes":32212254720,"request_bytes":10737418240})");
+  nlohmann::json none;
+  add_burst_json(none, plain);
+  EXPECT_TRUE(none.is_null());
+}
+
+TEST(StatusBurst, TheReclaimersLog) {
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+  const Inventory inv = test::shipped_machine("a100-40gb-x1.yaml");
+  const std::string gpu = inv.gpus[0].uuid;
+  ReclaimLog log;
+  record_stop(log, ReclaimEvent{1764338400, gpu, "nb", 4242, 25 * kGiB, "trainer"}, "nb@p4242-1");
+  log.refused[gpu] = 2;
+  log.flags["liar@p7-1"] = ReclaimFlag{gpu, "liar", 0, 12 * kGiB, 1764338400};
+  EXPECT_EQ(render_reclaims(log, inv),
+            "\nMemory lent and taken back (burst.reclaim)\n"
+            "  2025-11-28 14:00:00  GPU 0: stopped process 4242 of nb (it held 25.0 GiB) for trainer\n"
+            "  GPU 0: 2 request(s) for lent memory refused (burst.reclaim: refuse)\n"
+            "\nUsage regions the driver contradicts (flagged; the driver's view decides)\n"
+            "  liar on GPU 0: its region says 0 B, the driver sees 12.0 GiB (since 2025-11-28 14:00:00)\n");
+  const nlohmann::json j = reclaims_json(log, inv);
+  EXPECT_EQ(j["stopped"], 1);
+  EXPECT_EQ(j["refused"], 2);
+  EXPECT_EQ(j["events"][0]["gpu_index"], 0);
+  EXPECT_EQ(j["flags"][0]["container"], "liar");
+  EXPECT_EQ(render_reclaims(ReclaimLog{}, inv), "");
+  EXPECT_EQ(log.share_stopped.at("nb@p4242-1"), 1u);
+}
+
+}  // namespace
+}  // namespace gpufrac::cli
