@@ -126,11 +126,12 @@ agent_fill() {
   done
 }
 
-# The reclaimer's pid from its lock file ("" when none runs).
+# The reclaimer's pid from its lock file while that process runs ("" when none does). Not by taking
+# the lock: a test holding it, however briefly, would keep a reclaimer from starting.
 reclaimer_pid() {
   local pid
   pid=$(cat "$E2E_TMP/state/reclaimer.lock" 2>/dev/null || true)
-  [ -n "$pid" ] && [ -e "/proc/$pid" ] && grep -q "reclaim" "/proc/$pid/cmdline" 2>/dev/null && echo "$pid" || true
+  [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "^$GPUFRAC " && echo "$pid" || true
 }
 # wait_reclaimer: until the reclaimer runs (up to 5 s), then one more pass for its beat.
 wait_reclaimer() {
