@@ -37,8 +37,11 @@ static void run(long n, const char* line) {
     } else {
       g_held--;
       CUresult rc = cuMemFree_v2(g_ptr[g_held]);
-      snprintf(out, sizeof out, rc == CUDA_SUCCESS ? "freed %llu" : "free-failed %d",
-               rc == CUDA_SUCCESS ? g_mib[g_held] : (unsigned long long)rc);
+      if (rc == CUDA_SUCCESS) {
+        snprintf(out, sizeof out, "freed %llu", g_mib[g_held]);
+      } else {
+        snprintf(out, sizeof out, "free-failed %d", (int)rc);
+      }
     }
   } else if (line[0] == 'i') {
     size_t free_b = 0, total = 0;
