@@ -40,7 +40,12 @@ burst_node() {
 agent_bundle() {
   local dir=$1
   shift
-  make_bundle "$dir" "${BURST_CMD:-exec /bin/burst_agent}" "$@"
+  # BURST_PLAIN=1: no hooks in the spec (gpufrac-runtime adds its own).
+  if [ "${BURST_PLAIN:-0}" = 1 ]; then
+    make_plain_bundle "$dir" "${BURST_CMD:-exec /bin/burst_agent}" "$@"
+  else
+    make_bundle "$dir" "${BURST_CMD:-exec /bin/burst_agent}" "$@"
+  fi
   add_program "$dir/rootfs" "$AGENT"
   add_glibc "$dir/rootfs"
   jq --arg fake "$FAKE" --arg dev "$GPU=${GPU_MIB}Mi" --argjson extra "[${BURST_ENV:-}]" '

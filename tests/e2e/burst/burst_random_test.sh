@@ -1,7 +1,7 @@
 #!/bin/bash
 # Requests that fit are never hurt: a few hundred random steps of allocate, free, start and stop over
-# 4 containers (real runc, gpufrac-hook, the shim, the reclaimer; a simulated 40 GB GPU whose memory
-# every container shares). Each container has a random request and either no limit or one above it.
+# 4 containers (real runc, every other container through gpufrac-hook or gpufrac-runtime, the shim,
+# the reclaimer; a simulated 40 GB GPU whose memory every container shares). Each container has a random request and either no limit or one above it.
 # After every step:
 #   - every container's use (what the test knows it holds, and what gpufrac status reads) stays
 #     within its limit;
@@ -11,6 +11,7 @@
 # BURST_STEPS (default 300) and BURST_SEED (default 1) choose the run; a seed repeats its steps.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../containers.sh"
+source "$(dirname "$0")/../wrapper.sh"
 source "$(dirname "$0")/burst_lib.sh"
 e2e_tmp
 P=gpufrac-e2e-burstrnd-$$
@@ -38,8 +39,14 @@ start_one() {
   lim=$PICKED
   local ann=(gpufrac.io/memory=${req}Mi)
   [ "$lim" != "$req" ] && ann+=(gpufrac.io/memory-limit=${lim}Mi)
-  agent_bundle "$E2E_TMP/$name" "${ann[@]}"
-  agent_start "$name" "$E2E_TMP/$name"
+  # Every other container through gpufrac-runtime (its own hooks), the rest through gpufrac-hook.
+  if [ $((SERIAL % 2)) = 0 ]; then
+    BURST_PLAIN=1 agent_bundle "$E2E_TMP/$name" "${ann[@]}"
+    agent_start "$name" "$E2E_TMP/$name" "$WRAPPER"
+  else
+    agent_bundle "$E2E_TMP/$name" "${ann[@]}"
+    agent_start "$name" "$E2E_TMP/$name"
+  fi
   STARTS=$((STARTS + 1))
   if [ "$RC" != 0 ]; then
     assert_contains "$OUT" "no GPU has" "a start is refused only for want of room: $OUT"
