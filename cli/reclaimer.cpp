@@ -10,6 +10,7 @@
 #include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
+#include "limits/host/region_guard.hpp"
 
 namespace gpufrac::cli {
 
@@ -17,15 +18,6 @@ namespace {
 
 constexpr std::uint64_t kCheckEveryPasses = 50;  // region checks: about once a second
 constexpr int kGoneWaitMs = 5000;                // a stopped process's memory leaves the driver's view
-
-template <class T>
-T load(const T* p) {
-  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
-}
-template <class T>
-void store(T* p, T v) {
-  __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
-}
 
 std::uint64_t gpu_memory(const Inventory& inv, const std::string& uuid) {
   const Gpu* g = inv.gpu_by_uuid(uuid);
@@ -57,48 +49,54 @@ gpufrac_region* Reclaimer::region(const std::string& path) {
   return it->second->as<gpufrac_region>();
 }
 
-std::vector<std::uint64_t> Reclaimer::published(const std::vector<ShareSite>& sites) {
-  std::vector<std::uint64_t> out;
-  for (const auto& s : sites) {
+void Reclaimer::drop(const std::string& path, const std::string& id) {
+  regions_.erase(path);
+  log::warn("reclaim: the usage region of " + id + " (" + path +
+            ") changed size under its mapping (its container truncated it?): not read again until it is whole");
+}
+
+std::vector<Reading> Reclaimer::read_sites(const std::vector<ShareSite>& sites) {
+  std::vector<Reading> out(sites.size());
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    const ShareSite& s = sites[i];
     gpufrac_region* r = s.device >= 0 ? region(s.region) : nullptr;
-    std::uint64_t used = 0;
-    if (r != nullptr) {
-      auto sum = limits::sum_region(r, cfg_.proc_root);
-      if (static_cast<std::size_t>(s.device) < sum.devices.size()) used = sum.devices[s.device].used;
+    if (r == nullptr) continue;
+    if (!limits::read_region_guarded(r, static_cast<unsigned>(s.device), out[i].region)) {
+      drop(s.region, s.id);
+      continue;
     }
-    out.push_back(used);
+    out[i].ok = true;
+    out[i].used = limits::live_use(out[i].region, cfg_.proc_root);
   }
   return out;
 }
 
-void Reclaimer::publish(const std::vector<ShareSite>& sites, const std::vector<std::uint64_t>& used,
-                        std::uint64_t total, std::uint32_t beat) {
+void Reclaimer::publish(const std::vector<ShareSite>& sites, const std::vector<Reading>& readings, std::uint64_t total,
+                        std::uint32_t beat) {
   std::vector<BurstShare> shares;
   for (std::size_t i = 0; i < sites.size(); ++i)
-    shares.push_back({sites[i].key, sites[i].request, sites[i].limit, used[i], 0, 0});
+    shares.push_back({sites[i].id, sites[i].request, sites[i].limit, readings[i].used, 0, 0});
   for (std::size_t i = 0; i < sites.size(); ++i) {
-    gpufrac_region* r = region(sites[i].region);
+    gpufrac_region* r = readings[i].ok ? region(sites[i].region) : nullptr;
     if (r == nullptr) continue;
-    if (sites[i].burst() && sites[i].device >= 0) {
-      // A share whose processes cannot be told apart could not be stopped: it borrows nothing.
-      store(&r->burst_ceiling, sites[i].pid != 0 ? lend_ceiling(shares, i, total) : sites[i].request);
-      store(&r->burst_device, static_cast<std::uint8_t>(sites[i].device));
-    }
-    store(&r->reclaimer_beat, beat);
+    // A share whose processes cannot be told apart could not be stopped: it borrows nothing.
+    const std::uint64_t ceiling = sites[i].known() ? lend_ceiling(shares, i, total) : sites[i].request;
+    if (!limits::publish_guarded(r, beat, sites[i].burst(), static_cast<std::uint8_t>(sites[i].device), ceiling))
+      drop(sites[i].region, sites[i].id);
   }
 }
 
 void Reclaimer::answer(const std::string& gpu, const std::vector<ShareSite>& sites,
-                       const std::vector<std::uint64_t>& used, std::uint64_t total) {
+                       const std::vector<Reading>& readings, std::uint64_t total) {
+  std::vector<std::uint64_t> used;
+  for (const auto& r : readings) used.push_back(r.used);
   for (std::size_t i = 0; i < sites.size(); ++i) {
-    gpufrac_region* r = sites[i].device >= 0 ? region(sites[i].region) : nullptr;
-    if (r == nullptr) continue;
-    const std::uint32_t asked = load(&r->reclaim_asked);
-    if (asked == load(&r->reclaim_answered) || load(&r->reclaim_device) != sites[i].device) continue;
-    const std::uint64_t bytes = load(&r->reclaim_bytes);
-    const ReclaimAnswer a = serve(gpu, sites, used, total, i, bytes);
-    store(&r->reclaim_answer, static_cast<std::uint8_t>(a));
-    store(&r->reclaim_answered, asked);
+    const limits::RegionReading& rd = readings[i].region;
+    if (!readings[i].ok || rd.reclaim_asked == rd.reclaim_answered || rd.reclaim_device != sites[i].device) continue;
+    const ReclaimAnswer a = serve(gpu, sites, used, total, i, rd.reclaim_bytes);
+    gpufrac_region* r = region(sites[i].region);
+    if (r != nullptr && !limits::answer_guarded(r, rd.reclaim_asked, static_cast<std::uint8_t>(a)))
+      drop(sites[i].region, sites[i].id);
   }
 }
 
@@ -189,14 +187,14 @@ void Reclaimer::check_regions(const std::string& gpu, const std::vector<ShareSit
 }
 
 void Reclaimer::answer_leftovers(const std::map<std::string, std::set<int>>& served) {
-  for (auto& [path, m] : regions_) {
-    auto* r = m->as<gpufrac_region>();
-    const std::uint32_t asked = load(&r->reclaim_asked);
-    if (asked == load(&r->reclaim_answered)) continue;
-    auto it = served.find(path);
-    if (it != served.end() && it->second.contains(load(&r->reclaim_device))) continue;  // the next pass serves it
-    store(&r->reclaim_answer, static_cast<std::uint8_t>(ReclaimAnswer::none));
-    store(&r->reclaim_answered, asked);
+  for (auto it = regions_.begin(); it != regions_.end();) {
+    auto* r = it->second->as<gpufrac_region>();
+    limits::RegionReading rd;
+    bool ok = limits::read_region_guarded(r, 0, rd);
+    const auto s = served.find(it->first);
+    if (ok && rd.reclaim_asked != rd.reclaim_answered && (s == served.end() || !s->second.contains(rd.reclaim_device)))
+      ok = limits::answer_guarded(r, rd.reclaim_asked, static_cast<std::uint8_t>(ReclaimAnswer::none));
+    it = ok ? std::next(it) : regions_.erase(it);
   }
 }
 
@@ -224,10 +222,14 @@ Result<bool> Reclaimer::pass() {
       live.insert(s.region);
       served[s.region].insert(s.device);
     }
-    const auto used = published(sites);
-    publish(sites, used, total, beat);
-    answer(gpu, sites, used, total);
-    if (check) check_regions(gpu, sites, used);
+    const auto readings = read_sites(sites);
+    publish(sites, readings, total, beat);
+    answer(gpu, sites, readings, total);
+    if (check) {
+      std::vector<std::uint64_t> used;
+      for (const auto& r : readings) used.push_back(r.used);
+      check_regions(gpu, sites, used);
+    }
   }
   std::erase_if(regions_, [&](const auto& kv) { return !live.contains(kv.first); });
   answer_leftovers(served);

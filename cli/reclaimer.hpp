@@ -26,9 +26,18 @@
 #include "core/config/config.hpp"
 #include "core/inventory/inventory.hpp"
 #include "limits/host/region_file.hpp"
+#include "limits/host/region_guard.hpp"
 #include "nvml/process_view.hpp"
 
 namespace gpufrac::cli {
+
+// One share's region as a pass read it: ok (mapped and read whole), what it says, and the bytes its
+// live processes hold on the share's GPU.
+struct Reading {
+  bool ok = false;
+  limits::RegionReading region;
+  std::uint64_t used = 0;
+};
 
 class Reclaimer {
  public:
@@ -38,10 +47,12 @@ class Reclaimer {
 
  private:
   gpufrac_region* region(const std::string& path);
-  std::vector<std::uint64_t> published(const std::vector<ShareSite>& sites);
-  void publish(const std::vector<ShareSite>& sites, const std::vector<std::uint64_t>& used, std::uint64_t total,
+  // A mapping that faulted (limits/host/region_guard.hpp): unmapped, and said once in the log.
+  void drop(const std::string& path, const std::string& id);
+  std::vector<Reading> read_sites(const std::vector<ShareSite>& sites);
+  void publish(const std::vector<ShareSite>& sites, const std::vector<Reading>& readings, std::uint64_t total,
                std::uint32_t beat);
-  void answer(const std::string& gpu, const std::vector<ShareSite>& sites, const std::vector<std::uint64_t>& used,
+  void answer(const std::string& gpu, const std::vector<ShareSite>& sites, const std::vector<Reading>& readings,
               std::uint64_t total);
   ReclaimAnswer serve(const std::string& gpu, const std::vector<ShareSite>& sites,
                       const std::vector<std::uint64_t>& used, std::uint64_t total, std::size_t asker,

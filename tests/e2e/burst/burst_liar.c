@@ -3,6 +3,8 @@
  *   burst_liar hide          sets every slot's used[] to 0: the container claims it holds nothing
  *   burst_liar ask MIB       asks the reclaimer for MIB MiB on device 0, as a shim within its request
  *                            would, and prints the answer ("answer 4") or "no answer" after 20 s
+ *   burst_liar truncate      empties the region file under every mapping of it (a host
+ *                            process touching the rest would get SIGBUS)
  * Static, so it runs in any root without the driver's libraries. */
 #include <fcntl.h>
 #include <stdio.h>
@@ -46,6 +48,12 @@ static int ask(struct gpufrac_region* r, unsigned long long mib) {
 }
 
 int main(int argc, char** argv) {
+  if (argc == 2 && strcmp(argv[1], "truncate") == 0) {
+    int fd = open(GPUFRAC_CONTAINER_USAGE, O_RDWR | O_CLOEXEC);
+    int rc = fd >= 0 ? ftruncate(fd, 0) : -1;
+    printf(rc == 0 ? "truncated\n" : "cannot truncate\n");
+    return rc == 0 ? 0 : 2;
+  }
   struct gpufrac_region* r = map_region();
   if (r == NULL) {
     printf("no region\n");
@@ -53,6 +61,6 @@ int main(int argc, char** argv) {
   }
   if (argc == 2 && strcmp(argv[1], "hide") == 0) return hide(r), 0;
   if (argc == 3 && strcmp(argv[1], "ask") == 0) return ask(r, strtoull(argv[2], NULL, 10));
-  fprintf(stderr, "usage: burst_liar hide | ask MIB\n");
+  fprintf(stderr, "usage: burst_liar hide | ask MIB | truncate\n");
   return 2;
 }

@@ -5,7 +5,9 @@
 #  1. a borrower that hides what it holds (its region says 0 B) is flagged, and is still the one
 #     stopped when an owner needs its memory back;
 #  2. a container at its request that claims to be an owner in need (a request for memory back,
-#     with its usage hidden) gets "not an owner" and its neighbour within its request keeps running.
+#     with its usage hidden) gets "not an owner" and its neighbour within its request keeps running;
+#  3. a borrower that truncates its region under the reclaimer's mapping (SIGBUS for a process that
+#     touches it) neither ends the reclaimer nor escapes being stopped.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../containers.sh"
 source "$(dirname "$0")/burst_lib.sh"
@@ -66,4 +68,27 @@ run "$GPUFRAC" status --json
 assert_eq "$(jq -c '.reclaims.stopped' <<<"$OUT")" 1 "no process stopped for the liar"
 agent_stop "$P-c"
 agent_stop "$P-n"
+
+# 3. The borrower cuts its region short under the reclaimer's mapping.
+liar_bundle "$E2E_TMP/t" gpufrac.io/memory=10Gi gpufrac.io/memory-limit=30Gi
+agent_start "$P-t" "$E2E_TMP/t"
+T_PID=${REPLY#ready }
+wait_reclaimer
+RECLAIMER=$(reclaimer_pid)
+agent_fill "$P-t" 1024 25
+assert_eq "$OKS" 25 "T borrows 15 GiB"
+run runc exec "$P-t" /bin/burst_liar truncate
+assert_eq "$OUT" truncated "T's region is empty now"
+sleep 0.5
+assert_eq "$(reclaimer_pid)" "$RECLAIMER" "the reclaimer survives the truncated region"
+agent_start "$P-o" "$E2E_TMP/b"
+agent_fill "$P-o" 1024 20
+assert_eq "$OKS" 20 "the owner gets its 20 GiB"
+agent_gone "$P-t" || fail "T is stopped although its region cannot be read"
+assert_contains "$(cat "$E2E_TMP/gpufrac.log")" "reclaim: stopped process $T_PID of $P-t" "the log names T"
+assert_contains "$(cat "$E2E_TMP/gpufrac.log")" "changed size under its mapping (its container truncated it?)" \
+  "the log says why T's region is not read"
+assert_eq "$(reclaimer_pid)" "$RECLAIMER" "the same reclaimer throughout"
+agent_stop "$P-t"
+agent_stop "$P-o"
 finish
