@@ -165,15 +165,18 @@ std::vector<std::string> compute_cells(const ShareStatus& s) {
   return {compute_text(s.entry), s.compute_achieved_ppm ? format_compute(*s.compute_achieved_ppm) : "-"};
 }
 
+// Whether a row's share has a burst limit above what it books (a LIMIT column then).
+bool any_limit(const std::vector<ShareRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return r.share->entry.limit_bytes != 0; });
+}
+
 std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool compute, const StatusStyle& st) {
   const bool keys = std::any_of(rows.begin(), rows.end(),
                                 [](const ShareRow& r) { return !base_device_key(r.share->entry.device_key).empty(); });
   // Where the driver holds a limit, every share says who holds its own (driver, shim or mig).
   const bool holders =
       std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return r.share->entry.driver_limit.has_value(); });
-  // A LIMIT column once a share has a burst limit above what it books (RESERVED, its request).
-  const bool limits =
-      std::any_of(rows.begin(), rows.end(), [](const ShareRow& r) { return r.share->entry.limit_bytes != 0; });
+  const bool limits = any_limit(rows);  // RESERVED is then the request
   std::vector<std::string> rest{"CONTAINER"};
   if (keys) rest.push_back("CDI DEVICE");
   for (const char* h : {"REQUEST", "RESERVED", "USED"}) rest.push_back(h);

@@ -181,6 +181,27 @@ Result<> parse_log(const Located& n, LogConfig& out) {
   return {};
 }
 
+// burst: {reclaim: kill|refuse, context-allowance: AMOUNT}.
+Result<> parse_burst(const Located& burst, BurstConfig& out) {
+  if (auto r = yaml::check_keys(burst, {"reclaim", "context-allowance"}); !r) return r;
+  if (burst.node["reclaim"]) {
+    auto v = yaml::as_choice(burst.child("reclaim"), {"kill", "refuse"});
+    if (!v) return std::unexpected(v.error());
+    out.reclaim = *v == "refuse" ? BurstReclaim::refuse : BurstReclaim::kill;
+  }
+  if (!burst.node["context-allowance"]) return {};
+  auto text = yaml::as_string(burst.child("context-allowance"));
+  if (!text) return std::unexpected(text.error());
+  if (*text == "0") {
+    out.context_allowance = 0;
+    return {};
+  }
+  auto v = parse_memory(*text);
+  if (!v) return burst.child("context-allowance").fail(v.error().message);
+  out.context_allowance = *v;
+  return {};
+}
+
 }  // namespace
 
 // Declared here, defined in config_sections.cpp (CDI, shim, hook and runtime sections).
@@ -202,26 +223,8 @@ Result<> parse_sections(const Located& root, Config& c) {
     if (auto r = parse_driver(root.child("driver"), c.driver); !r) return r;
   if (root.node["cdi"])
     if (auto r = parse_cdi_section(root.child("cdi"), c.cdi); !r) return r;
-  if (root.node["burst"]) {
-    Located burst = root.child("burst");
-    if (auto r = yaml::check_keys(burst, {"reclaim", "context-allowance"}); !r) return r;
-    if (burst.node["context-allowance"]) {
-      auto text = yaml::as_string(burst.child("context-allowance"));
-      if (!text) return std::unexpected(text.error());
-      if (*text == "0") {
-        c.burst.context_allowance = 0;
-      } else {
-        auto v = parse_memory(*text);
-        if (!v) return burst.child("context-allowance").fail(v.error().message);
-        c.burst.context_allowance = *v;
-      }
-    }
-    if (burst.node["reclaim"]) {
-      auto v = yaml::as_choice(burst.child("reclaim"), {"kill", "refuse"});
-      if (!v) return std::unexpected(v.error());
-      c.burst.reclaim = *v == "refuse" ? BurstReclaim::refuse : BurstReclaim::kill;
-    }
-  }
+  if (root.node["burst"])
+    if (auto r = parse_burst(root.child("burst"), c.burst); !r) return r;
   if (root.node["enforcement"]) {
     auto v = yaml::as_choice(root.child("enforcement"), {"auto", "driver", "shim"});
     if (!v) return std::unexpected(v.error());

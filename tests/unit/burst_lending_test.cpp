@@ -79,3 +79,35 @@ TEST(BurstLending, ARegionTheDriverContradictsIsFlagged) {
 
 }  // namespace
 }  // namespace gpufrac
+
+namespace gpufrac {
+namespace {
+
+TEST(BurstConfigTest, TheBurstSection) {
+  auto d = load_config_string("{}", "c.yaml");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->burst.reclaim, BurstReclaim::kill);
+  EXPECT_EQ(d->burst.context_allowance, 512ull << 20);
+  auto c = load_config_string("burst: {reclaim: refuse, context-allowance: 256Mi}\n", "c.yaml");
+  ASSERT_TRUE(c) << c.error().message;
+  EXPECT_EQ(c->burst.reclaim, BurstReclaim::refuse);
+  EXPECT_EQ(c->burst.context_allowance, 256ull << 20);
+  auto zero = load_config_string("burst: {context-allowance: 0}\n", "c.yaml");
+  ASSERT_TRUE(zero);
+  EXPECT_EQ(zero->burst.context_allowance, 0u);
+  auto bad = load_config_string("burst: {reclaim: evict}\n", "c.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "c.yaml:1: burst.reclaim: \"evict\" is not accepted (accepted: kill, refuse)");
+  auto typo = load_config_string("burst: {reclam: kill}\n", "c.yaml");
+  ASSERT_FALSE(typo);
+  EXPECT_EQ(typo.error().message,
+            "c.yaml:1: burst.reclam: unknown key (accepted under burst: reclaim, context-allowance)");
+  auto amount = load_config_string("burst: {context-allowance: lots}\n", "c.yaml");
+  ASSERT_FALSE(amount);
+  EXPECT_EQ(amount.error().message,
+            "c.yaml:1: burst.context-allowance: \"lots\" is not a memory quantity; use an integer of MiB or a number "
+            "with suffix Ki, Mi, Gi, Ti, k, M, G or T, e.g. 4Gi");
+}
+
+}  // namespace
+}  // namespace gpufrac
