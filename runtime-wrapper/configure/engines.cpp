@@ -33,7 +33,8 @@ const char* to_string(Engine e) {
 }
 
 std::vector<std::string> pod_annotations() {
-  return {"gpufrac.io/*", "gpu-fraction", "gpu-memory", "clearml-injector/fraction"};
+  return {"gpufrac.io/*",       "gpu-fraction",    "gpu-memory", "clearml-injector/fraction",
+          "gpu-fraction.limit", "gpu-memory.limit"};
 }
 
 std::vector<std::string> container_annotations() {

@@ -157,7 +157,7 @@ if command -v containerd >/dev/null 2>&1; then
     assert_eq "$RC" 0 "$case: containerd config dump: $OUT"
     assert_contains "$OUT" '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gpufrac]' "$case: dump lists gpufrac"
     assert_contains "$OUT" "BinaryName = \"$RT\"" "$case: gpufrac's binary"
-    assert_contains "$OUT" 'pod_annotations = ["gpufrac.io/*", "gpu-fraction", "gpu-memory", "clearml-injector/fraction"]' \
+    assert_contains "$OUT" 'pod_annotations = ["gpufrac.io/*", "gpu-fraction", "gpu-memory", "clearml-injector/fraction", "gpu-fraction.limit", "gpu-memory.limit"]' \
       "$case: pod annotations"
     assert_contains "$OUT" '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]' "$case: runc is kept"
   done
