@@ -5,6 +5,7 @@
 // prints one timestamped snapshot after another elsewhere, until interrupted.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -39,9 +40,13 @@ void print(const std::string& s) {
 Result<std::string> snapshot(const Config& cfg, const StatusOptions& o, const StatusStyle& style) {
   auto node = read_node(cfg, static_cast<std::int64_t>(std::time(nullptr)));
   if (!node) return std::unexpected(node.error());
-  if (!o.json) return render_status(node->report, style) + render_reclaims(node->reclaims, node->inventory);
+  const ReclaimerState reclaimer{node->reclaimer_pid, node->burst_reclaim};
+  const bool bursting = std::any_of(node->ledger.entries.begin(), node->ledger.entries.end(),
+                                    [](const LedgerEntry& e) { return e.limit_bytes != 0; });
+  if (!o.json)
+    return render_status(node->report, style) + render_reclaims(node->reclaims, node->inventory, reclaimer, bursting);
   nlohmann::json j = status_json(node->report);
-  if (node->reclaim_log) j["reclaims"] = reclaims_json(node->reclaims, node->inventory);
+  if (node->reclaim_log || bursting) j["reclaims"] = reclaims_json(node->reclaims, node->inventory, reclaimer);
   return j.dump(2) + "\n";
 }
 

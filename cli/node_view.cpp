@@ -6,10 +6,12 @@
 #include <map>
 #include <memory>
 
+#include "cli/reclaim_start.hpp"
 #include "core/fs.hpp"
 #include "core/ledger/ledger.hpp"
 #include "core/plan/plan.hpp"
 #include "core/process.hpp"
+#include "core/text.hpp"
 #include "limits/host/arbiter_file.hpp"
 #include "limits/host/region_file.hpp"
 #include "nvml/driver_limits.hpp"
@@ -80,6 +82,18 @@ UsageOf driver_usage(const Config& cfg, const LedgerState& ledger, UsageOf regio
   };
 }
 
+// The pid in the reclaimer's lock file while that process is a gpufrac one (read, never locked: a
+// reader holding the lock would keep a reclaimer from starting).
+std::int64_t running_reclaimer(const Config& cfg) {
+  auto text = fs::read_file(reclaimer_lock_path(cfg), 64);
+  if (!text) return 0;
+  while (!text->empty() && text->back() == '\n') text->pop_back();
+  const auto pid = text::parse_u64(*text);
+  if (!pid || *pid == 0 || *pid > static_cast<std::uint64_t>(kMaxPid)) return 0;
+  auto cmdline = fs::read_file(text::cat(cfg.proc_root, "/", *pid, "/cmdline"), 4096);
+  return cmdline && cmdline->find("gpufrac") != std::string::npos ? static_cast<std::int64_t>(*pid) : 0;
+}
+
 std::uint64_t file_size(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
@@ -97,6 +111,8 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
   if (!ledger) return std::unexpected(ledger.error());
   v.ledger = std::move(*ledger);
   v.ledger_file_bytes = file_size(options.path);
+  v.reclaimer_pid = running_reclaimer(cfg);
+  v.burst_reclaim = to_string(cfg.burst.reclaim);
   if (fs::exists(reclaim_log_path(cfg)))
     if (auto log = load_reclaim_log(reclaim_log_path(cfg))) {
       v.reclaims = std::move(*log);

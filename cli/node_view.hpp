@@ -24,6 +24,8 @@ struct NodeView {
   // What the burst reclaimer did (cli/reclaim_log.hpp); reclaim_log: its file exists.
   ReclaimLog reclaims;
   bool reclaim_log = false;
+  std::int64_t reclaimer_pid = 0;  // the burst reclaimer running now (its lock file's pid), 0: none
+  std::string burst_reclaim;       // the node's burst.reclaim
 };
 
 Result<NodeView> read_node(const Config& cfg, std::int64_t now);

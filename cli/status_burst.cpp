@@ -43,7 +43,7 @@ void add_burst_json(nlohmann::json& j, const ShareStatus& s) {
   j["borrowed_bytes"] = s.used_bytes ? nlohmann::json(borrowed_bytes(s)) : nlohmann::json(nullptr);
 }
 
-nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv) {
+nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer) {
   nlohmann::json events = nlohmann::json::array(), flags = nlohmann::json::array();
   std::uint64_t stopped = 0, refused = 0;
   for (const auto& [gpu, n] : log.stopped) stopped += n;
@@ -64,11 +64,22 @@ nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv) {
                      {"region_bytes", f.published},
                      {"driver_bytes", f.held},
                      {"since", f.since}});
-  return {{"stopped", stopped}, {"refused", refused}, {"events", events}, {"flags", flags}};
+  return {{"reclaimer_pid", reclaimer.pid != 0 ? nlohmann::json(reclaimer.pid) : nlohmann::json(nullptr)},
+          {"burst_reclaim", reclaimer.policy},
+          {"stopped", stopped},
+          {"refused", refused},
+          {"events", events},
+          {"flags", flags}};
 }
 
-std::string render_reclaims(const ReclaimLog& log, const Inventory& inv) {
+std::string render_reclaims(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer,
+                            bool bursting) {
   std::string out;
+  if (bursting)
+    out += reclaimer.pid != 0
+               ? text::cat("\nBurst reclaimer: pid ", reclaimer.pid, " (burst.reclaim: ", reclaimer.policy, ")\n")
+               : "\nBurst reclaimer: not running; shares with a limit borrow nothing until one runs "
+                 "(the next start, or gpufrac gc, starts it)\n";
   if (!log.events.empty() || !log.refused.empty()) out += "\nMemory lent and taken back (burst.reclaim)\n";
   for (const auto& e : log.events)
     out += text::cat("  ", clock_time(e.time), "  ", gpu_name(inv, e.gpu_uuid), ": stopped process ", e.pid, " of ",

@@ -23,10 +23,19 @@ std::string used_text(const ShareStatus& s);
 // request_bytes, limit_bytes and borrowed_bytes on a share's JSON, for a share with a burst limit.
 void add_burst_json(nlohmann::json& share, const ShareStatus& s);
 
-// "reclaims": {stopped, refused, events, flags}, GPUs by index where the inventory knows them.
-nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv);
-// The text under the shares: the reclaims and the flagged regions ("" when there are none).
-std::string render_reclaims(const ReclaimLog& log, const Inventory& inv);
+// The burst reclaimer as status shows it: its pid (0: none runs) and the node's burst.reclaim.
+struct ReclaimerState {
+  std::int64_t pid = 0;
+  std::string policy;
+};
+
+// "reclaims": {reclaimer_pid, burst_reclaim, stopped, refused, events, flags}, GPUs by index where
+// the inventory knows them.
+nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer);
+// The text under the shares: whether the reclaimer runs (once a share has a burst limit), the
+// reclaims and the flagged regions ("" when there is none of them).
+std::string render_reclaims(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer,
+                            bool bursting);
 
 // gpufrac_share_request_bytes, gpufrac_share_borrowed_bytes, gpufrac_share_reclaims_total,
 // gpufrac_gpu_reclaims_total, gpufrac_gpu_reclaims_refused_total (share labels: `labels`).

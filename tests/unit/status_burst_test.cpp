@@ -48,18 +48,24 @@ TEST(StatusBurst, TheReclaimersLog) {
   record_stop(log, ReclaimEvent{1764338400, gpu, "nb", 4242, 25 * kGiB, "trainer"}, "nb@p4242-1");
   log.refused[gpu] = 2;
   log.flags["liar@p7-1"] = ReclaimFlag{gpu, "liar", 0, 12 * kGiB, 1764338400};
-  EXPECT_EQ(render_reclaims(log, inv),
+  EXPECT_EQ(render_reclaims(log, inv, ReclaimerState{1234, "kill"}, true),
+            "\nBurst reclaimer: pid 1234 (burst.reclaim: kill)\n"
             "\nMemory lent and taken back (burst.reclaim)\n"
             "  2025-11-28 14:00:00  GPU 0: stopped process 4242 of nb (it held 25.0 GiB) for trainer\n"
             "  GPU 0: 2 request(s) for lent memory refused (burst.reclaim: refuse)\n"
             "\nUsage regions the driver contradicts (flagged; the driver's view decides)\n"
             "  liar on GPU 0: its region says 0 B, the driver sees 12.0 GiB (since 2025-11-28 14:00:00)\n");
-  const nlohmann::json j = reclaims_json(log, inv);
+  const nlohmann::json j = reclaims_json(log, inv, ReclaimerState{0, "refuse"});
+  EXPECT_TRUE(j["reclaimer_pid"].is_null());
+  EXPECT_EQ(j["burst_reclaim"], "refuse");
   EXPECT_EQ(j["stopped"], 1);
   EXPECT_EQ(j["refused"], 2);
   EXPECT_EQ(j["events"][0]["gpu_index"], 0);
   EXPECT_EQ(j["flags"][0]["container"], "liar");
-  EXPECT_EQ(render_reclaims(ReclaimLog{}, inv), "");
+  EXPECT_EQ(render_reclaims(ReclaimLog{}, inv, ReclaimerState{}, false), "");
+  EXPECT_EQ(render_reclaims(ReclaimLog{}, inv, ReclaimerState{}, true),
+            "\nBurst reclaimer: not running; shares with a limit borrow nothing until one runs (the next start, or "
+            "gpufrac gc, starts it)\n");
   EXPECT_EQ(log.share_stopped.at("nb@p4242-1"), 1u);
 }
 

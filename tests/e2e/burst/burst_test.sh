@@ -40,6 +40,7 @@ assert_eq "$(jq -c '.devices[0].shares[0] | [.request_bytes, .limit_bytes, .used
 run "$GPUFRAC" status
 assert_contains "$OUT" "LIMIT" "the table has a LIMIT column"
 assert_contains "$OUT" "25.0 GiB (15.0 GiB borrowed)" "the table marks what A borrows"
+assert_contains "$OUT" "Burst reclaimer: pid $(reclaimer_pid) (burst.reclaim: kill)" "status says the reclaimer runs"
 agent_bundle "$E2E_TMP/b" gpufrac.io/memory=20Gi
 agent_start "$P-b" "$E2E_TMP/b"
 assert_eq "$RC:${REPLY%% *}" "0:ready" "B is admitted (10Gi + 20Gi booked of 39.6 GiB): $OUT"
