@@ -18,6 +18,7 @@ GF_EXPORT CUresult cuArrayCreate_v2(CUarray* array, const CUDA_ARRAY_DESCRIPTOR*
   enum gf_charge how = gf_charge_current(n, "cuArrayCreate_v2", &idx, &rc);
   if (how == GF_REFUSED) return rc;
   rc = real(array, desc);
+  GF_RETRY_OOM(how, idx, n, "cuArrayCreate_v2", rc, real(array, desc));
   if (how == GF_COUNTED) gf_settle(rc, &gf_arrays, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*array : 0, idx, n);
   return rc;
 }
@@ -33,6 +34,7 @@ GF_EXPORT CUresult cuArray3DCreate_v2(CUarray* array, const CUDA_ARRAY3D_DESCRIP
   enum gf_charge how = gf_charge_current(n, "cuArray3DCreate_v2", &idx, &rc);
   if (how == GF_REFUSED) return rc;
   rc = real(array, desc);
+  GF_RETRY_OOM(how, idx, n, "cuArray3DCreate_v2", rc, real(array, desc));
   if (how == GF_COUNTED) gf_settle(rc, &gf_arrays, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*array : 0, idx, n);
   return rc;
 }
@@ -49,6 +51,7 @@ GF_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray* array, const CUDA_AR
   enum gf_charge how = gf_charge_current(n, "cuMipmappedArrayCreate", &idx, &rc);
   if (how == GF_REFUSED) return rc;
   rc = real(array, desc, levels);
+  GF_RETRY_OOM(how, idx, n, "cuMipmappedArrayCreate", rc, real(array, desc, levels));
   if (how == GF_COUNTED) gf_settle(rc, &gf_mipmaps, rc == CUDA_SUCCESS ? (uint64_t)(uintptr_t)*array : 0, idx, n);
   return rc;
 }
