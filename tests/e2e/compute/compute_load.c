@@ -20,6 +20,7 @@
  *   wait       no launches (a pause between phases)
  *   elapsed, burst:N, capture   checks of the simulated GPU itself (compute_checks.c)
  *   streams, cost:N            checks of its streams and driver costs (compute_sim.c)
+ *   qbench:N                   ns per clock read, cuStreamQuery and noop launch (bench/fake_gpu_bench.sh)
  * After each phase: "phase MODE launches=N rc=R" (R: the first error, 0 if none). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +87,7 @@ static int run_phase(const char* phase, uint64_t start, uint64_t end) {
     return load_check(&g, phase);
   if (strcmp(mode, "streams") == 0) return load_streams();
   if (strcmp(mode, "cost") == 0) return load_cost(&g, (unsigned)strtoul(phase + 5, NULL, 10));
+  if (strcmp(mode, "qbench") == 0) return load_qbench(&g, (unsigned)strtoul(phase + 7, NULL, 10));
   unsigned long long launches = 0;
   CUresult rc = loop(mode, end, &launches);
   printf("phase %s launches=%llu rc=%d\n", mode, launches, (int)rc);
@@ -111,7 +113,8 @@ int main(int argc, char** argv) {
   for (; i < argc; i++) {
     const char* colon = strrchr(argv[i], ':');
     double seconds = colon != NULL ? atof(colon + 1) : 0;
-    if (strncmp(argv[i], "probe:", 6) == 0 || strncmp(argv[i], "burst:", 6) == 0 || strncmp(argv[i], "cost:", 5) == 0)
+    if (strncmp(argv[i], "probe:", 6) == 0 || strncmp(argv[i], "burst:", 6) == 0 || strncmp(argv[i], "cost:", 5) == 0 ||
+        strncmp(argv[i], "qbench:", 7) == 0)
       seconds = 0;
     uint64_t end = seconds > 0 ? t + (uint64_t)(seconds * 1e9) : 0;
     failed |= run_phase(argv[i], t, end);

@@ -119,3 +119,37 @@ int load_cost(struct load* g, unsigned n) {
   }
   return 0;
 }
+
+/* ns per call of f, best of 5 loops of n. */
+static double best_ns(unsigned n, int (*f)(struct load*, struct kernels*), struct load* g, struct kernels* k) {
+  double best = 1e30;
+  for (int run = 0; run < 5; run++) {
+    uint64_t t0 = load_now_ns();
+    for (unsigned i = 0; i < n; i++)
+      if (f(g, k) != 0) return -1;
+    double ns = (double)(load_now_ns() - t0) / n;
+    if (ns < best) best = ns;
+  }
+  return best;
+}
+
+static int clock_read(struct load* g, struct kernels* k) {
+  (void)g, (void)k;
+  return load_now_ns() == 0;
+}
+static int query(struct load* g, struct kernels* k) {
+  (void)k;
+  return cuStreamQuery(g->stream) != CUDA_SUCCESS;
+}
+static int launch_noop(struct load* g, struct kernels* k) {
+  return go(k->noop, g->stream) != CUDA_SUCCESS;
+}
+
+/* What the simulated GPU itself costs a caller: "qbench clock_ns=.. query_ns=.. launch_ns=.." */
+int load_qbench(struct load* g, unsigned n) {
+  struct kernels k;
+  if (load_kernels(&k) != CUDA_SUCCESS || cuStreamSynchronize(g->stream) != CUDA_SUCCESS) return 1;
+  double c = best_ns(n, clock_read, g, &k), q = best_ns(n, query, g, &k), l = best_ns(n, launch_noop, g, &k);
+  printf("qbench clock_ns=%.1f query_ns=%.1f launch_ns=%.1f\n", c, q, l);
+  return c < 0 || q < 0 || l < 0;
+}

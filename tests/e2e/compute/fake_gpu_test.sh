@@ -12,7 +12,8 @@
 #   5. driver calls cost CPU time, counted: each launch, record, query and synchronise spins its
 #      cost (defaults, GPUFRAC_FAKE_CUDA_COST, 0 = free), a malformed value is one line;
 #   6. a process killed with work queued never stalls another: its context gets no slice after
-#      its death (its queued work is dropped), the other keeps running.
+#      its death (its queued work is dropped), the other keeps running; 30 processes killed at
+#      random moments while they launch (their context slots reused) leave another one running.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/compute_lib.sh"
 e2e_tmp
@@ -88,9 +89,9 @@ assert_eq "$OUT" "cost launch calls=500 cost_ns=3000 spun=1
 cost record calls=500 cost_ns=1000 spun=1
 cost query calls=500 cost_ns=300 spun=1
 cost sync calls=500 cost_ns=1000 spun=1" "default costs: launch 3 us, record 1 us, query 0.3 us, synchronise 1 us"
-GPUFRAC_FAKE_CUDA_COST="launch=5us,query=1.5us,sync=2ms" run "$LOAD" cost:50
+GPUFRAC_FAKE_CUDA_COST="launch=5us,record=0,query=1.5us,sync=2ms" run "$LOAD" cost:50
 assert_eq "$OUT" "cost launch calls=50 cost_ns=5000 spun=1
-cost record calls=50 cost_ns=1000 spun=1
+cost record calls=50 cost_ns=0 spun=1
 cost query calls=50 cost_ns=1500 spun=1
 cost sync calls=50 cost_ns=2000000 spun=1" "costs set from the environment"
 GPUFRAC_FAKE_CUDA_COST=0 run "$LOAD" cost:50
@@ -99,7 +100,7 @@ for bad in "launch=3" "launch=3us,flush=1us" "launch=-1us"; do
   GPUFRAC_FAKE_CUDA_COST=$bad run "$LOAD" cost:1
   assert_eq "$RC" 3 "$bad refused at cuInit"
   assert_contains "$OUT" "fake libcuda: GPUFRAC_FAKE_CUDA_COST: bad entry \"" "$bad: one line naming the variable"
-  assert_contains "$OUT" "; accepted: 0 (every call free) or launch|record|query|sync=<N>ns|us|ms, comma-separated" \
+  assert_contains "$OUT" "; accepted: 0 (every call free) or launch|record|query|sync=<N>ns|us|ms or 0, comma-separated" \
     "$bad: the accepted form"
 done
 GPUFRAC_FAKE_CUDA_TIMESLICE=2 run "$LOAD" cost:1
@@ -124,4 +125,19 @@ assert_contains "$OUT" "killed slices=0 ran_ns=0 longest_ns=0" "a dead process's
 assert_not_contains "$OUT" "other slices=0 " "the other process keeps running"
 wait "$other" || fail "the other process failed: $(cat "$E2E_TMP/other.out")"
 assert_contains "$(cat "$E2E_TMP/other.out")" "phase sync launches=" "the other process finished its phase"
+
+sim_gpu
+GPUFRAC_FAKE_CUDA_CLIENT=steady "$LOAD" -k sleep_1ms sync:5 >"$E2E_TMP/steady.out" &
+steady=$!
+for _ in $(seq 30); do
+  GPUFRAC_FAKE_CUDA_CLIENT=k "$LOAD" -k sleep_200us async:0 >/dev/null 2>&1 &
+  sleep "0.0$((RANDOM % 10))$((RANDOM % 10))"
+  kill -KILL $!
+  wait $! 2>/dev/null || true
+done
+timeout 30 tail --pid=$steady -f /dev/null || fail "a process hung after 30 kills of its neighbours"
+wait $steady || fail "the steady process failed: $(cat "$E2E_TMP/steady.out")"
+assert_contains "$(cat "$E2E_TMP/steady.out")" "phase sync launches=" "the steady process finished its phase"
+run "$GPUTOOL" total "$SIMGPU" k
+assert_not_contains "$OUT" "runs=0 " "the killed processes launched"
 finish

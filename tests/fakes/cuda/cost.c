@@ -15,10 +15,11 @@ static const char* const kNames[FAKE_COST_KINDS] = {"launch", "record", "query",
 static uint64_t g_cost[FAKE_COST_KINDS] = {3000, 1000, 300, 1000}; /* ns */
 static uint64_t g_calls[FAKE_COST_KINDS], g_spun[FAKE_COST_KINDS]; /* atomic */
 
-/* "<N>[.<digits>](ns|us|ms)" -> ns (fractions of a ns dropped); -1 when malformed. */
+/* "<N>[.<digits>](ns|us|ms)" or "0" -> ns (fractions of a ns dropped); -1 when malformed. */
 static int64_t parse_duration(const char* s) {
   uint64_t whole = 0, frac = 0, scale = 1;
   const char* p = s;
+  if (strcmp(s, "0") == 0) return 0;
   if (*p < '0' || *p > '9') return -1;
   for (; *p >= '0' && *p <= '9'; p++) whole = whole * 10 + (uint64_t)(*p - '0');
   if (*p == '.') {
@@ -51,7 +52,7 @@ int fake_cost_config(void) {
     if (parse_entry(item) != 0) {
       fprintf(stderr,
               "fake libcuda: %s: bad entry \"%s\"; accepted: 0 (every call free) or launch|record|query|sync="
-              "<N>ns|us|ms, comma-separated (e.g. launch=3us,record=1us,query=0.3us,sync=1us)\n",
+              "<N>ns|us|ms or 0, comma-separated (e.g. launch=3us,record=1us,query=0.3us,sync=1us)\n",
               COST_ENV, item);
       return -1;
     }

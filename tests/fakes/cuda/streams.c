@@ -117,7 +117,7 @@ CUresult fake_stream_wait(struct fake_stream* s) {
   pthread_mutex_unlock(&s->mu);
   if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   uint64_t tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
-  fake_gpu_wait(s->dev, tail);
+  fake_gpu_wait(s->dev, s->kind == FAKE_STREAM_LEGACY ? fake_stream_point(s) : tail);
   pthread_mutex_lock(&s->mu);
   drop_completed(s, tail);
   pthread_mutex_unlock(&s->mu);
@@ -171,7 +171,8 @@ static CUresult stream_query(CUstream stream, int per_thread_default) {
   fake_cost(FAKE_COST_QUERY);
   CUresult rc = fake_stream_of(stream, per_thread_default, &s);
   if (rc != CUDA_SUCCESS) return rc;
-  return __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) <= fake_gpu_v(s->dev) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  uint64_t until = s->kind == FAKE_STREAM_LEGACY ? fake_stream_point(s) : __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+  return until <= fake_gpu_v(s->dev) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 FAKE_API CUresult cuStreamSynchronize(CUstream stream) {
