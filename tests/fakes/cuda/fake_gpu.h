@@ -119,8 +119,9 @@ struct fake_gpu_dev {
   uint32_t state; /* atomic: 0 free, 1 being claimed, 2 uuid valid */
   uint8_t uuid[16];
   uint32_t pad0;
-  uint64_t head; /* atomic max: a published slice (the newest is found from there) */
-  uint64_t pad1[4];
+  uint64_t head;     /* atomic max: a published slice (the newest is found from there) */
+  uint64_t arrivals; /* atomic: submissions so far (an idle device's scan for work is redone when it moves) */
+  uint64_t pad1[3];
   struct fake_gpu_ctx ctxs[FAKE_GPU_CTXS];
   struct fake_gpu_mps mps[FAKE_GPU_MPS_CLIENTS];
   struct fake_gpu_slice slices[FAKE_GPU_SLICES];

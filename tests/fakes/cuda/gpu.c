@@ -197,6 +197,7 @@ uint64_t fake_gpu_submit(CUdevice dev, uint64_t after, uint64_t duration, unsign
     while (cur < cv && !__atomic_compare_exchange_n(&x->cmax, &cur, cv, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
     }
     if (mps) fake_mps_queued(dev, gdev, cv);
+    __atomic_fetch_add(&g_gpu->devs[gdev].arrivals, 1, __ATOMIC_SEQ_CST);
     fake_sim_catch_up(gdev, a); /* an idle device starts this context now */
   }
   __atomic_fetch_add(&g_gpu->clients[g_client].runs, 1, __ATOMIC_RELAXED);

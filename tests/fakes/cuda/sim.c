@@ -19,6 +19,8 @@
 typedef unsigned __int128 u128;
 
 static struct fake_gpu_file* g_file;
+/* Per device: the idle slice and arrivals count of the last scan that found no context with work. */
+static __thread uint64_t t_idle_h[FAKE_GPU_DEVICES], t_idle_arrivals[FAKE_GPU_DEVICES];
 static int g_fd = -1;
 static int g_own[FAKE_GPU_DEVICES] = {-1, -1, -1, -1, -1, -1, -1, -1};
 
@@ -173,22 +175,25 @@ static uint64_t running_end(struct fake_gpu_dev* d, uint32_t ch, uint64_t h, uin
   return sh + (rem < ts ? rem : ts);
 }
 
-/* The end of slice h as things stand, and in *next the context of the slice after it. */
-static uint64_t decide(int dev, uint64_t h, uint32_t ch, uint64_t sh, uint32_t* next) {
+/* The end of slice h as things stand, and in *next the context of the slice after it when that
+ * end is at or before t (the liveness of candidates is asked only then). */
+static uint64_t decide(int dev, uint64_t h, uint32_t ch, uint64_t sh, uint64_t t, uint32_t* next) {
   struct fake_gpu_dev* d = &g_file->devs[dev];
   *next = FAKE_GPU_IDLE;
   if (ch == FAKE_GPU_IDLE) {
-    uint64_t end = UINT64_MAX;
+    uint64_t end = UINT64_MAX, arrivals = __atomic_load_n(&d->arrivals, A_SEQ);
+    if (t_idle_h[dev] == h + 1 && t_idle_arrivals[dev] == arrivals) return end; /* nothing arrived since */
     for (uint32_t x = 0; x < FAKE_GPU_CTXS; x++) {
       uint64_t at = __atomic_load_n(&d->ctxs[x].arrive, A_ACQ);
       if (at < sh) at = sh;
       if (at < end && ready(dev, x, h)) end = at, *next = x;
     }
+    if (end == UINT64_MAX) t_idle_h[dev] = h + 1, t_idle_arrivals[dev] = arrivals;
     return end;
   }
   int more = 0;
   uint64_t end = running_end(d, ch, h, sh, &more);
-  if (end == 0) return 0;
+  if (end == 0 || end > t) return end;
   for (uint32_t i = 1; i < FAKE_GPU_CTXS; i++) {
     if (ready(dev, (ch + i) % FAKE_GPU_CTXS, h)) return *next = (ch + i) % FAKE_GPU_CTXS, end;
   }
@@ -202,7 +207,7 @@ uint64_t fake_sim_end(int dev, uint64_t h) {
   uint64_t sh;
   int more;
   if (!fake_sim_slice(d, h, &ch, &sh)) return 0;
-  return ch == FAKE_GPU_IDLE ? decide(dev, h, ch, sh, &next) : running_end(d, ch, h, sh, &more);
+  return ch == FAKE_GPU_IDLE ? decide(dev, h, ch, sh, UINT64_MAX, &next) : running_end(d, ch, h, sh, &more);
 }
 
 static void publish(struct fake_gpu_dev* d, uint64_t k, uint32_t ctx, uint64_t start) {
@@ -219,7 +224,7 @@ uint64_t fake_sim_catch_up(int dev, uint64_t t) {
     uint32_t ch, next;
     if (!fake_sim_slice(d, h, &ch, &sh)) continue;
     bookkeep(d, h, ch, sh);
-    uint64_t end = decide(dev, h, ch, sh, &next);
+    uint64_t end = decide(dev, h, ch, sh, t, &next);
     if (end == 0) continue;
     if (end > t) return h;
     publish(d, h + 1, next, end);
