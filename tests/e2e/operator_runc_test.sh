@@ -4,7 +4,8 @@
 # and by gpufrac-runtime), or warned about and dropped under requests.unknown: warn; with
 # log: {target: stderr} a hook error is printed once; a device node missing under host-root says
 # what makes it; and the hook refuses a stale inventory while a share is booked, then takes the new
-# machine once nothing is.
+# machine once nothing is: a simulated machine changed, and a real node (the fake NVML) that lost a
+# GPU, which the static hook has `gpufrac info --refresh` rediscover.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
 e2e_runc_test operator
@@ -105,4 +106,42 @@ run runc run --bundle "$E2E_TMP/s3" "$P-s3"
 assert_eq "$RC" 0 "nothing booked: the hook refreshed the cache and books on the new machine: $OUT"
 assert_contains "$OUT" "device GPU-8a98cff7-aeee-75e2-0b21-3a879ff3a1c5" "GPU 3 of the DGX"
 assert_eq "$(jq '.gpus | length' "$E2E_TMP/state/inventory.json")" 8 "the cache lists the 8 GPUs"
+
+echo "== a real node (the fake libnvidia-ml.so.1): its GPUs swapped"
+# The cache of a two-GPU node, through NVML; then the node has one other GPU (the driver's procfs
+# lists it). With a share held the hook refuses naming the GPUs gone and new; with nothing booked it runs
+# `gpufrac info --refresh` (it never loads NVML itself) and books on the node as it is.
+runc delete -f "$P-s3" >/dev/null 2>&1 || true
+rm -rf "$E2E_TMP/state" "$E2E_TMP/root"
+sed -i -e "s|^nvml: .*|nvml: {backend: nvml, library: $GPUFRAC_FAKES_DIR/libnvidia-ml.so.1}|" \
+  -e "s|^log: .*|log: {target: file, file: $E2E_TMP/gpufrac.log, level: debug}|" "$CONFIG"
+export GPUFRAC_FAKE_NVML_MACHINE=$MACHINES/a100-40gb-x2.yaml
+make_sim_root a100-40gb-x2.yaml
+run "$GPUFRAC" info --refresh
+assert_eq "$RC" 0 "info --refresh through NVML: $OUT"
+assert_eq "$(jq -c '.origin.gpus' "$E2E_TMP/state/inventory.json")" \
+  '["GPU-5ae7c110-fc7e-c29d-ca0b-696c52a0358c","GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5"]' "the cache records the GPUs"
+assert_eq "$(jq -r '.origin.driver' "$E2E_TMP/state/inventory.json")" "550.54.15" "and the driver"
+# fake_nvml_bundle <dir> <command>: a bundle whose hooks see the fake NVML's machine (tests only).
+fake_nvml_bundle() {
+  make_bundle "$1" "$2" gpufrac.io/fraction=0.25
+  jq --arg m "GPUFRAC_FAKE_NVML_MACHINE=$GPUFRAC_FAKE_NVML_MACHINE" '.hooks.createRuntime[0].env += [$m]' \
+    "$1/config.json" >"$1/c.json" && mv "$1/c.json" "$1/config.json"
+}
+fake_nvml_bundle "$E2E_TMP/r1" 'sleep 60'
+create "$E2E_TMP/r1" "$P-r1"
+assert_eq "$RC" 0 "a share on the two-GPU node: $OUT"
+export GPUFRAC_FAKE_NVML_MACHINE=$MACHINES/a100-40gb-x1.yaml
+rm -rf "$E2E_TMP/root"
+make_sim_root a100-40gb-x1.yaml
+fake_nvml_bundle "$E2E_TMP/r2" 'cat /run/gpufrac/limits'
+run runc run --bundle "$E2E_TMP/r2" "$P-r2"
+assert_eq "$RC" 1 "refused while a share is held"
+assert_contains "$OUT" "gpufrac-hook: the inventory cache $E2E_TMP/state/inventory.json no longer matches this node (GPUs gone: GPU-5ae7c110-fc7e-c29d-ca0b-696c52a0358c, GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5; GPUs new: GPU-894e9a6d-f600-b098-3d59-138988473c2c); 1 booking holds devices from it" "names the GPUs gone and new"
+runc delete -f "$P-r1" >/dev/null
+run runc run --bundle "$E2E_TMP/r2" "$P-r2"
+assert_eq "$RC" 0 "nothing booked: the hook had gpufrac refresh the cache: $OUT"
+assert_contains "$OUT" "device GPU-894e9a6d-f600-b098-3d59-138988473c2c 10626269184" "a quarter of the new GPU"
+assert_eq "$(jq '.gpus | length' "$E2E_TMP/state/inventory.json")" 1 "the cache lists the one GPU"
+assert_contains "$(cat "$E2E_TMP/gpufrac.log")" "the inventory cache no longer matched the node and nothing was booked: refreshed it" "the log says so"
 finish
