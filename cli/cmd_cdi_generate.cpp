@@ -2,7 +2,9 @@
 // [--json]`: writes the CDI spec for this node (cdi/spec.hpp) atomically, mode 0644 (default
 // cdi.output), and the static preload file it mounts (<state-dir>/cdi/ld.so.preload). A node with
 // nothing to offer gets no spec: a stale one is removed, so runtimes stop offering devices that are
-// gone. Warns (stderr) when the hook or shim the spec names is missing: the containers would fail.
+// gone. Warns (stderr) when the hook, shim or device nodes the spec names are missing under
+// host-root (the containers would fail), saying what makes them; MIG devices left out for want of
+// capability nodes are one line.
 // --machine is a preview: the hook books on the node's own inventory, not on that file.
 #include <unistd.h>
 
@@ -121,6 +123,17 @@ void collapse_cap_warnings(std::vector<std::string>& warnings, const Config& cfg
                                    : std::string("; the driver lists them once MIG mode is on")));
 }
 
+// The spec builder's warnings (MIG devices without capability nodes in one line), then what the
+// spec names that the host lacks.
+std::vector<std::string> all_warnings(const cdi::Built& built, const Config& cfg, const Inventory& inv) {
+  std::vector<std::string> warnings = built.warnings;
+  collapse_cap_warnings(warnings, cfg);
+  if (built.spec.devices.empty()) return warnings;
+  for (auto& m : missing_files(cfg)) warnings.push_back(std::move(m));
+  for (auto& m : missing_nodes(cfg, inv)) warnings.push_back(std::move(m));
+  return warnings;
+}
+
 void print_summary(bool json, const std::string& kind, const std::string& output, std::size_t devices,
                    const std::vector<std::string>& warnings) {
   if (json) {
@@ -152,12 +165,7 @@ int run_generate(Context& ctx, const GenerateOptions& o) {
   if (!inv) return ctx.fail(inv.error());
   auto built = cdi::build_spec(*inv, *cfg, kind->str());
   if (!built) return ctx.fail(built.error());
-  std::vector<std::string> warnings = built->warnings;
-  collapse_cap_warnings(warnings, *cfg);
-  if (!built->spec.devices.empty()) {
-    for (auto& m : missing_files(*cfg)) warnings.push_back(std::move(m));
-    for (auto& m : missing_nodes(*cfg, *inv)) warnings.push_back(std::move(m));
-  }
+  const std::vector<std::string> warnings = all_warnings(*built, *cfg, *inv);
   for (const auto& w : warnings) std::fprintf(stderr, "gpufrac: warning: %s\n", w.c_str());
   if (built->spec.devices.empty()) {
     const int rc = no_devices(ctx, output);

@@ -16,6 +16,7 @@
 #include "hook/mount_fd.hpp"
 #include "hook/privileges.hpp"
 #include "hook/tmpfs_targets.hpp"
+#include "nvml/device_nodes.hpp"
 
 namespace gpufrac::hook {
 
@@ -63,16 +64,8 @@ Result<PreparedMount> prepare_mount(const EditMount& m) {
 Result<PreparedMount> prepare_device(const EditDeviceNode& d) {
   const std::string& host = d.host_path.empty() ? d.path : d.host_path;
   struct stat st {};
-  if (::stat(host.c_str(), &st) != 0) {
-    const int err = errno;
-    auto e = sys_error("device node " + host, err);
-    // Under a host-root other than /: which root lacks it, and what makes it.
-    if (err == ENOENT && host.size() > d.path.size() && host.ends_with(d.path))
-      e.error().message += "; host-root " + host.substr(0, host.size() - d.path.size()) + " has no " + d.path +
-                           " (a simulated node: gpufrac simulate init-root --machine FILE --root ROOT makes it; a GPU "
-                           "node: host-root /, where the driver makes it)";
-    return e;
-  }
+  if (auto r = check_host_device_node(host, d.path); !r) return std::unexpected(r.error());
+  if (::stat(host.c_str(), &st) != 0) return sys_error("device node " + host);
   if (!S_ISCHR(st.st_mode) || static_cast<std::int64_t>(major(st.st_rdev)) != d.major ||
       static_cast<std::int64_t>(minor(st.st_rdev)) != d.minor)
     return internal_error(text::cat("device node ", host, " is not the character device ", d.major, ":", d.minor));

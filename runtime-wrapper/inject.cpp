@@ -20,6 +20,7 @@
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
 #include "exec/mig_exec.hpp"
+#include "nvml/device_nodes.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "runtime-wrapper/driver_limit_edits.hpp"
 #include "runtime-wrapper/requests.hpp"
@@ -105,6 +106,9 @@ Result<Edits> wrapper_edits(const std::vector<LedgerEntry>& bookings, const Inve
   auto edits = plan_spec_edits(grants, inventory, cfg, container_key(inj.container_id, inj.instance), with_driver);
   if (!edits) return edits;
   if (auto r = bundle::check_spec_gpu_nodes(bundle, edits->device_nodes); !r) return std::unexpected(r.error());
+  for (const auto& n : edits->device_nodes)
+    if (auto r = check_host_device_node(n.host_path.empty() ? n.path : n.host_path, n.path); !r)
+      return std::unexpected(r.error());
   std::vector<std::string> attach = {"--attach", "--instance", inj.instance};
   if (with_driver && !nvidia.ldcache_hook) attach.insert(attach.end(), {"--ld-cache", ld_cache_arg(inventory.driver)});
   if (auto r = add_driver_limit_edits(*edits, attach, bookings, inventory, cfg, bundle.env); !r)

@@ -83,6 +83,13 @@ run runc run --bundle "$E2E_TMP/t7" "$P-t7"
 assert_eq "$RC" 1 "refused without /dev/nvidia0"
 assert_contains "$OUT" "gpufrac-hook: device node $E2E_TMP/root/dev/nvidia0: No such file or directory; host-root $E2E_TMP/root has no /dev/nvidia0 (a simulated node: gpufrac simulate init-root --machine FILE --root ROOT makes it; a GPU node: host-root /, where the driver makes it)" "names host-root and init-root"
 assert_eq "$(entries)" 0 "nothing booked"
+make_plain_bundle "$E2E_TMP/w3" 'true' gpufrac.io/fraction=0.25 gpufrac.io/gpu=0
+cp "$E2E_TMP/w3/config.json" "$E2E_TMP/w3.orig.json"
+wrapper_create "$E2E_TMP/w3" "$P-w3"
+assert_eq "$RC" 2 "gpufrac-runtime refuses it before runc"
+assert_contains "$OUT" "gpufrac: device node $E2E_TMP/root/dev/nvidia0: No such file or directory; host-root $E2E_TMP/root has no /dev/nvidia0 (a simulated node: gpufrac simulate init-root" "the wrapper names host-root and init-root"
+cmp -s "$E2E_TMP/w3/config.json" "$E2E_TMP/w3.orig.json" || fail "config.json changed on a refusal"
+assert_eq "$(entries)" 0 "nothing booked"
 mv "$E2E_TMP/nvidia0.away" "$E2E_TMP/root/dev/nvidia0"
 
 echo "== the machine changes while a share is booked: the hook refuses, then refreshes"
