@@ -145,7 +145,14 @@ fake_nvml_bundle "$E2E_TMP/r2" 'cat /run/gpufrac/limits'
 run runc run --bundle "$E2E_TMP/r2" "$P-r2"
 assert_eq "$RC" 1 "refused while a share is held"
 assert_contains "$OUT" "gpufrac-hook: the inventory cache $E2E_TMP/state/inventory.json no longer matches this node (GPUs gone: GPU-5ae7c110-fc7e-c29d-ca0b-696c52a0358c, GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5; GPUs new: GPU-894e9a6d-f600-b098-3d59-138988473c2c); 1 booking holds devices from it" "names the GPUs gone and new"
+run "$GPUFRAC" status
+assert_eq "$RC" 1 "status refuses too"
+assert_contains "$OUT" "no longer matches this node (GPUs gone:" "status says what changed"
 runc delete -f "$P-r1" >/dev/null
+run "$GPUFRAC" status --json
+assert_eq "$RC" 0 "nothing booked: status reads the node through NVML: $OUT"
+assert_eq "$(jq -r '[.devices[].uuid] | join(" ")' <<<"$OUT")" "GPU-894e9a6d-f600-b098-3d59-138988473c2c" "status shows the new GPU"
+assert_eq "$(jq '.gpus | length' "$E2E_TMP/state/inventory.json")" 2 "a reader leaves the cache to the next booking"
 run runc run --bundle "$E2E_TMP/r2" "$P-r2"
 assert_eq "$RC" 0 "nothing booked: the hook had gpufrac refresh the cache: $OUT"
 assert_contains "$OUT" "device GPU-894e9a6d-f600-b098-3d59-138988473c2c 10626269184" "a quarter of the new GPU"
