@@ -23,18 +23,21 @@ namespace gpufrac::cli {
 
 namespace {
 
+constexpr const char* kSpecDirForm = "name a directory of CDI specs, e.g. /var/run/cdi";
+
 // A directory named on the command line must be one (a typo must not read as "no device"); the
 // config's cdi.spec-dirs may be missing, as the CDI library's own defaults may.
 Result<> check_named_dirs(const std::vector<std::string>& dirs) {
   for (const auto& d : dirs) {
     struct stat st {};
-    if (::stat(d.c_str(), &st) != 0)
-      return std::unexpected(Error{"--spec-dir " + text::quote(d) + ": " + std::strerror(errno) +
-                                       "; name a directory of CDI specs, e.g. " + "/var/run/cdi",
-                                   errno, ErrorKind::user});
+    if (::stat(d.c_str(), &st) != 0) {
+      const int err = errno;
+      return std::unexpected(
+          Error{text::cat("--spec-dir ", text::quote(d), ": ", std::strerror(err), "; ", kSpecDirForm), err,
+                ErrorKind::user});
+    }
     if (!S_ISDIR(st.st_mode))
-      return user_error("--spec-dir " + text::quote(d) + ": not a directory; name a directory of CDI specs, e.g. " +
-                        "/var/run/cdi");
+      return user_error(text::cat("--spec-dir ", text::quote(d), ": not a directory; ", kSpecDirForm));
   }
   return {};
 }

@@ -2,9 +2,10 @@
 // metrics (cli/metrics_model.hpp) in the Prometheus text format, served over HTTP at /metrics
 // (cpp-httplib, default 127.0.0.1:9400; the port is this server's alone: no SO_REUSEPORT, so a
 // second server on it fails with "Address already in use"), written to DIR/gpufrac.prom for
-// node_exporter's textfile collector (atomically; once, or every SECONDS), or printed once on stdout. Each scrape reads
-// the node afresh without any lock (cli/node_view.hpp): a container start never waits for it. Scrapes that arrive while
-// one is being collected share its result, so many scrapers cost one collection at a time.
+// node_exporter's textfile collector (atomically; once, or every SECONDS), or printed once on
+// stdout. Each scrape reads the node afresh without any lock (cli/node_view.hpp): a container
+// start never waits for it. Scrapes that arrive while one is being collected share its result, so
+// many scrapers cost one collection at a time.
 #include <httplib.h>
 #include <signal.h>
 
