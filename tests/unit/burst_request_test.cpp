@@ -6,6 +6,7 @@
 #include "core/request/burst_request.hpp"
 #include "core/request/env_request.hpp"
 #include "core/request/request.hpp"
+#include "core/request/unknown_keys.hpp"
 
 namespace gpufrac {
 namespace {
@@ -86,7 +87,10 @@ TEST(BurstRequest, TheVariables) {
   EXPECT_EQ(from_env({"GPUFRAC_MEMORY_LIMIT=30Gi"}, {{"gpufrac.io/memory", "10Gi"}}),
             "error: gpufrac.io/memory and GPUFRAC_MEMORY_LIMIT: a request both by annotation and by environment; use "
             "one of them");
-  EXPECT_TRUE(env_request_warnings({"GPUFRAC_MEMORY_LIMIT=1Gi", "GPUFRAC_ON_LIMIT=wait"}).empty());
+  EXPECT_TRUE(unknown_request_names({{"gpufrac.io/memory-limit", "1Gi"}, {"gpufrac.io/on-limit", "wait"}},
+                                    {"GPUFRAC_MEMORY_LIMIT=1Gi", "GPUFRAC_ON_LIMIT=wait", "GPUFRAC_FRACTION_LIMIT=1",
+                                     "GPUFRAC_ON_LIMIT_TIMEOUT=5"})
+                  .empty());
 }
 
 TEST(BurstRequest, NvidiasVariablesAreARequestOfTheirOwn) {
@@ -166,10 +170,10 @@ TEST(BurstRequest, TheNewKeysAreKnown) {
   EXPECT_FALSE(is_burst_key("gpufrac.io/memory"));
   EXPECT_EQ(
       parsed({{"gpufrac.io/memory", "4Gi"}, {"gpufrac.io/memory-limt", "8Gi"}}),
-      "error: \"gpufrac.io/memory-limt\": unknown gpufrac annotation; use gpufrac.io/fraction, gpufrac.io/memory, "
-      "gpufrac.io/mig-profile, gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, gpufrac.io/gpu, "
-      "gpufrac.io/gpus, gpufrac.io/policy, gpufrac.io/memory-limit, gpufrac.io/fraction-limit, "
-      "gpufrac.io/on-limit or gpufrac.io/on-limit-timeout");
+      "error: \"gpufrac.io/memory-limt\": unknown gpufrac annotation (did you mean gpufrac.io/memory-limit?); use "
+      "gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile, gpufrac.io/gpu, gpufrac.io/policy, "
+      "gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, gpufrac.io/gpus, gpufrac.io/memory-limit, "
+      "gpufrac.io/fraction-limit, gpufrac.io/on-limit or gpufrac.io/on-limit-timeout");
 }
 
 }  // namespace
