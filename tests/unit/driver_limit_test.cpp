@@ -206,6 +206,31 @@ TEST_F(DriverLimit, ReleasedLimitsAreClearedOnTheirCgroupMadeAgainWhenTheRuntime
   EXPECT_TRUE(none->cleared.empty());
 }
 
+// Burstable memory: the driver holds soft = the request and hard = the limit; at release the soft
+// limit is zeroed before the hard one is cleared (a leaf deleted with a soft limit leaves the
+// reservation on its ancestors).
+TEST_F(DriverLimit, ABurstShareHoldsSoftTheRequestHardTheLimitAndIsClearedSoftFirst) {
+  ReserveArgs a;
+  a.container_id = "c1";
+  a.device_key = "a";
+  a.request = **parse_request(
+      {{"gpufrac.io/memory", "10Gi"}, {"gpufrac.io/memory-limit", "30Gi"}, {"gpufrac.io/gpu", "0"}}, true);
+  a.pid = kPid;
+  a.instance = "i1";
+  ASSERT_TRUE(Ledger(LedgerOptions::from(cfg_)).reserve(a, inv_, cfg_.allocation));
+  ASSERT_TRUE(apply());
+  const std::uint64_t soft = 10ull << 30, hard = 30ull << 30;
+  EXPECT_EQ(fake_limits(), text::cat(kGpu0, " ", soft, " ", hard, " /c1\n"));
+  EXPECT_EQ(ledger().entries[0].driver_limit, (gpufrac::DriverLimit{cgroup_ + "/c1", soft, hard}));
+  ASSERT_TRUE(Ledger(LedgerOptions::from(cfg_)).release("c1", "i1"));
+  auto r = clear_driver_limits(cfg_);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(fake_limits(), "");
+  EXPECT_EQ(*fs::read_file(dir_ + "/fake.json.calls"),
+            text::cat("set ", kGpu0, " /c1 ", soft, " ", hard, "\nset ", kGpu0, " /c1 0 ", hard, "\nset ", kGpu0,
+                      " /c1 0 ", static_cast<std::uint64_t>(NVML_DEVICE_MEMORY_LIMIT_MAX), "\n"));
+}
+
 TEST_F(DriverLimit, ARecordOfACgroupABookingHoldsAgainIsDroppedWithoutACall) {
   book("a", "0.25", 0);
   ASSERT_TRUE(apply());
