@@ -1,6 +1,7 @@
 #!/bin/bash
 # NVML reports the limit: nvmlDeviceGetMemoryInfo and _v2 (version field honoured) on the fake
-# libnvidia-ml.so.1, the handle matched to the limit file by its UUID (GPU or MIG).
+# libnvidia-ml.so.1, the handle matched to the limit file by its UUID (GPU or MIG); with a burst
+# limit, the limit as total and as free what the container may take now.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/shim_lib.sh"
 e2e_tmp
@@ -28,6 +29,18 @@ holder_start alloc cuMemAlloc_v2 "$GI"
 shim_run "$NVML"
 assert_contains "$OUT" "v1 total=$L free=$((L - GI)) used=$GI rc=0" "v1 with 1 GiB in use"
 assert_contains "$OUT" "v2 total=$L reserved=0 free=$((L - GI)) used=$GI rc=0" "v2 with 1 GiB in use"
+holder_stop
+
+# A burst limit (docs/architecture.md "Burstable memory"): total is the limit; free is what the
+# container may take now, its request less what it uses while no reclaimer lends it more.
+shim_limits burst "$GPU0=$((8 * GI))"
+echo "burst $GPU0 $((2 * GI))" >>"$GPUFRAC_LIMITS_FILE"
+shim_run "$NVML"
+assert_contains "$OUT" "v1 total=$((8 * GI)) free=$((2 * GI)) used=0 rc=0" "v1: a burst limit as the total, the request free"
+assert_contains "$OUT" "v2 total=$((8 * GI)) reserved=0 free=$((2 * GI)) used=0 rc=0" "v2: the same"
+holder_start alloc cuMemAlloc_v2 "$GI"
+shim_run "$NVML"
+assert_contains "$OUT" "v1 total=$((8 * GI)) free=$GI used=$GI rc=0" "v1: 1 GiB of the 2 GiB request in use"
 holder_stop
 
 # A limit above the device reports the device; a device absent from the limit file is untouched.
