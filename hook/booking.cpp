@@ -12,6 +12,7 @@
 #include "core/request/request.hpp"
 #include "core/text.hpp"
 #include "exec/mig_exec.hpp"
+#include "exec/mps_exec.hpp"
 #include "nvml/inventory_cache.hpp"
 
 namespace gpufrac::hook {
@@ -47,6 +48,20 @@ Result<> provision(Invocation& inv) {
   auto inventory = provision_and_reread(inv.cfg, call);
   if (!inventory) return std::unexpected(inventory.error());
   inv.inventory = std::move(*inventory);
+  return {};
+}
+
+// SM sharing: the provisioner (`gpufrac mps provision`) books and makes sure the GPU's MPS daemon
+// runs; it also stops daemons idle past their timeout, for a time share they kept out.
+Result<> provision_mps(const Invocation& inv, const Request& request) {
+  ProvisionCall call{inv.state.id,
+                     inv.args.cdi_device,
+                     *inv.state.pid,
+                     inv.args.cdi_device.empty() ? BookingSource::hook : BookingSource::cdi,
+                     annotations_of(request),
+                     inv.instance};
+  auto grant = run_mps_provision(inv.cfg, call);
+  if (!grant) return std::unexpected(grant.error());
   return {};
 }
 
@@ -109,6 +124,10 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
   if (!request) return std::unexpected(request.error());
   if (!*request) return std::vector<LedgerEntry>{};
   Ledger ledger(LedgerOptions::from(inv.cfg));
+  if (is_sm_request(**request)) {
+    if (auto r = provision_mps(inv, **request); !r) return std::unexpected(r.error());
+    return ledger.bookings_of(inv.state.id, inv.instance);
+  }
   ReserveArgs args{inv.state.id,   inv.args.cdi_device,
                    **request,      inv.args.cdi_device.empty() ? BookingSource::hook : BookingSource::cdi,
                    *inv.state.pid, inv.pid_start,
@@ -118,6 +137,8 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
   if (!booking && inv.args.cdi_device.empty() && !(*request)->multi_gpu() &&
       provisioning_may_help(booking.error(), **request, inv.inventory, inv.cfg)) {
     if (auto r = provision(inv); !r) return std::unexpected(r.error());
+  } else if (!booking && mps_reclaim_may_help(booking.error(), **request, inv.cfg)) {
+    if (auto r = provision_mps(inv, **request); !r) return std::unexpected(r.error());
   } else if (!booking) {
     return std::unexpected(booking.error());
   } else {

@@ -18,6 +18,7 @@
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
 #include "exec/mig_exec.hpp"
+#include "exec/mps_exec.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "runtime-wrapper/driver_limit_edits.hpp"
 #include "runtime-wrapper/requests.hpp"
@@ -59,7 +60,17 @@ Result<std::vector<WantedDevice>> wanted_devices(const bundle::BundleSpec& bundl
 Result<> book_one(const Injection& inj, const WantedDevice& w, const Annotations& keys, Inventory& inventory,
                   const Config& cfg) {
   ReserveArgs args{inj.container_id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt, inj.instance};
+  // SM sharing: the provisioner books it pending and makes sure the GPU's MPS daemon runs.
+  ProvisionCall sm{inj.container_id, w.device_key, 0, BookingSource::wrapper, annotations_of(w.request), inj.instance};
+  auto provisioned = [&]() -> Result<> {
+    auto grant = run_mps_provision(cfg, sm);
+    if (!grant) return std::unexpected(grant.error());
+    return {};
+  };
+  if (is_sm_request(w.request)) return provisioned();
   auto booking = Ledger(LedgerOptions::from(cfg)).reserve(args, inventory, cfg.allocation);
+  if (!booking && mps_reclaim_may_help(booking.error(), w.request, cfg))
+    return provisioned();  // idle MPS daemons first
   if (!booking && w.device_key.empty() && !w.request.multi_gpu() &&
       provisioning_may_help(booking.error(), w.request, inventory, cfg)) {
     // Dynamic MIG: the provisioner books it pending; the new instance's nodes are in the

@@ -23,6 +23,10 @@ struct DeviceLimit {
   // The container's slot in the GPU's compute arbiter (an "arbiter <uuid> <token>" line after the
   // compute line; arbiter_abi.h): set by the host when it sets the slot up, 0 = none.
   std::uint64_t compute_token = 0;
+  // An SM share (docs/architecture.md "SM sharing"): an "mps <uuid> <percent>" line after the device
+  // line, the percent of the SMs the container's MPS clients may use (the shim's process setup
+  // reads it; the shim's grammar ignores it otherwise). 0 = none. Not parsed back.
+  std::uint32_t sm_ppm = 0;
   bool operator==(const DeviceLimit&) const = default;
 };
 

@@ -92,8 +92,8 @@ TEST(CdiDeviceNames, RefusesWhatTheNodeDoesNotOffer) {
 
 TEST(CdiDeviceNames, StrictGrammar) {
   const std::string forms =
-      "; use <gpu>, GPU-<uuid>, <gpu>:<mig>, MIG-<uuid>, <gpu>-<fraction> or <gpu>-<memory> as gpufrac cdi list "
-      "prints them, e.g. 0, 0:1, 0-0.25 or 0-4Gi";
+      "; use <gpu>, GPU-<uuid>, <gpu>:<mig>, MIG-<uuid>, <gpu>-<fraction>, <gpu>-<memory> or <gpu>-sm<percent> as "
+      "gpufrac cdi list prints them, e.g. 0, 0:1, 0-0.25, 0-4Gi or 0-sm30";
   EXPECT_EQ(refusal("0-0.250"), "CDI device \"0-0.250\": \"0.250\" is not canonical; use 0-0.25");
   EXPECT_EQ(refusal("0-4096Mi"), "CDI device \"0-4096Mi\": \"4096Mi\" is not canonical; use 0-4Gi");
   EXPECT_EQ(refusal("0-4096"), "CDI device \"0-4096\": \"4096\" is not canonical; use 0-4Gi");
