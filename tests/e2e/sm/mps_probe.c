@@ -1,9 +1,10 @@
 /* An MPS client for the SM-sharing tests, over the fake libcuda (or, as mps_probe_static, linked
  * into a static binary that no preloaded shim can enter):
- *   mps_probe [alloc <MiB chunk>] [launch <count> <kernel>] [hold <seconds>]
+ *   mps_probe [alloc <MiB chunk>] [launch <count> <kernel>] [hold <seconds>] [mark <file>] [wait <file>]
  * prints each step's CUDA result on one line, e.g. "cuInit: CUDA_SUCCESS",
  * "alloc: 8 x 512 MiB = 4096 MiB, then CUDA_ERROR_OUT_OF_MEMORY", "launch: 3 ok, then
- * CUDA_ERROR_ILLEGAL_ADDRESS", and the environment the container gave it. Exit 0 once the steps
+ * CUDA_ERROR_ILLEGAL_ADDRESS", and the environment the container gave it; mark creates a file and
+ * wait polls for one (up to 60 s), so a test can line up clients. Exit 0 once the steps
  * ran (whatever CUDA answered), 1 when cuInit or the context failed, 2 on a usage error. */
 #include <cuda.h>
 #include <stdio.h>
@@ -61,11 +62,19 @@ int main(int argc, char** argv) {
       long count = atol(argv[i + 1]);
       launch_loop(count, argv[i + 2]);
       i += 2;
+    } else if (strcmp(argv[i], "mark") == 0 && i + 1 < argc) {
+      FILE* f = fopen(argv[++i], "w");
+      if (f != NULL) fclose(f);
+    } else if (strcmp(argv[i], "wait") == 0 && i + 1 < argc) {
+      const char* path = argv[++i];
+      for (int n = 0; n < 6000 && access(path, F_OK) != 0; n++) usleep(10000);
     } else if (strcmp(argv[i], "hold") == 0 && i + 1 < argc) {
       fflush(stdout);
       sleep((unsigned)atoi(argv[++i]));
     } else {
-      fprintf(stderr, "usage: mps_probe [alloc <MiB>] [launch <count> <kernel>] [hold <seconds>]\n");
+      fprintf(stderr,
+              "usage: mps_probe [alloc <MiB>] [launch <count> <kernel>] [hold <seconds>] [mark <file>] "
+              "[wait <file>]\n");
       return 2;
     }
     fflush(stdout);
