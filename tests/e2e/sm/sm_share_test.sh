@@ -60,6 +60,7 @@ runc run --bundle "$E2E_TMP/b70" "$P-b70" >"$E2E_TMP/b70.out" 2>&1 &
 R70=$!
 wait_for "$F/ready30"
 wait_for "$F/ready70"
+DAEMON=$(daemon_field "$GPU0" pid)  # a new one when step 1's idled past the timeout meanwhile
 run "$GPUFRAC" status --json
 assert_eq "$(jq -c --arg u "$GPU0" '.devices[] | select(.uuid == $u) | [.compute_mode, .compute_booked_ppm, .mps.state, .mps.clients, .mps.daemon_pid]' <<<"$OUT")" \
   "[\"sm\",1000000,\"ACTIVE\",2,$DAEMON]" "status --json: GPU 0 in SM mode, 100 % of its SMs booked, 2 clients"
