@@ -156,7 +156,7 @@ Result<> check_sm_share(const Request& r, const KeyNames& names) {
   if (r.compute_mode != ComputeMode::sm) return {};
   const std::string_view mode = shown(names, kComputeMode);
   if (!r.compute_ppm)
-    return refuse(mode, text::cat("sm needs ", shown(names, kCompute),
+    return refuse(mode, text::cat("sm needs ", names.empty() ? kCompute : "GPUFRAC_COMPUTE",
                                   ", the percent of the GPU's SMs the container's kernels may use; add it, e.g. ",
                                   names.empty() ? "gpufrac.io/compute: \"30\"" : "GPUFRAC_COMPUTE=30"));
   if (r.priority == ComputePriority::high)
