@@ -17,6 +17,7 @@ done
 GPU=GPU-894e9a6d-f600-b098-3d59-138988473c2c
 export LD_LIBRARY_PATH=$BUILD/fakes
 export GPUFRAC_FAKE_CUDA_DEVICES=$GPU=40Gi
+export GPUFRAC_FAKE_CUDA_COST=0 # driver calls free: the gate's own code is measured
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$TOOL" share "$tmp" inert "$GPU=$((32 << 30)):0:fair:normal"

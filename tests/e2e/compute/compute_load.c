@@ -1,7 +1,8 @@
 /* GPU work for the compute-share tests, over the fake libcuda.so.1's simulated GPU (linked with
  * -lcuda; tests/fakes/cuda/README.md). Device 0 (or -d N), one created stream.
- *   compute_load [-d N] [-k KERNEL] [--at T0] PHASE...
- * KERNEL is a kernel name (default sleep_500us: 500 us on the simulated GPU). Each PHASE is
+ *   compute_load [-d N] [-k KERNEL] [--at T0] [--mps PERCENT] PHASE...
+ * KERNEL is a kernel name (default sleep_500us: 500 us on the simulated GPU; sleep_500us_w20: of
+ * width 20 % of the SMs). --mps: an MPS client with that SM percent (test-only gpufracFakeMpsClient). Each PHASE is
  * MODE:SECONDS and runs MODE that long (SECONDS 0: until killed); with --at T0 (CLOCK_MONOTONIC ns)
  * phase i runs from T0 + the earlier phases' seconds, so processes started apart switch together.
  * Modes, each a loop of launches:
@@ -18,6 +19,8 @@
  *              "probe n=N p50_us=.. p99_us=.. max_us=.."
  *   wait       no launches (a pause between phases)
  *   elapsed, burst:N, capture   checks of the simulated GPU itself (compute_checks.c)
+ *   streams, cost:N            checks of its streams and driver costs (compute_sim.c)
+ *   qbench:N                   ns per clock read, cuStreamQuery and noop launch (bench/fake_gpu_bench.sh)
  * After each phase: "phase MODE launches=N rc=R" (R: the first error, 0 if none). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +85,9 @@ static int run_phase(const char* phase, uint64_t start, uint64_t end) {
   if (strcmp(mode, "wait") == 0) return load_sleep_until(end), 0;
   if (strcmp(mode, "elapsed") == 0 || strcmp(mode, "burst") == 0 || strcmp(mode, "capture") == 0)
     return load_check(&g, phase);
+  if (strcmp(mode, "streams") == 0) return load_streams();
+  if (strcmp(mode, "cost") == 0) return load_cost(&g, (unsigned)strtoul(phase + 5, NULL, 10));
+  if (strcmp(mode, "qbench") == 0) return load_qbench(&g, (unsigned)strtoul(phase + 7, NULL, 10));
   unsigned long long launches = 0;
   CUresult rc = loop(mode, end, &launches);
   printf("phase %s launches=%llu rc=%d\n", mode, launches, (int)rc);
@@ -97,6 +103,9 @@ int main(int argc, char** argv) {
     if (strcmp(argv[i], "-d") == 0) dev = atoi(argv[i + 1]);
     if (strcmp(argv[i], "-k") == 0) kernel = argv[i + 1];
     if (strcmp(argv[i], "--at") == 0) at = strtoull(argv[i + 1], NULL, 10);
+    if (strcmp(argv[i], "--mps") == 0 &&
+        gpufracFakeMpsClient((unsigned)dev, (unsigned)atoi(argv[i + 1])) != CUDA_SUCCESS)
+      return 3;
   }
   if (load_setup(&g, dev, kernel) != 0) return 3;
   uint64_t t = at != 0 ? at : load_now_ns();
@@ -104,7 +113,9 @@ int main(int argc, char** argv) {
   for (; i < argc; i++) {
     const char* colon = strrchr(argv[i], ':');
     double seconds = colon != NULL ? atof(colon + 1) : 0;
-    if (strncmp(argv[i], "probe:", 6) == 0 || strncmp(argv[i], "burst:", 6) == 0) seconds = 0;
+    if (strncmp(argv[i], "probe:", 6) == 0 || strncmp(argv[i], "burst:", 6) == 0 || strncmp(argv[i], "cost:", 5) == 0 ||
+        strncmp(argv[i], "qbench:", 7) == 0)
+      seconds = 0;
     uint64_t end = seconds > 0 ? t + (uint64_t)(seconds * 1e9) : 0;
     failed |= run_phase(argv[i], t, end);
     t = end != 0 ? end : load_now_ns();

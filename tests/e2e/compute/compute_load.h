@@ -25,6 +25,11 @@ void load_sleep_until(uint64_t t);
 int load_setup(struct load* g, int dev, const char* kernel);
 /* Checks of the simulated GPU (compute_checks.c): "elapsed", "burst:N", "capture". 0 or 1. */
 int load_check(struct load* g, const char* phase);
+/* Checks of streams and driver costs (compute_sim.c): "streams", "cost:N"; "qbench:N" measures
+ * what a query and a launch cost (bench/fake_gpu_bench.sh). 0 or 1. */
+int load_streams(void);
+int load_cost(struct load* g, unsigned n);
+int load_qbench(struct load* g, unsigned n);
 /* "probe:N:THINK_US": prints the launch-to-start waits' percentiles. 0 or 1. */
 int load_probe(struct load* g, const char* phase);
 

@@ -18,14 +18,14 @@ void load_sleep_until(uint64_t t) {
   while (load_now_ns() < t) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
 }
 
-/* sleep_<N>(ns|us|ms), as the fake driver reads the name. */
+/* sleep_<N>(ns|us|ms)[_w<P>], as the fake driver reads the name. */
 static uint64_t kernel_ns(const char* name) {
   char* end = NULL;
   if (strncmp(name, "sleep_", 6) != 0) return 0;
   unsigned long long n = strtoull(name + 6, &end, 10);
-  if (strcmp(end, "us") == 0) return n * 1000ull;
-  if (strcmp(end, "ms") == 0) return n * 1000000ull;
-  return strcmp(end, "ns") == 0 ? n : 0;
+  if (strncmp(end, "us", 2) == 0) return n * 1000ull;
+  if (strncmp(end, "ms", 2) == 0) return n * 1000000ull;
+  return strncmp(end, "ns", 2) == 0 ? n : 0;
 }
 
 int load_setup(struct load* g, int dev, const char* kernel) {

@@ -102,7 +102,7 @@ static void init_devices(void) {
   const char* installed = embedded + strlen(FAKE_EMBED_MARKER);
   const char* spec = getenv("GPUFRAC_FAKE_CUDA_DEVICES");
   if (spec == NULL) spec = *installed != '\0' ? installed : FAKE_DEFAULT_DEVICES;
-  g_initialized = parse_devices(spec) == 0 ? 1 : -1;
+  g_initialized = parse_devices(spec) == 0 && fake_gpu_config() == 0 ? 1 : -1;
 }
 
 static pthread_once_t g_mps_once = PTHREAD_ONCE_INIT;

@@ -1,5 +1,6 @@
-/* Events: recording one marks the point its stream has reached; it completes when the stream's
- * work before it has run on the simulated GPU (at once on an idle stream). An event never
+/* Events: recording one marks the point its stream has reached (a virtual time of its device
+ * context, fake_gpu.h); it completes when the context's clock gets there, at the exact simulated
+ * time max(record, the real time the clock reached it): at once on an idle stream. An event never
  * recorded counts as complete, as CUDA's does. gpufracFakeEventTime (test-only) gives the
  * simulated completion time, so a test can see when the work before it ran. */
 #include <stdlib.h>
@@ -10,7 +11,9 @@ struct fake_event {
   uint32_t magic; /* FAKE_EVENT_MAGIC while alive */
   unsigned flags;
   CUdevice dev;
-  uint64_t time; /* atomic: completion time, 0 = never recorded */
+  uint64_t cv;   /* the virtual time it completes at */
+  uint64_t at;   /* atomic: when it was recorded, 0 = never */
+  uint64_t done; /* atomic: its completion time once known, else 0 */
 };
 #define FAKE_EVENT_MAGIC 0x544e5645u
 
@@ -26,7 +29,7 @@ FAKE_API CUresult cuEventCreate(CUevent* event, unsigned int flags) {
   if (event == NULL || (flags & ~3u) != 0) return CUDA_ERROR_INVALID_VALUE;
   struct fake_event* ev = calloc(1, sizeof *ev);
   if (ev == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  *ev = (struct fake_event){FAKE_EVENT_MAGIC, flags, dev, 0};
+  *ev = (struct fake_event){FAKE_EVENT_MAGIC, flags, dev, 0, 0, 0};
   *event = (CUevent)ev;
   return CUDA_SUCCESS;
 }
@@ -43,14 +46,18 @@ FAKE_API CUresult cuEventDestroy_v2(CUevent event) {
  * the stream captures, the record is part of the graph: nothing happens now. */
 static CUresult record(CUevent event, CUstream stream, int per_thread) {
   struct fake_event* ev = event_of(event);
+  fake_cost(FAKE_COST_RECORD);
   if (ev == NULL) return CUDA_ERROR_INVALID_HANDLE;
   struct fake_stream* s;
   CUresult rc = fake_stream_of(stream, per_thread, &s);
   if (rc != CUDA_SUCCESS) return rc;
   if (s->dev != ev->dev) return CUDA_ERROR_INVALID_HANDLE;
   if (__atomic_load_n(&s->capture, __ATOMIC_ACQUIRE) != NULL) return CUDA_SUCCESS;
-  uint64_t tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE), now = fake_now_ns();
-  __atomic_store_n(&ev->time, tail > now ? tail : now, __ATOMIC_RELEASE);
+  __atomic_store_n(&ev->at, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&ev->done, 0, __ATOMIC_RELEASE);
+  ev->cv = fake_stream_point(s);
+  fake_stream_after(s, ev->cv); /* the record is work of the stream: what follows waits for it */
+  __atomic_store_n(&ev->at, fake_now_ns(), __ATOMIC_RELEASE);
   return CUDA_SUCCESS;
 }
 
@@ -61,16 +68,32 @@ FAKE_API CUresult cuEventRecord_ptsz(CUevent event, CUstream stream) {
   return record(event, stream, 1);
 }
 
+static int complete(const struct fake_event* ev) {
+  return __atomic_load_n(&ev->at, __ATOMIC_ACQUIRE) == 0 || ev->cv <= fake_gpu_v(ev->dev);
+}
+
+/* When a complete, recorded event completed (cached once known). */
+static uint64_t time_of(struct fake_event* ev) {
+  uint64_t t = __atomic_load_n(&ev->done, __ATOMIC_ACQUIRE);
+  if (t != 0) return t;
+  uint64_t at = __atomic_load_n(&ev->at, __ATOMIC_ACQUIRE), reached = fake_gpu_time_of(ev->dev, ev->cv);
+  t = reached > at ? reached : at;
+  __atomic_store_n(&ev->done, t, __ATOMIC_RELEASE);
+  return t;
+}
+
 FAKE_API CUresult cuEventQuery(CUevent event) {
   struct fake_event* ev = event_of(event);
+  fake_cost(FAKE_COST_QUERY);
   if (ev == NULL) return CUDA_ERROR_INVALID_HANDLE;
-  return __atomic_load_n(&ev->time, __ATOMIC_ACQUIRE) <= fake_now_ns() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  return complete(ev) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 FAKE_API CUresult cuEventSynchronize(CUevent event) {
   struct fake_event* ev = event_of(event);
+  fake_cost(FAKE_COST_SYNC);
   if (ev == NULL) return CUDA_ERROR_INVALID_HANDLE;
-  fake_sleep_until(__atomic_load_n(&ev->time, __ATOMIC_ACQUIRE));
+  if (__atomic_load_n(&ev->at, __ATOMIC_ACQUIRE) != 0) fake_gpu_wait(ev->dev, ev->cv);
   return CUDA_SUCCESS;
 }
 
@@ -78,11 +101,10 @@ FAKE_API CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   struct fake_event *a = event_of(start), *b = event_of(end);
   if (ms == NULL) return CUDA_ERROR_INVALID_VALUE;
   if (a == NULL || b == NULL || ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)) return CUDA_ERROR_INVALID_HANDLE;
-  uint64_t ta = __atomic_load_n(&a->time, __ATOMIC_ACQUIRE), tb = __atomic_load_n(&b->time, __ATOMIC_ACQUIRE);
-  if (ta == 0 || tb == 0) return CUDA_ERROR_INVALID_HANDLE;
-  uint64_t now = fake_now_ns();
-  if (ta > now || tb > now) return CUDA_ERROR_NOT_READY;
-  *ms = (float)((double)((int64_t)(tb - ta)) / 1e6);
+  if (__atomic_load_n(&a->at, __ATOMIC_ACQUIRE) == 0 || __atomic_load_n(&b->at, __ATOMIC_ACQUIRE) == 0)
+    return CUDA_ERROR_INVALID_HANDLE;
+  if (!complete(a) || !complete(b)) return CUDA_ERROR_NOT_READY;
+  *ms = (float)((double)((int64_t)(time_of(b) - time_of(a))) / 1e6);
   return CUDA_SUCCESS;
 }
 
@@ -92,8 +114,11 @@ static CUresult wait_event(CUstream stream, CUevent event, unsigned flags, int p
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   struct fake_stream* s;
   CUresult rc = fake_stream_of(stream, per_thread, &s);
-  if (rc != CUDA_SUCCESS) return rc;
-  fake_stream_after(s, __atomic_load_n(&ev->time, __ATOMIC_ACQUIRE));
+  if (rc != CUDA_SUCCESS || __atomic_load_n(&ev->at, __ATOMIC_ACQUIRE) == 0) return rc;
+  if (s->dev == ev->dev)
+    fake_stream_after(s, ev->cv);
+  else
+    fake_gpu_wait(ev->dev, ev->cv); /* another device's clock: the host waits instead */
   return CUDA_SUCCESS;
 }
 
@@ -107,8 +132,8 @@ FAKE_API CUresult cuStreamWaitEvent_ptsz(CUstream stream, CUevent event, unsigne
 FAKE_API CUresult gpufracFakeEventTime(CUevent event, uint64_t* ns) {
   struct fake_event* ev = event_of(event);
   if (ev == NULL || ns == NULL) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t t = __atomic_load_n(&ev->time, __ATOMIC_ACQUIRE);
-  if (t == 0) return CUDA_ERROR_INVALID_HANDLE;
-  *ns = t;
+  if (__atomic_load_n(&ev->at, __ATOMIC_ACQUIRE) == 0) return CUDA_ERROR_INVALID_HANDLE;
+  if (!complete(ev)) return CUDA_ERROR_NOT_READY;
+  *ns = time_of(ev);
   return CUDA_SUCCESS;
 }

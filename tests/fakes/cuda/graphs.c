@@ -1,6 +1,7 @@
 /* Stream capture and graphs: while a stream captures, its launches are appended to the graph
  * being built instead of running; an instantiated graph runs as one piece of work whose duration
- * is the sum of its kernels' (the nodes of a captured stream run in order anyway). */
+ * is the sum of its kernels' (the nodes of a captured stream run in order anyway) and whose width
+ * is its widest kernel's. */
 #include <stdlib.h>
 
 #include "fake_cuda.h"
@@ -91,7 +92,7 @@ FAKE_API CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph, 
   if (g == NULL) return CUDA_ERROR_INVALID_HANDLE;
   struct fake_graph* e = malloc(sizeof *e);
   if (e == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  *e = (struct fake_graph){FAKE_EXEC_MAGIC, g->nodes, g->total};
+  *e = (struct fake_graph){FAKE_EXEC_MAGIC, g->nodes, g->width, g->total};
   *exec = (CUgraphExec)e;
   return CUDA_SUCCESS;
 }
@@ -108,7 +109,7 @@ static CUresult launch(CUgraphExec exec, CUstream stream, int per_thread) {
   if (e == NULL) return CUDA_ERROR_INVALID_HANDLE;
   struct fake_stream* s;
   CUresult rc = fake_stream_of(stream, per_thread, &s);
-  return rc != CUDA_SUCCESS ? rc : fake_stream_enqueue(s, e->total, e->nodes);
+  return rc != CUDA_SUCCESS ? rc : fake_stream_enqueue(s, e->total, e->width, e->nodes);
 }
 
 FAKE_API CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {

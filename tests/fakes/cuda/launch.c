@@ -1,7 +1,9 @@
 /* Modules, kernels and launches. A module has no code: any function name resolves, and the name
  * gives the kernel's duration on the simulated GPU: sleep_<N>ns, sleep_<N>us or sleep_<N>ms runs
- * for N of that unit, any other name takes no time. Every launch form (plain, Ex, cooperative,
- * cooperative on several devices, and their _ptsz variants) queues the kernel on its stream. */
+ * for N of that unit, any other name takes no time; a _w<P> suffix (1 to 100) is its width, the
+ * percent of the GPU's SMs it needs (100 without one; it matters to MPS clients, fake_gpu.h).
+ * Every launch form (plain, Ex, cooperative, cooperative on several devices, and their _ptsz
+ * variants) queues the kernel on its stream. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +16,7 @@
 
 struct fake_function {
   uint32_t magic; /* FAKE_FUNCTION_MAGIC while its module is loaded */
+  unsigned width; /* percent of the SMs */
   uint64_t duration;
 };
 #define FAKE_FUNCTION_MAGIC 0x434e5546u
@@ -55,16 +58,27 @@ FAKE_API CUresult cuModuleUnload(CUmodule module) {
   return CUDA_SUCCESS;
 }
 
-/* sleep_<N>(ns|us|ms) -> N in ns; anything else 0. */
-static uint64_t duration_of(const char* name) {
+/* sleep_<N>(ns|us|ms)[_w<P>] -> N in ns and P in *width; anything else 0 (width 100). */
+static uint64_t duration_of(const char* name, unsigned* width) {
+  *width = 100;
   if (strncmp(name, "sleep_", 6) != 0) return 0;
   char* end = NULL;
   unsigned long long n = strtoull(name + 6, &end, 10);
-  if (end == name + 6) return 0;
-  if (strcmp(end, "ns") == 0) return n;
-  if (strcmp(end, "us") == 0) return n * 1000ull;
-  if (strcmp(end, "ms") == 0) return n * 1000000ull;
-  return 0;
+  if (end == name + 6 || strlen(end) < 2) return 0;
+  uint64_t unit = strncmp(end, "ns", 2) == 0   ? 1
+                  : strncmp(end, "us", 2) == 0 ? 1000
+                  : strncmp(end, "ms", 2) == 0 ? 1000000
+                                               : 0;
+  const char* rest = end + 2;
+  if (strncmp(rest, "_w", 2) == 0) {
+    char* w_end = NULL;
+    unsigned long w = strtoul(rest + 2, &w_end, 10);
+    if (w_end == rest + 2 || *w_end != '\0' || w < 1 || w > 100) return 0;
+    *width = (unsigned)w;
+  } else if (*rest != '\0') {
+    return 0;
+  }
+  return n * unit;
 }
 
 FAKE_API CUresult cuModuleGetFunction(CUfunction* func, CUmodule module, const char* name) {
@@ -77,7 +91,9 @@ FAKE_API CUresult cuModuleGetFunction(CUfunction* func, CUmodule module, const c
   if (m->count == FAKE_MODULE_FUNCTIONS || strlen(name) >= sizeof m->names[0]) return CUDA_ERROR_NOT_FOUND;
   unsigned i = m->count++;
   strcpy(m->names[i], name);
-  m->functions[i] = (struct fake_function){FAKE_FUNCTION_MAGIC, duration_of(name)};
+  unsigned width;
+  uint64_t duration = duration_of(name, &width);
+  m->functions[i] = (struct fake_function){FAKE_FUNCTION_MAGIC, duration != 0 ? width : 100, duration};
   *func = (CUfunction)&m->functions[i];
   return CUDA_SUCCESS;
 }
@@ -89,7 +105,7 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUst
   struct fake_stream* s;
   CUresult rc = fake_mps_launch(); /* mps.h: a faulted MPS server's sticky error */
   if (rc == CUDA_SUCCESS) rc = fake_stream_of(stream, per_thread, &s);
-  return rc != CUDA_SUCCESS ? rc : fake_stream_enqueue(s, fn->duration, 1);
+  return rc != CUDA_SUCCESS ? rc : fake_stream_enqueue(s, fn->duration, fn->width, 1);
 }
 
 FAKE_API CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,

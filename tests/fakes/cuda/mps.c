@@ -17,10 +17,6 @@
 #include "../driver/fake_mps.h"
 #include "fake_cuda.h"
 
-__attribute__((weak)) void fake_gpu_client_mps(unsigned device_ordinal, unsigned sm_percent) {
-  (void)device_ordinal, (void)sm_percent;
-}
-
 static int g_fd = -1;      /* the connection to the daemon, open for the process's life */
 static int g_served = -1;  /* the device ordinal the server runs, -1: not a client */
 static unsigned g_percent; /* this client's SM cap */

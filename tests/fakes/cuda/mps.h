@@ -6,7 +6,7 @@
  *    the process cannot see: CUDA_ERROR_MPS_CONNECTION_FAILED.
  *  - connected, its device (the server's GPU) runs the process's kernels as an MPS client capped at
  *    min(the server's active thread percentage, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE): the client
- *    variable can only lower it (fake_gpu_client_mps, the simulated GPU's engine API).
+ *    variable can only lower it (fake_gpu_client_mps, the simulated GPU's engine: fake_cuda.h).
  *  - allocations past the pinned limit (the server's, lowered by CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
  *    "<ordinal or UUID>=<n>[M|G][B],...") fail with CUDA_ERROR_OUT_OF_MEMORY, below every
  *    allocation call, so a static binary (fake_cuda_static) is held to it too.
@@ -23,10 +23,6 @@
 #include <stdint.h>
 
 #include "cuda.h"
-
-/* The simulated GPU's engine (fake_gpu.h): marks this process an MPS client of the device with that
- * SM cap, before its first launch. A weak no-op here until the engine defines it. */
-void fake_gpu_client_mps(unsigned device_ordinal, unsigned sm_percent);
 
 /* After the devices are known (cuInit): connects to the daemon if there is one. */
 CUresult fake_mps_init(void);

@@ -1,21 +1,25 @@
-/* Streams: work runs in stream order on the simulated GPU (gpu.c). Each stream keeps the ends of
- * its pending launches; a launch with FAKE_STREAM_QUEUE of them pending blocks until the oldest
+/* Streams: work runs in stream order on the simulated GPU (gpu.c), the streams of this process's
+ * context on a device concurrently. Each stream keeps the virtual times at which its pending
+ * launches are done; a launch with FAKE_STREAM_QUEUE of them pending blocks until the oldest
  * completes, as a real driver blocks when its queue is full. The legacy stream (NULL) is one per
- * device and process; the per-thread default stream (NULL in a _ptsz call) one per thread. */
+ * device and process and synchronises with the blocking streams (created with flags 0, and the
+ * per-thread default streams): its work waits for theirs, and theirs for its.
+ * CU_STREAM_NON_BLOCKING streams wait only for themselves. */
 #include <stdlib.h>
 
 #include "fake_cuda.h"
-#include "fake_gpu.h"
 
 static struct fake_stream g_legacy[FAKE_MAX_DEVICES];
 static pthread_mutex_t g_legacy_mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread struct fake_stream* t_own[FAKE_MAX_DEVICES];
-static uint64_t g_dev_tail[FAKE_MAX_DEVICES]; /* atomic max of this process's ends per device */
+static uint64_t g_dev_tail[FAKE_MAX_DEVICES];     /* atomic max of this process's work per device */
+static uint64_t g_dev_blocking[FAKE_MAX_DEVICES]; /* atomic max of its blocking streams' work */
 
-static void stream_init(struct fake_stream* s, CUdevice dev) {
+static void stream_init(struct fake_stream* s, CUdevice dev, int kind) {
   pthread_mutex_init(&s->mu, NULL);
   s->dev = dev;
-  s->gdev = fake_gpu_device(dev);
+  s->kind = kind;
+  fake_gpu_device(dev);
   __atomic_store_n(&s->magic, FAKE_STREAM_MAGIC, __ATOMIC_RELEASE);
 }
 
@@ -23,7 +27,7 @@ static struct fake_stream* legacy(CUdevice dev) {
   struct fake_stream* s = &g_legacy[dev];
   if (__atomic_load_n(&s->magic, __ATOMIC_ACQUIRE) == FAKE_STREAM_MAGIC) return s;
   pthread_mutex_lock(&g_legacy_mu);
-  if (s->magic != FAKE_STREAM_MAGIC) stream_init(s, dev);
+  if (s->magic != FAKE_STREAM_MAGIC) stream_init(s, dev, FAKE_STREAM_LEGACY);
   pthread_mutex_unlock(&g_legacy_mu);
   return s;
 }
@@ -32,7 +36,7 @@ static struct fake_stream* per_thread(CUdevice dev) {
   if (t_own[dev] == NULL) {
     struct fake_stream* s = calloc(1, sizeof *s); /* lives as long as the process */
     if (s == NULL) return legacy(dev);
-    stream_init(s, dev);
+    stream_init(s, dev, FAKE_STREAM_BLOCKING);
     t_own[dev] = s;
   }
   return t_own[dev];
@@ -53,11 +57,16 @@ CUresult fake_stream_of(CUstream s, int per_thread_default, struct fake_stream**
   return CUDA_SUCCESS;
 }
 
-static void drop_completed(struct fake_stream* s, uint64_t now) {
-  while (s->count > 0 && s->pending[s->head] <= now) {
+/* Drops the pending launches done by virtual time v, and counts them as this process's. */
+static void drop_completed(struct fake_stream* s, uint64_t v) {
+  uint64_t kernels = 0, sm = 0;
+  while (s->count > 0 && s->pending[s->head] <= v) {
+    sm += s->pending_sm[s->head];
     s->head = (s->head + 1) % FAKE_STREAM_QUEUE;
     s->count--;
+    kernels++;
   }
+  fake_gpu_completed(kernels, sm);
 }
 
 static void raise_to(uint64_t* word, uint64_t v) {
@@ -66,23 +75,38 @@ static void raise_to(uint64_t* word, uint64_t v) {
   }
 }
 
-CUresult fake_stream_enqueue(struct fake_stream* s, uint64_t duration, unsigned nodes) {
+static uint64_t max2(uint64_t a, uint64_t b) {
+  return a > b ? a : b;
+}
+
+uint64_t fake_stream_point(struct fake_stream* s) {
+  uint64_t tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+  if (s->kind == FAKE_STREAM_LEGACY) return max2(tail, __atomic_load_n(&g_dev_blocking[s->dev], __ATOMIC_ACQUIRE));
+  if (s->kind == FAKE_STREAM_BLOCKING) return max2(tail, __atomic_load_n(&legacy(s->dev)->tail, __ATOMIC_ACQUIRE));
+  return tail;
+}
+
+CUresult fake_stream_enqueue(struct fake_stream* s, uint64_t duration, unsigned width, unsigned nodes) {
+  fake_cost(FAKE_COST_LAUNCH);
   pthread_mutex_lock(&s->mu);
   if (s->capture != NULL) {
     s->capture->total += duration;
     s->capture->nodes += nodes;
+    if (width > s->capture->width) s->capture->width = width;
     pthread_mutex_unlock(&s->mu);
     return CUDA_SUCCESS;
   }
-  drop_completed(s, fake_now_ns());
   while (s->count == FAKE_STREAM_QUEUE) {
-    fake_sleep_until(s->pending[s->head]);
-    drop_completed(s, fake_now_ns());
+    drop_completed(s, fake_gpu_v(s->dev));
+    if (s->count == FAKE_STREAM_QUEUE) fake_gpu_wait(s->dev, s->pending[s->head]);
   }
-  struct fake_run run = fake_gpu_submit(s->gdev, duration, __atomic_load_n(&s->tail, __ATOMIC_RELAXED));
-  __atomic_store_n(&s->tail, run.end, __ATOMIC_RELEASE);
-  s->pending[(s->head + s->count++) % FAKE_STREAM_QUEUE] = run.end;
-  raise_to(&g_dev_tail[s->dev], run.end);
+  uint64_t v, sm, cv = fake_gpu_submit(s->dev, fake_stream_point(s), duration, width, &v, &sm);
+  drop_completed(s, v);
+  __atomic_store_n(&s->tail, cv, __ATOMIC_RELEASE);
+  s->pending_sm[(s->head + s->count) % FAKE_STREAM_QUEUE] = sm;
+  s->pending[(s->head + s->count++) % FAKE_STREAM_QUEUE] = cv;
+  raise_to(&g_dev_tail[s->dev], cv);
+  if (s->kind == FAKE_STREAM_BLOCKING) raise_to(&g_dev_blocking[s->dev], cv);
   pthread_mutex_unlock(&s->mu);
   return CUDA_SUCCESS;
 }
@@ -92,13 +116,17 @@ CUresult fake_stream_wait(struct fake_stream* s) {
   int capturing = s->capture != NULL;
   pthread_mutex_unlock(&s->mu);
   if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  fake_sleep_until(__atomic_load_n(&s->tail, __ATOMIC_ACQUIRE));
+  uint64_t tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+  fake_gpu_wait(s->dev, s->kind == FAKE_STREAM_LEGACY ? fake_stream_point(s) : tail);
+  pthread_mutex_lock(&s->mu);
+  drop_completed(s, tail);
+  pthread_mutex_unlock(&s->mu);
   return CUDA_SUCCESS;
 }
 
-void fake_stream_after(struct fake_stream* s, uint64_t t) {
+void fake_stream_after(struct fake_stream* s, uint64_t cv) {
   pthread_mutex_lock(&s->mu);
-  raise_to(&s->tail, t);
+  raise_to(&s->tail, cv);
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -113,7 +141,7 @@ FAKE_API CUresult cuStreamCreate(CUstream* stream, unsigned int flags) {
   if (stream == NULL || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING) != 0) return CUDA_ERROR_INVALID_VALUE;
   struct fake_stream* s = calloc(1, sizeof *s);
   if (s == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  stream_init(s, dev);
+  stream_init(s, dev, flags & CU_STREAM_NON_BLOCKING ? FAKE_STREAM_NON_BLOCKING : FAKE_STREAM_BLOCKING);
   *stream = (CUstream)s;
   return CUDA_SUCCESS;
 }
@@ -133,15 +161,18 @@ FAKE_API CUresult cuStreamDestroy_v2(CUstream stream) {
 
 static CUresult stream_sync(CUstream stream, int per_thread_default) {
   struct fake_stream* s;
+  fake_cost(FAKE_COST_SYNC);
   CUresult rc = fake_stream_of(stream, per_thread_default, &s);
   return rc != CUDA_SUCCESS ? rc : fake_stream_wait(s);
 }
 
 static CUresult stream_query(CUstream stream, int per_thread_default) {
   struct fake_stream* s;
+  fake_cost(FAKE_COST_QUERY);
   CUresult rc = fake_stream_of(stream, per_thread_default, &s);
   if (rc != CUDA_SUCCESS) return rc;
-  return __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) <= fake_now_ns() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  uint64_t until = s->kind == FAKE_STREAM_LEGACY ? fake_stream_point(s) : __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+  return until <= fake_gpu_v(s->dev) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 FAKE_API CUresult cuStreamSynchronize(CUstream stream) {
@@ -159,8 +190,9 @@ FAKE_API CUresult cuStreamQuery_ptsz(CUstream stream) {
 
 FAKE_API CUresult cuCtxSynchronize(void) {
   CUdevice dev;
+  fake_cost(FAKE_COST_SYNC);
   CUresult rc = fake_current_device(&dev);
   if (rc != CUDA_SUCCESS) return rc;
-  fake_sleep_until(fake_device_tail(dev));
+  fake_gpu_wait(dev, fake_device_tail(dev));
   return CUDA_SUCCESS;
 }

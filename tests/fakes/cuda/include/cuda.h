@@ -319,9 +319,15 @@ CUresult cuStreamEndCapture_ptsz(CUstream stream, CUgraph* graph);
 CUresult cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus* status);
 
 /* Test-only (not in NVIDIA's driver): the simulated CLOCK_MONOTONIC time, in ns, at which a
- * recorded event completes (README.md "Simulated GPU"); CUDA_ERROR_INVALID_HANDLE for an event
- * never recorded. */
+ * recorded event completed (README.md "Simulated GPU"); CUDA_ERROR_NOT_READY before it completed,
+ * CUDA_ERROR_INVALID_HANDLE for an event never recorded. */
 CUresult gpufracFakeEventTime(CUevent event, uint64_t* ns);
+/* Test-only: this process's calls of one kind (0 launch, 1 event record, 2 query, 3 synchronise),
+ * the ns they busy-spun in all and the cost of one (README.md "CPU cost of driver calls"). */
+CUresult gpufracFakeCost(unsigned kind, uint64_t* calls, uint64_t* spun_ns, uint64_t* cost_ns);
+/* Test-only: makes this process an MPS client on a device with that SM percent, as connecting to an
+ * MPS daemon does (README.md "MPS clients"); before the process's first launch there. */
+CUresult gpufracFakeMpsClient(unsigned device_ordinal, unsigned sm_percent);
 
 #ifdef __cplusplus
 }
