@@ -1,10 +1,11 @@
 /* An MPS client for the SM-sharing tests, over the fake libcuda (or, as mps_probe_static, linked
  * into a static binary that no preloaded shim can enter):
- *   mps_probe [alloc <MiB chunk>] [launch <count> <kernel>] [hold <seconds>] [mark <file>] [wait <file>]
+ *   mps_probe [alloc <MiB chunk>] [launch|sync <count> <kernel>] [hold <seconds>] [mark <file>] [wait <file>]
  * prints each step's CUDA result on one line, e.g. "cuInit: CUDA_SUCCESS",
  * "alloc: 8 x 512 MiB = 4096 MiB, then CUDA_ERROR_OUT_OF_MEMORY", "launch: 3 ok, then
  * CUDA_ERROR_ILLEGAL_ADDRESS", and the environment the container gave it; mark creates a file and
- * wait polls for one (up to 60 s), so a test can line up clients. Exit 0 once the steps
+ * wait polls for one (up to 60 s), so a test can line up clients; sync waits for each kernel before
+ * the next. Exit 0 once the steps
  * ran (whatever CUDA answered), 1 when cuInit or the context failed, 2 on a usage error. */
 #include <cuda.h>
 #include <stdio.h>
@@ -25,7 +26,8 @@ static void alloc_until_failure(unsigned long mib) {
   printf("alloc: %lu x %lu MiB = %lu MiB, then %s\n", n, mib, n * mib, name_of(rc));
 }
 
-static void launch_loop(long count, const char* kernel) {
+/* sync: each kernel waited for before the next (an inference loop's shape). */
+static void launch_loop(long count, const char* kernel, int sync) {
   CUmodule mod;
   CUfunction fn;
   CUresult rc = cuModuleLoadData(&mod, "fake");
@@ -33,6 +35,7 @@ static void launch_loop(long count, const char* kernel) {
   long ok = 0;
   while (rc == CUDA_SUCCESS && ok < count) {
     rc = cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+    if (rc == CUDA_SUCCESS && sync) rc = cuCtxSynchronize();
     if (rc == CUDA_SUCCESS) ok++;
   }
   if (rc == CUDA_SUCCESS) rc = cuCtxSynchronize();
@@ -58,9 +61,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "alloc") == 0 && i + 1 < argc) {
       alloc_until_failure(strtoul(argv[++i], NULL, 10));
-    } else if (strcmp(argv[i], "launch") == 0 && i + 2 < argc) {
+    } else if ((strcmp(argv[i], "launch") == 0 || strcmp(argv[i], "sync") == 0) && i + 2 < argc) {
       long count = atol(argv[i + 1]);
-      launch_loop(count, argv[i + 2]);
+      launch_loop(count, argv[i + 2], strcmp(argv[i], "sync") == 0);
       i += 2;
     } else if (strcmp(argv[i], "mark") == 0 && i + 1 < argc) {
       FILE* f = fopen(argv[++i], "w");
@@ -73,7 +76,7 @@ int main(int argc, char** argv) {
       sleep((unsigned)atoi(argv[++i]));
     } else {
       fprintf(stderr,
-              "usage: mps_probe [alloc <MiB>] [launch <count> <kernel>] [hold <seconds>] [mark <file>] "
+              "usage: mps_probe [alloc <MiB>] [launch|sync <count> <kernel>] [hold <seconds>] [mark <file>] "
               "[wait <file>]\n");
       return 2;
     }
