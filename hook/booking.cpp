@@ -101,7 +101,11 @@ std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings) {
 }
 
 Result<Edits> gpufrac_dir_edits(const Config& cfg, const std::string& container_id, const std::string& instance) {
-  auto bookings = Ledger(LedgerOptions::from(cfg)).bookings_of(container_id, instance);
+  // A claim's bookings belong to no container (Ledger::bookings_of skips them): its own list, so its
+  // containers get the arbiters and MPS directories its shares need.
+  Ledger ledger(LedgerOptions::from(cfg));
+  auto bookings =
+      instance == kClaimInstance ? ledger.bookings_of_claim(container_id) : ledger.bookings_of(container_id, instance);
   if (!bookings) return std::unexpected(bookings.error());
   Edits e;
   e.mounts = plan_gpufrac_dir(cfg, container_files(cfg, container_key(container_id, instance)), grants_of(*bookings));
