@@ -37,7 +37,7 @@ run "$GPUFRAC" status --json
 assert_eq "$(jq -c '.devices[0] | [.compute_mode, .mps.state, .mps.server_pid, .mps.clients]' <<<"$OUT")" \
   "[\"sm\",\"FAULT\",$SERVER,1]" "status --json: the server in FAULT, one client left"
 run "$GPUFRAC" status
-assert_contains "$OUT" "$SERVER   FAULT  1" "status: FAULT"
+grep -qE "^0 +${GPU:0:12} +sm +[0-9]+ +$SERVER +FAULT +1 " <<<"$OUT" || fail "status: the server in FAULT, 1 client: $OUT"
 run "$GPUFRAC" metrics --textfile "$E2E_TMP"
 assert_contains "$(cat "$E2E_TMP/gpufrac.prom")" "gpufrac_gpu_mps_server_fault{gpu_index=\"0\",gpu_uuid=\"$GPU\",device_uuid=\"$GPU\"} 1" \
   "metrics: FAULT"
