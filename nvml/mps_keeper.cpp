@@ -150,6 +150,14 @@ Result<std::vector<std::string>> start_daemon(const Config& cfg, const std::stri
   return notes;
 }
 
+// Why a running daemon is replaced.
+std::string restart_note(const Result<MpsServerStatus>& status, const std::string& gpu_uuid) {
+  if (status)
+    return text::cat("the MPS server ", status->server.value_or(0), " of ", gpu_uuid,
+                     " stayed in FAULT with no client left: a fresh daemon");
+  return text::cat("the MPS daemon of ", gpu_uuid, " did not answer (", status.error().message, "): a fresh daemon");
+}
+
 }  // namespace
 
 const char* mps_state_text(const MpsServerStatus& s) {
@@ -184,6 +192,9 @@ Result<std::vector<std::string>> ensure_mps_daemon(const Config& cfg, const Inve
                                   status->clients.size() == 1 ? " client exits" : " clients exit",
                                   " (a fatal GPU fault of one client ends every client's work); try again then"));
     // In FAULT with no client left, or not answering: a fresh daemon.
+    auto started = start_daemon(cfg, *control, gpu_uuid, *record);
+    if (started) started->insert(started->begin(), restart_note(status, gpu_uuid));
+    return started;
   }
   return start_daemon(cfg, *control, gpu_uuid, *record);
 }

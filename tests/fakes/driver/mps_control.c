@@ -80,6 +80,7 @@ static int setup(struct mpsd* d) {
   snprintf(d->nvml_state, sizeof d->nvml_state, "%s", env_or("GPUFRAC_FAKE_NVML_STATE", ""));
   const int pct = atoi(env_or("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100"));
   d->default_pct = pct > 0 && pct <= 100 ? (unsigned)pct : 100;
+  d->fault_stays = strcmp(env_or("GPUFRAC_FAKE_MPS_FAULT_STAYS", "0"), "1") == 0;
   mkdir(d->pipe, 0755);
   mkdir(d->log, 0755);
   int probe = connect_control(d->pipe);

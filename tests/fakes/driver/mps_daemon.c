@@ -155,7 +155,7 @@ static void remove_peer(struct mpsd* d, int i) {
   d->peers[i] = d->peers[--d->npeers];
   if (!gone.client) return;
   mpsd_log(d, "Client %d disconnected", (int)gone.pid);
-  if (!d->fault) return;
+  if (!d->fault || d->fault_stays) return;
   for (int j = 0; j < d->npeers; j++)
     if (d->peers[j].affected) return;
   /* Every client the fault reached has exited: the server goes, a fresh one serves the next client. */

@@ -31,7 +31,8 @@ struct mpsd {
   pid_t server;            /* 0: none running */
   unsigned server_pct;
   uint64_t server_pinned;
-  int fault; /* the server is in FAULT */
+  int fault;       /* the server is in FAULT */
+  int fault_stays; /* GPUFRAC_FAKE_MPS_FAULT_STAYS=1: a FAULT outlives its clients (a wedged server) */
   struct mpsd_peer peers[MPSD_MAX_PEERS];
   int npeers;
   int quit;
