@@ -2,7 +2,8 @@
 # Mode separation on a one-GPU node with real runc (docs/architecture.md "SM sharing"): while an SM
 # container runs, a time share is refused through gpufrac-hook in one line naming what the GPU is,
 # and nothing is booked; once the GPU is back to time sharing, an SM share is refused beside a time
-# share through gpufrac-hook and gpufrac-runtime, nothing booked and no MPS daemon started.
+# share through gpufrac-hook and gpufrac-runtime, nothing booked and no MPS daemon started. A time share
+# that only an idle daemon (past its timeout) keeps out is booked once the provisioner stopped it.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../containers.sh"
 source "$(dirname "$0")/sm_lib.sh"
@@ -31,10 +32,20 @@ assert_contains "$OUT" 'gpufrac-hook: no GPU can take fraction=0.25: GPU 0 is in
 assert_eq "$(ledger .entries)" "$BEFORE" "nothing is booked"
 touch "$F/s-go"
 wait $RS || fail "the SM container: $(cat "$E2E_TMP/s.out")"
-run "$GPUFRAC" gc
-assert_contains "$OUT" "Stopped the MPS daemon of GPU 0" "the idle daemon stops (timeout 0)"
 
-# 2. A time share holds the GPU: an SM share is refused, through the hook and through the wrapper.
+# 2. The SM share gone and its daemon idle past the timeout (0 here), the next time share is booked:
+#    the hook's refusal goes to the provisioner, which stops the daemon and restores the mode first.
+DAEMON=$(daemon_field "$GPU" pid)
+sm_bundle "$E2E_TMP/t2" "cat /run/gpufrac/limits" gpufrac.io/fraction=0.25
+run runc run --bundle "$E2E_TMP/t2" "$P-t2"
+assert_eq "$RC" 0 "a time share once the GPU's daemon is idle past its timeout: $OUT"
+assert_contains "$OUT" "compute $GPU 250000 fair normal" "it is a time share"
+assert_eq "$(compute_mode "$GPU")" "" "the compute mode is DEFAULT again"
+test -e "$(mps_dir "$GPU")" && fail "the idle daemon's directory is left"
+case "$(awk '{print $3}' "/proc/$DAEMON/stat" 2>/dev/null)" in "" | Z) ;; *) fail "the daemon $DAEMON still runs" ;; esac
+grep -q "stopped the MPS daemon of GPU 0" "$E2E_TMP/gpufrac.log" || fail "the log says the daemon was stopped"
+
+# 3. A time share holds the GPU: an SM share is refused, through the hook and through the wrapper.
 run "$GPUFRAC" ledger reserve --container t1 --pid $$ --annotation gpufrac.io/fraction=0.25
 assert_eq "$RC" 0 "a time share: $OUT"
 BEFORE=$(ledger .entries)
