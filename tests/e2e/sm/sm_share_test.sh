@@ -106,19 +106,26 @@ assert_contains "$OUT" "gpufrac-hook: no GPU can take fraction=0.25: GPU 0 is in
   "one line naming what each GPU is"
 assert_eq "$(ledger .entries)" "$BEFORE" "nothing is booked"
 for c in sm-a sm-b sm-c; do run "$GPUFRAC" ledger release --container $c; done
-# Idle past the timeout (2 s), gc stops both daemons; GPU 1 takes a time share again, and then an
-# SM share pinned there is refused.
+# Idle past the timeout (2 s), gc stops both daemons.
 sleep 2.2
 run "$GPUFRAC" gc
 assert_eq "$RC" 0 "gc: $OUT"
 assert_contains "$OUT" "Stopped the MPS daemon of GPU 0 (idle " "gc stops GPU 0's idle daemon"
 assert_contains "$OUT" "Stopped the MPS daemon of GPU 1 (idle " "and GPU 1's"
-run "$GPUFRAC" ledger reserve --container t1 --pid $$ --annotation gpufrac.io/fraction=0.25 --annotation gpufrac.io/gpu=1
-assert_eq "$RC" 0 "a time share on GPU 1, back to time sharing: $OUT"
-sm_book sm-d 30 --annotation gpufrac.io/gpu=1
-assert_eq "$RC:$OUT" "1:gpufrac: no GPU can take compute=30 compute-mode=sm gpu=1: GPU 1 is time-sliced (1 share) (pinned by gpufrac.io/gpu)" \
-  "an SM share pinned to a time-sliced GPU is refused"
-run "$GPUFRAC" ledger release --container t1
+# Both GPUs back to time sharing: a time share and an SM share go to different GPUs, and an SM share
+# pinned to the time-sliced GPU is refused.
+run "$GPUFRAC" ledger reserve --container t1 --pid $$ --annotation gpufrac.io/fraction=0.25
+assert_eq "$RC" 0 "a time share: $OUT"
+assert_contains "$OUT" "on $GPU0 for t1" "it goes to GPU 0"
+sm_book sm-d 30
+assert_eq "$RC:$(jq -r .gpu_index <<<"$OUT")" "0:1" "the SM share on GPU 1: $OUT"
+sm_book sm-e 30 --annotation gpufrac.io/gpu=0
+assert_eq "$RC:$OUT" "1:gpufrac: no GPU can take compute=30 compute-mode=sm gpu=0: GPU 0 is time-sliced (1 share) (pinned by gpufrac.io/gpu)" \
+  "an SM share pinned to the time-sliced GPU is refused"
+for c in t1 sm-d; do run "$GPUFRAC" ledger release --container $c; done
+sleep 2.2
+run "$GPUFRAC" gc
+assert_contains "$OUT" "Stopped the MPS daemon of GPU 1 (idle " "gc stops GPU 1's idle daemon again"
 
 # 4. Lifecycle: once the last SM share is gone for the idle timeout, the daemon stops and the
 #    compute mode comes back (gc above). Its record, pipe and shm directories are gone.
