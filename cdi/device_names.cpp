@@ -107,7 +107,10 @@ Result<Request> mig_by_position(std::string_view name, std::uint32_t index, std:
 // <gpu>-sm<percent>: an SM share (docs/architecture.md "SM sharing"), compute=<p> compute-mode=sm.
 Result<Request> sm_share(std::string_view name, std::uint32_t index, std::string_view percent) {
   auto ppm = parse_compute_percent(percent);
-  if (!ppm) return bad_form(name, text::cat("sm", percent, ": ", ppm.error().message));
+  if (!ppm)
+    return refuse(name, text::cat(text::quote(percent),
+                                  " is not a percent of the GPU's SMs; use <gpu>-sm<percent>, "
+                                  "an integer 1 to 100 without leading zeros, e.g. 0-sm30"));
   Request r;
   r.gpu = GpuPin{index, "", ""};
   r.kind = SizeKind::fraction;

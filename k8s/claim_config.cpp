@@ -15,6 +15,11 @@ constexpr const char* kParametersForm =
     "{\"apiVersion\": \"gpufrac.io/v1\", \"kind\": \"ShareConfig\", \"computeMode\": \"sm\"} (computeMode fair, "
     "strict or sm)";
 
+// A parameter's value as a message shows it: a string quoted, anything else as JSON, quoted.
+std::string value_text(const json& v) {
+  return text::quote(v.is_string() ? v.get<std::string>() : v.dump());
+}
+
 struct Entry {
   std::vector<std::string> requests;  // empty: every request
   ComputeMode mode = ComputeMode::fair;
@@ -38,14 +43,14 @@ Result<std::optional<Entry>> entry_of(const json& item, const std::string& where
     const bool known = (key == "apiVersion" && value == "gpufrac.io/v1") || (key == "kind" && value == "ShareConfig") ||
                        key == "computeMode";
     if (!known)
-      return user_error(text::cat(at, ".", text::quote(key), ": ", text::quote(value.dump()), " is not accepted; use ",
-                                  kParametersForm));
+      return user_error(
+          text::cat(at, ".", text::quote(key), ": ", value_text(value), " is not accepted; use ", kParametersForm));
   }
   const json mode = p.value("computeMode", json());
   const auto parsed = mode.is_string() ? compute_mode_from(mode.get<std::string>()) : std::nullopt;
   if (!parsed)
     return user_error(
-        text::cat(at, ".computeMode: ", text::quote(mode.dump()), " is not a compute mode; use ", kComputeModeForm));
+        text::cat(at, ".computeMode: ", value_text(mode), " is not a compute mode; use ", kComputeModeForm));
   e.mode = *parsed;
   return std::optional<Entry>(std::move(e));
 }
