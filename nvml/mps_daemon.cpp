@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -30,6 +32,7 @@ namespace {
 
 constexpr const char* kPidFile = "nvidia-cuda-mps-control.pid";
 constexpr rlim_t kMpsOpenFiles = 16384;
+constexpr std::chrono::seconds kAnswerTimeout{10};
 
 // PATH, the daemon's CUDA variables and the caller's GPUFRAC_FAKE_* (set only by tests: the fake
 // driver's state).
@@ -83,6 +86,33 @@ Result<std::int64_t> wait_pid_file(const std::string& pipe) {
     if (std::chrono::steady_clock::now() > deadline)
       return internal_error(text::cat("the MPS control daemon wrote no pid to ", pipe, "/", kPidFile, " in 10 s"));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// The control shell's output up to its end, at most 1 MiB, within kAnswerTimeout: a daemon that
+// hangs must not hold the GPU's lock (and a container's start) for ever; the shell is killed then.
+Result<std::string> read_answer(int fd, pid_t child) {
+  const auto deadline = std::chrono::steady_clock::now() + kAnswerTimeout;
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    struct pollfd p {
+      fd, POLLIN, 0
+    };
+    const int ready = left.count() > 0 ? ::poll(&p, 1, static_cast<int>(left.count())) : 0;
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) {
+      ::kill(child, SIGKILL);
+      return internal_error(text::cat("the MPS control daemon did not answer within ", kAnswerTimeout.count(), " s"));
+    }
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return sys_error("cannot read the MPS control shell's output");
+    if (n == 0) return out;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > (1u << 20)) return internal_error("the MPS control shell's output is over 1 MiB");
   }
 }
 
@@ -207,10 +237,11 @@ Result<std::string> mps_command(const Config& cfg, const std::string& control, c
   out_w = fs::UniqueFd();
   auto written = fs::write_all(in_w.get(), commands, "the MPS control shell's stdin");
   in_w = fs::UniqueFd();
-  auto text = fs::read_fd(out_r.get(), 1u << 20, "the MPS control shell's output");
+  auto text = read_answer(out_r.get(), child);
   auto status = wait_child(child);
   if (!status) return std::unexpected(status.error());
-  if (!written || !text || *status != 0)
+  if (!text) return std::unexpected(text.error().wrap(control));
+  if (!written || *status != 0)
     return internal_error(text::cat("no MPS control daemon answers in ", mps_pipe_dir(cfg, gpu_uuid), " (", control,
                                     " exited with ", *status, ")"));
   return *text;

@@ -67,7 +67,8 @@ Result<std::string> mps_control_path(const Inventory& inv);
 // its pipe directory (waited for up to 10 s).
 Result<std::int64_t> spawn_mps_daemon(const Config& cfg, const std::string& control, const std::string& gpu_uuid);
 // Sends control commands to the GPU's daemon (the control binary without -d, commands on its stdin)
-// and returns what it printed; an error when no daemon answers.
+// and returns what it printed; an error when no daemon answers, or none within 10 s (the shell is
+// killed: a hung daemon must not hold the GPU's lock).
 Result<std::string> mps_command(const Config& cfg, const std::string& control, const std::string& gpu_uuid,
                                 const std::string& commands);
 
