@@ -22,6 +22,8 @@
  *      before the time it needs publishes the next one (catching up), and a CAS that loses means
  *      another process published it: everyone reads the same slice. A slice ends at
  *      min(start + timeslice, start + the context's remaining work) (idle: at the first arrival).
+ *      A catch-up for a time before the newest slice's start (published by a process that read
+ *      the clock later) answers FAKE_SIM_AGAIN: the caller reads the clock anew.
  *   2. A submission first catches the slices up to its arrival time a (now), reads V(a), then
  *      raises its context's `arrive` and `cmax` (the virtual time its work is done; atomic max) and
  *      catches up again (an idle device then starts its slice at a). Every slice published after
