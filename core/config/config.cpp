@@ -241,10 +241,11 @@ Result<> parse_sections(const Located& root, Config& c) {
 Result<Config> load_config_string(const std::string& content, const std::string& name) {
   auto root = yaml::load_string(content, name);
   if (!root) return std::unexpected(root.error());
-  if (auto r = yaml::check_keys(*root, {"state-dir", "host-root", "proc-root", "cgroup-root", "nvml", "allocation",
-                                        "aliases", "require-host-pid", "lock-timeout", "mig", "shim", "hook", "cli",
-                                        "runtimes", "log", "cdi", "driver", "enforcement", "requests",
-                                        "compute"});
+  if (auto r = yaml::check_keys(
+          *root, {"state-dir", "host-root",        "proc-root",    "cgroup-root", "nvml",   "allocation",
+                  "aliases",   "require-host-pid", "lock-timeout", "mig",         "shim",   "hook",
+                  "cli",       "runtimes",         "log",          "cdi",         "driver", "enforcement",
+                  "requests",  "compute"});
       !r)
     return std::unexpected(r.error());
   Config c = default_config();

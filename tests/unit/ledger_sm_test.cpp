@@ -60,7 +60,8 @@ TEST(LedgerSm, OlderVersionsAndDamagedRecordsAreRefused) {
   EXPECT_EQ(load_error(doc.dump()), "ledger.json: mps[0]: must be {gpu, since}");
   LedgerEntry high = sm_share();
   high.priority = ComputePriority::high;
-  EXPECT_EQ(load_error(ledger_to_json(LedgerState{{high}})), "ledger.json: entries[0].priority: must be normal on an SM share");
+  EXPECT_EQ(load_error(ledger_to_json(LedgerState{{high}})),
+            "ledger.json: entries[0].priority: must be normal on an SM share");
 }
 
 TEST(LedgerSm, RecordsFollowTheBookings) {

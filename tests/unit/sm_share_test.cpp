@@ -195,16 +195,17 @@ TEST(SmPlan, TheContainerGetsThePipeTheShmAndTheClientVariables) {
   Config cfg = default_config();
   cfg.state_dir = "/run/g";
   Grant g{kGpu0, 0, kGpu0, std::nullopt, 12160 * kMiB, false, "", 300'000, ComputeMode::sm};
-  EXPECT_EQ(plan_mps_env({g}),
-            (std::vector<std::string>{"CUDA_MPS_PIPE_DIRECTORY=/run/gpufrac/mps/pipe",
-                                      "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30",
-                                      "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=" + kGpu0 + "=12160M"}));
+  EXPECT_EQ(plan_mps_env({g}), (std::vector<std::string>{"CUDA_MPS_PIPE_DIRECTORY=/run/gpufrac/mps/pipe",
+                                                         "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=30",
+                                                         "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=" + kGpu0 + "=12160M"}));
   const auto mounts = plan_mps_mounts({g}, cfg);
   ASSERT_EQ(mounts.size(), 2u);
-  EXPECT_EQ(mounts[0], (EditMount{"/run/g/mps/" + kGpu0 + "/pipe", "/run/gpufrac/mps/pipe", "bind",
-                                  {"nosuid", "nodev", "noexec", "bind"}}));
-  EXPECT_EQ(mounts[1], (EditMount{"/run/g/mps/" + kGpu0 + "/shm", "/dev/shm", "bind",
-                                  {"nosuid", "nodev", "noexec", "bind"}}));
+  EXPECT_EQ(
+      mounts[0],
+      (EditMount{
+          "/run/g/mps/" + kGpu0 + "/pipe", "/run/gpufrac/mps/pipe", "bind", {"nosuid", "nodev", "noexec", "bind"}}));
+  EXPECT_EQ(mounts[1],
+            (EditMount{"/run/g/mps/" + kGpu0 + "/shm", "/dev/shm", "bind", {"nosuid", "nodev", "noexec", "bind"}}));
   // gpufrac's directory (mounted by gpufrac-hook in every front-end) carries both; no arbiter.
   const auto dir = plan_gpufrac_dir(cfg, container_files(cfg, "c"), {g});
   EXPECT_NE(std::find(dir.begin(), dir.end(), mounts[1]), dir.end());
