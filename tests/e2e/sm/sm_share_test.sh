@@ -13,6 +13,14 @@ sm_config a100-40gb-x2.yaml "compute: {mps-idle-timeout: 2}"
 WRAPPER=$BIN_DIR/gpufrac-runtime
 PROBE='mps_probe alloc 512 launch 3 sleep_1ms; ls /dev/shm; cat /run/gpufrac/limits'
 
+# 0. gpufrac info says which GPUs MPS can cap (compute capability 7.0+) and may switch.
+run "$GPUFRAC" info
+assert_contains "$OUT" "SM sharing (compute.sm-sharing: on-demand; an idle MPS daemon is kept 2 s)" "info: the policy"
+assert_contains "$OUT" "0    yes  yes        MPS with SM limits (Volta+, compute capability 8.0); switched to SM mode (MPS) at its first SM share" \
+  "info: GPU 0"
+run "$GPUFRAC" info --json
+assert_eq "$(jq -c '[.gpus[].sm_sharing | [.mps, .may_switch]]' <<<"$OUT")" "[[true,true],[true,true]]" "info --json"
+
 # 1. The hook: the first SM share switches GPU 0 to MPS and starts its daemon; the container is a
 #    client with its percent (set by the shim: a hook cannot set the environment) and its memory.
 sm_bundle "$E2E_TMP/a" "$PROBE" gpufrac.io/compute=30 gpufrac.io/compute-mode=sm
