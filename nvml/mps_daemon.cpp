@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -52,12 +54,37 @@ std::vector<char*> c_strings(std::vector<std::string>& v) {
   return out;
 }
 
+// What the daemon starts with: stdin /dev/null, stdout and stderr appended to its log directory's
+// control.log, nothing else of its starter (the caller's locks and pipes must not live on in it).
+struct DaemonStdio {
+  int null_fd, log_fd;
+};
+
+// In a child: fds 0-2 as given (moved above 2 first, so that one given at 0-2 is not overwritten
+// before it is placed; one given closed stays closed), every other fd closed (the caller's are never
+// inherited: a lock or a pipe a daemon held would outlive the caller's use of it).
+// Async-signal-safe.
+bool only_stdio(int in, int out, int err) {
+  const int given[3] = {in, out, err};
+  int high[3];
+  for (int i = 0; i < 3; ++i)
+    if ((high[i] = ::fcntl(given[i], F_DUPFD_CLOEXEC, 3)) < 0 && errno != EBADF) return false;
+  for (int i = 0; i < 3; ++i) {
+    if (high[i] < 0)
+      ::close(i);
+    else if (::dup2(high[i], i) < 0)
+      return false;
+  }
+  return ::syscall(SYS_close_range, 3, ~0u, 0) == 0;
+}
+
 // In the child: a mount namespace of its own whose /dev/shm is the GPU's shm directory, more open
-// files, then the daemon. Only async-signal-safe calls.
-[[noreturn]] void exec_daemon(const char* control, const char* shm, char** argv, char** envp) {
+// files, its stdio, then the daemon. Only async-signal-safe calls.
+[[noreturn]] void exec_daemon(const char* control, const char* shm, DaemonStdio io, char** argv, char** envp) {
   if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 ||
       ::mount(shm, "/dev/shm", nullptr, MS_BIND, nullptr) != 0)
     ::_exit(126);
+  if (!only_stdio(io.null_fd, io.log_fd, io.log_fd)) ::_exit(125);
   struct rlimit nofile {};
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < kMpsOpenFiles) {
     nofile.rlim_cur =
@@ -204,16 +231,22 @@ Result<std::int64_t> spawn_mps_daemon(const Config& cfg, const std::string& cont
   ::unlink((mps_pipe_dir(cfg, gpu_uuid) + "/" + kPidFile).c_str());
   std::vector<std::string> args = {"nvidia-cuda-mps-control", "-d"}, env = daemon_env(cfg, gpu_uuid);
   auto argv = c_strings(args), envp = c_strings(env);
-  const std::string shm = mps_shm_dir(cfg, gpu_uuid);
+  const std::string shm = mps_shm_dir(cfg, gpu_uuid), log = mps_log_dir(cfg, gpu_uuid) + "/control.log";
+  fs::UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!null_fd) return sys_error("cannot open /dev/null");
+  fs::UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!log_fd) return sys_error("cannot open " + log);
   const pid_t child = ::fork();
   if (child < 0) return sys_error("cannot fork to start the MPS control daemon");
-  if (child == 0) exec_daemon(control.c_str(), shm.c_str(), argv.data(), envp.data());
+  if (child == 0) exec_daemon(control.c_str(), shm.c_str(), {null_fd.get(), log_fd.get()}, argv.data(), envp.data());
   auto status = wait_child(child);
   if (!status) return std::unexpected(status.error());
   if (*status != 0)
     return internal_error(text::cat(control, " -d for ", gpu_uuid, " failed (status ", *status,
-                                    *status == 126 ? ": no mount namespace with its shm directory at /dev/shm" : "",
-                                    "); see ", mps_log_dir(cfg, gpu_uuid), "/control.log"));
+                                    *status == 126   ? ": no mount namespace with its shm directory at /dev/shm"
+                                    : *status == 125 ? ": cannot set its standard streams or close other files"
+                                                     : "",
+                                    "); see ", log));
   return wait_pid_file(mps_pipe_dir(cfg, gpu_uuid));
 }
 
@@ -229,7 +262,7 @@ Result<std::string> mps_command(const Config& cfg, const std::string& control, c
   const pid_t child = ::fork();
   if (child < 0) return sys_error("cannot fork to run " + control);
   if (child == 0) {
-    if (::dup2(in_r.get(), 0) < 0 || ::dup2(out_w.get(), 1) < 0) ::_exit(127);
+    if (!only_stdio(in_r.get(), out_w.get(), 2)) ::_exit(127);
     ::execve(control.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }

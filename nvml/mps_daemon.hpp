@@ -13,7 +13,8 @@
 //    CUDA_MPS_PIPE_DIRECTORY=<mps dir>/pipe, CUDA_MPS_LOG_DIRECTORY=<mps dir>/log, RLIMIT_NOFILE
 //    raised to 16384 (NVIDIA's advice for the server's shm segments), in a mount namespace of its own
 //    where /dev/shm is <mps dir>/shm (so its servers' segments are there, for the containers that get
-//    that directory, and never in the host's /dev/shm).
+//    that directory, and never in the host's /dev/shm); stdin /dev/null, stdout and stderr appended
+//    to <mps dir>/log/control.log, no other fd of the caller (all from 3 up closed before the exec).
 #pragma once
 
 #include <sys/types.h>

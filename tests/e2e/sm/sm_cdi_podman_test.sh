@@ -51,4 +51,5 @@ assert_eq "$(ledger '[.mps[].gpu]')" "[\"$GPU0\"]" "GPU 0 is in MPS mode until g
 run "$GPUFRAC" gc
 assert_contains "$OUT" "Stopped the MPS daemon of GPU 0" "gc stops the idle daemon (timeout 0)"
 assert_eq "$(compute_mode "$GPU0")" "" "GPU 0 back to DEFAULT"
+sm_end
 finish

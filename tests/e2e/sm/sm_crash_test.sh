@@ -15,20 +15,11 @@ GPU=GPU-894e9a6d-f600-b098-3d59-138988473c2c
 SM=(--annotation gpufrac.io/compute=30 --annotation gpufrac.io/compute-mode=sm)
 e2e_on_exit() { runc_cleanup "$P"; e2e_kill_tmp_processes; }
 
-# Daemons of this test still running: processes whose environment names its state directory.
-daemons() {
-  local p out=""
-  for p in /proc/[0-9]*; do
-    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$E2E_TMP/" &&
-      [ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" != Z ] && out+="${p#/proc/} "
-  done
-  echo "$out"
-}
 consistent() {
   assert_eq "$(ledger '[(.entries | length), (.mps // [] | length)]')" "[0,0]" "$1: no booking, no GPU in MPS mode"
   test -e "$(mps_dir "$GPU")" && fail "$1: the daemon's directory is left"
   assert_eq "$(compute_mode "$GPU")" "" "$1: the compute mode is DEFAULT again"
-  assert_eq "$(daemons)" "" "$1: no daemon runs"
+  assert_eq "$(sm_daemons)" "" "$1: no daemon runs"
 }
 victim() { sleep 600 & VICTIM=$!; }
 
@@ -51,7 +42,7 @@ run "$GPUFRAC" mps provision --container next --pid $VICTIM "${SM[@]}"
 assert_eq "$RC" 0 "the next provisioning: $OUT"
 assert_contains "$(jq -r '.notes | join("; ")' <<<"$OUT")" "recovered the MPS daemon record of $GPU (starting)" \
   "it finishes what the killed one left"
-assert_eq "$(daemons | wc -w)" 1 "one daemon runs"
+assert_eq "$(sm_daemons | wc -w)" 1 "one daemon runs"
 kill $VICTIM; wait $VICTIM 2>/dev/null || true
 run "$GPUFRAC" gc
 consistent "gc after the recovered start"
@@ -93,4 +84,5 @@ kill $VICTIM; wait $VICTIM 2>/dev/null || true
 run "$GPUFRAC" ledger release --container z
 run "$GPUFRAC" gc
 consistent "gc at the end"
+sm_end
 finish

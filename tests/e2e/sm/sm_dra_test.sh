@@ -21,4 +21,5 @@ dra_scenarios sm_scenarios.py
 run "$GPUFRAC" gc
 assert_contains "$OUT" "Stopped the MPS daemon of GPU 0" "gc stops the idle daemon"
 assert_eq "$(compute_mode GPU-894e9a6d-f600-b098-3d59-138988473c2c)" "" "the compute mode is DEFAULT again"
+sm_end
 finish

@@ -67,4 +67,5 @@ assert_eq "$(mps_ctl "$GPU" "get_server_status $NEW")" ACTIVE "the fresh server 
 touch "$F/n-go"
 wait $RN || fail "the next container: $(cat "$E2E_TMP/n.out")"
 assert_contains "$(cat "$E2E_TMP/n.out")" "launch: 2 ok, then done" "its kernels run"
+sm_end
 finish

@@ -24,6 +24,69 @@ sm_config() {
   export GPUFRAC_FAKE_NVML_MACHINE=$MACHINES/$machine GPUFRAC_FAKE_NVML_STATE=$E2E_TMP/fake/nvml.json
   make_sim_root "$machine"
   "$GPUFRAC" info --refresh >/dev/null
+  trap sm_exit EXIT
+}
+
+# The EXIT trap of an SM test: every MPS daemon the test caused is stopped, whatever its outcome,
+# then the usual cleanup (e2e_cleanup: containers, the temporary directory) runs.
+sm_exit() {
+  local rc=$?
+  sm_kill_daemons
+  if [ "${GPUFRAC_KEEP_TMP:-0}" != 1 ]; then
+    (exit $rc)
+    e2e_cleanup
+  fi
+  exit $rc
+}
+
+# The MPS daemons this test caused that still run (and their servers), by pid: every live process
+# whose environment points CUDA_MPS_PIPE_DIRECTORY into this test's directory, as gpufrac starts them.
+sm_daemons() {
+  local p out=""
+  for p in /proc/[0-9]*; do
+    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$E2E_TMP/" &&
+      [ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" != Z ] && out+="${p#/proc/} "
+  done
+  echo "$out"
+}
+
+# Stops every MPS daemon this test caused, by pid (no systemd reaps them on a CI node), and waits
+# until none runs.
+sm_kill_daemons() {
+  local pid n=0
+  for pid in $(sm_daemons); do kill -9 "$pid" 2>/dev/null || true; done
+  while [ -n "$(sm_daemons)" ] && [ $n -lt 50 ]; do sleep 0.1; n=$((n + 1)); done
+}
+
+# sm_end: the node brought back from SM sharing as designed, and checked: every SM share released by
+# then, the idle timeout set to 0, `gpufrac gc` stops each recorded daemon (its recorded pid no
+# longer runs) and restores its GPU's compute mode, no GPU stays in MPS mode, and no daemon process
+# of this test is left.
+sm_end() {
+  sed -i '/^compute:/d' "$GPUFRAC_CONFIG"
+  echo "compute: {mps-idle-timeout: 0}" >>"$GPUFRAC_CONFIG"
+  local gpu pid pids=""
+  for gpu in $(ls "$E2E_TMP/state/mps" 2>/dev/null); do pids+="$(daemon_field "$gpu" pid) "; done
+  run "$GPUFRAC" gc
+  assert_eq "$RC" 0 "gc at the end: $OUT"
+  if [ -n "${pids// /}" ]; then assert_contains "$OUT" "Stopped the MPS daemon of GPU " "gc stops the idle daemons"; fi
+  for pid in $pids; do
+    case "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" in "" | Z) ;; *) fail "gc left the daemon $pid running" ;; esac
+  done
+  assert_eq "$(ls "$E2E_TMP/state/mps" 2>/dev/null)" "" "no daemon record or directory is left"
+  assert_eq "$(ledger '.mps // [] | length')" 0 "no GPU is recorded in MPS mode"
+  assert_eq "$(awk '$2 != 0' "$GPUFRAC_FAKE_NVML_STATE.compute-mode" 2>/dev/null)" "" "every GPU's compute mode is DEFAULT"
+  assert_eq "$(sm_daemons)" "" "no MPS daemon process of this test is left"
+}
+
+# sm_holds_none <pid> <path>: fails for each fd of the process that refers to the path (a daemon
+# must hold nothing of its starter's).
+sm_holds_none() {
+  local fd
+  [ -d "/proc/$1/fd" ] || fail "no process $1 to look at"
+  for fd in /proc/"$1"/fd/*; do
+    [ "$(readlink "$fd")" != "$2" ] || fail "the process $1 holds $2 (fd ${fd##*/}), an fd of its starter"
+  done
 }
 
 # The fake driver's state as the containers' kernel would see it: the variable and its directory

@@ -63,4 +63,5 @@ assert_eq "$(ledger .entries)" "$BEFORE" "nothing is booked"
 assert_eq "$(ledger '.mps | length')" 0 "the GPU is not recorded in MPS mode"
 test -e "$(mps_dir "$GPU")" && fail "no MPS daemon was started"
 assert_eq "$(compute_mode "$GPU")" "" "the compute mode stays DEFAULT"
+sm_end
 finish

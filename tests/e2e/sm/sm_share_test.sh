@@ -11,6 +11,11 @@ source "$(dirname "$0")/sm_lib.sh"
 e2e_runc_test sm
 sm_config a100-40gb-x2.yaml "compute: {mps-idle-timeout: 2}"
 WRAPPER=$BIN_DIR/gpufrac-runtime
+# A file this shell holds open (not close-on-exec) and locked, as `flock <lock> ctest` passes one down
+# to every test: gpufrac, runc and the hook inherit it, the MPS daemons they start must not.
+HELD=$E2E_TMP/held.lock
+exec 9>"$HELD"
+flock 9
 PROBE='mps_probe alloc 512 launch 3 sleep_1ms; ls /dev/shm; cat /run/gpufrac/limits'
 
 # 0. gpufrac info says which GPUs MPS can cap (compute capability 7.0+) and may switch.
@@ -43,6 +48,7 @@ assert_eq "$(compute_mode "$GPU0")" 3 "GPU 0 is in EXCLUSIVE_PROCESS mode"
 assert_eq "$(daemon_field "$GPU0" state)" running "the daemon's record"
 DAEMON=$(daemon_field "$GPU0" pid)
 assert_eq "$(cat "$(mps_dir "$GPU0")/pipe/nvidia-cuda-mps-control.pid")" "$DAEMON" "the record names the daemon"
+sm_holds_none "$DAEMON" "$HELD"
 assert_eq "$(ledger '.version')" 7 "SM shares make the ledger version 7"
 assert_eq "$(ledger '.entries | length')" 0 "the booking is released at poststop"
 assert_eq "$(ledger '[.mps[].gpu]')" "[\"$GPU0\"]" "GPU 0 stays in MPS mode (idle) after it"
@@ -106,6 +112,7 @@ sm_book sm-c 20
 assert_eq "$RC:$(jq -r .gpu_index <<<"$OUT")" "0:1" "20 % goes to GPU 1: $OUT"
 assert_contains "$(jq -r '.notes[0]' <<<"$OUT")" "started the MPS control daemon" "which switches to SM mode"
 assert_eq "$(compute_mode "$GPU1")" 3 "GPU 1 is in EXCLUSIVE_PROCESS mode"
+sm_holds_none "$(daemon_field "$GPU1" pid)" "$HELD"  # started by the CLI itself
 BEFORE=$(ledger .entries)
 sm_bundle "$E2E_TMP/t" "true" gpufrac.io/fraction=0.25
 run runc run --bundle "$E2E_TMP/t" "$P-t"
@@ -177,5 +184,5 @@ sm_bundle "$E2E_TMP/bad" "true" gpufrac.io/compute-mode=sm gpufrac.io/priority=h
 run runc run --bundle "$E2E_TMP/bad" "$P-bad"
 assert_eq "$RC" 1 "the hook refuses it too"
 assert_contains "$OUT" "gpufrac-hook: gpufrac.io/priority: high does not apply to gpufrac.io/compute-mode sm" "with the line"
-
+sm_end
 finish

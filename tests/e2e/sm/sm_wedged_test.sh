@@ -38,4 +38,5 @@ run runc run --bundle "$E2E_TMP/n" "$P-n"
 assert_contains "$OUT" "launch: 2 ok, then done" "a container runs on the fresh server: $OUT"
 assert_eq "$(mps_ctl "$GPU" "get_server_status $(mps_ctl "$GPU" get_server_list)")" ACTIVE "the fresh server is ACTIVE"
 for c in w1 w2; do run "$GPUFRAC" ledger release --container $c; done
+sm_end
 finish

@@ -109,6 +109,7 @@ static int daemonize(struct mpsd* d) {
   int null = open("/dev/null", O_RDWR | O_CLOEXEC);
   if (null >= 0) {
     dup2(null, 0), dup2(null, 1), dup2(null, 2);
+    if (null > 2) close(null);
   }
   if (write(ready[1], "y", 1) != 1) _exit(1);
   close(ready[1]);
