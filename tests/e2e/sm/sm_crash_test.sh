@@ -47,14 +47,35 @@ kill $VICTIM; wait $VICTIM 2>/dev/null || true
 run "$GPUFRAC" gc
 consistent "gc after the recovered start"
 
-# 3. gpufrac-hook's provisioner killed: the container does not start; gc undoes the rest.
-sm_bundle "$E2E_TMP/b" "true" gpufrac.io/compute=30 gpufrac.io/compute-mode=sm
-jq '.hooks.createRuntime[0].env += ["GPUFRAC_FAULT=mps-after-mode"]' "$E2E_TMP/b/config.json" >"$E2E_TMP/b/c.json" &&
-  mv "$E2E_TMP/b/c.json" "$E2E_TMP/b/config.json"
-run runc run --bundle "$E2E_TMP/b" "$P-b"
-assert_eq "$RC" 1 "the container does not start"
-run "$GPUFRAC" gc
-consistent "gc after the hook's provisioner was killed"
+# 3. gpufrac-hook's provisioner killed at each step of a start: the container does not start; gc
+#    undoes the rest.
+hook_fault() {  # hook_fault <bundle> <point>: the hook's provisioner gets GPUFRAC_FAULT=<point>
+  jq --arg f "GPUFRAC_FAULT=$2" '.hooks.createRuntime[0].env += [$f]' "$1/config.json" >"$1/c.json" &&
+    mv "$1/c.json" "$1/config.json"
+}
+for point in mps-after-record mps-after-mode mps-after-start; do
+  sm_bundle "$E2E_TMP/b-$point" "true" gpufrac.io/compute=30 gpufrac.io/compute-mode=sm
+  hook_fault "$E2E_TMP/b-$point" $point
+  run runc run --bundle "$E2E_TMP/b-$point" "$P-b-$point"
+  assert_eq "$RC" 1 "the container does not start (hook's provisioner killed at $point)"
+  assert_contains "$OUT" "mps provision was killed by signal 9" "the hook says how its provisioner ended"
+  run "$GPUFRAC" gc
+  consistent "gc after the hook's provisioner was killed at $point"
+done
+# ... and at each step of a stop: a time share kept out by an idle daemon has the hook's provisioner
+# stop it first.
+for point in mps-stop-after-quit mps-stop-after-mode; do
+  run "$GPUFRAC" mps provision --container s --pid $$ "${SM[@]}"
+  assert_eq "$RC" 0 "an SM share, idle once released: $OUT"
+  run "$GPUFRAC" ledger release --container s
+  sm_bundle "$E2E_TMP/t-$point" "true" gpufrac.io/fraction=0.25
+  hook_fault "$E2E_TMP/t-$point" $point
+  run runc run --bundle "$E2E_TMP/t-$point" "$P-t-$point"
+  assert_eq "$RC" 1 "the time share's container does not start (hook's provisioner killed at $point)"
+  assert_contains "$OUT" "mps provision was killed by signal 9" "the hook says how its provisioner ended"
+  run "$GPUFRAC" gc
+  consistent "gc after the hook's provisioner was killed at $point"
+done
 
 # 4. gc killed while stopping an idle daemon: the next gc finishes.
 for point in mps-stop-after-quit mps-stop-after-mode; do

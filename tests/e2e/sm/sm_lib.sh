@@ -44,7 +44,7 @@ sm_exit() {
 sm_daemons() {
   local p out=""
   for p in /proc/[0-9]*; do
-    tr '\0' '\n' <"$p/environ" 2>/dev/null | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$E2E_TMP/" &&
+    tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -q "^CUDA_MPS_PIPE_DIRECTORY=$E2E_TMP/" &&
       [ "$(awk '{print $3}' "$p/stat" 2>/dev/null)" != Z ] && out+="${p#/proc/} "
   done
   echo "$out"
