@@ -28,9 +28,11 @@ sm_config() {
 }
 
 # The EXIT trap of an SM test: every MPS daemon the test caused is stopped, whatever its outcome,
-# then the usual cleanup (e2e_cleanup: containers, the temporary directory) runs.
+# then the usual cleanup (e2e_cleanup: containers, the temporary directory) runs with the test's
+# status as $? (set +e: the `(exit $rc)` that passes it on must not end the trap).
 sm_exit() {
   local rc=$?
+  set +e
   sm_kill_daemons
   if [ "${GPUFRAC_KEEP_TMP:-0}" != 1 ]; then
     (exit $rc)
