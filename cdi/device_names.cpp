@@ -5,6 +5,7 @@
 #include "cdi/cdi_names.hpp"
 #include "core/mig/mig_device.hpp"
 #include "core/mig/mig_profile_name.hpp"
+#include "core/request/compute_share.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::cdi {
@@ -12,8 +13,8 @@ namespace gpufrac::cdi {
 namespace {
 
 constexpr const char* kForms =
-    "use <gpu>, GPU-<uuid>, <gpu>:<mig>, MIG-<uuid>, <gpu>-<fraction> or <gpu>-<memory> as gpufrac cdi list "
-    "prints them, e.g. 0, 0:1, 0-0.25 or 0-4Gi";
+    "use <gpu>, GPU-<uuid>, <gpu>:<mig>, MIG-<uuid>, <gpu>-<fraction>, <gpu>-<memory> or <gpu>-sm<percent> as "
+    "gpufrac cdi list prints them, e.g. 0, 0:1, 0-0.25, 0-4Gi or 0-sm30";
 constexpr std::size_t kMaxNameBytes = 128;  // the ledger's device-key limit
 
 std::unexpected<Error> refuse(std::string_view name, std::string_view problem) {
@@ -103,9 +104,27 @@ Result<Request> mig_by_position(std::string_view name, std::uint32_t index, std:
   return mig_request(name, *g, g->mig_instances[*p]);
 }
 
+// <gpu>-sm<percent>: an SM share (docs/architecture.md "SM sharing"), compute=<p> compute-mode=sm.
+Result<Request> sm_share(std::string_view name, std::uint32_t index, std::string_view percent) {
+  auto ppm = parse_compute_percent(percent);
+  if (!ppm)
+    return refuse(name, text::cat(text::quote(percent),
+                                  " is not a percent of the GPU's SMs; use <gpu>-sm<percent>, "
+                                  "an integer 1 to 100 without leading zeros, e.g. 0-sm30"));
+  Request r;
+  r.gpu = GpuPin{index, "", ""};
+  r.kind = SizeKind::fraction;
+  r.fraction = *ppm;
+  r.sized_by_compute = true;
+  r.compute_ppm = *ppm;
+  r.compute_mode = ComputeMode::sm;
+  return r;
+}
+
 Result<Request> share(std::string_view name, std::uint32_t index, std::string_view size, const Inventory& inv) {
   auto g = shared_gpu(name, index, inv);
   if (!g) return std::unexpected(g.error());
+  if (size.starts_with("sm")) return sm_share(name, index, size.substr(2));
   Request r;
   r.gpu = GpuPin{index, "", ""};
   if (size.starts_with("0.") || size == "1" || size.starts_with("1.")) {
@@ -218,6 +237,10 @@ std::string mig_name(const Gpu& gpu, std::size_t position) {
 
 std::string fraction_share_name(const Gpu& gpu, Ppm fraction) {
   return text::cat(gpu.index, "-", format_fraction(fraction));
+}
+
+std::string sm_share_name(const Gpu& gpu, std::uint32_t percent) {
+  return text::cat(gpu.index, "-sm", percent);
 }
 
 std::optional<std::string> memory_share_name(const Gpu& gpu, std::uint64_t bytes) {

@@ -13,6 +13,8 @@
 //   MIG-<uuid>        MIG instance by UUID                 -> the same
 //   <gpu>-<fraction>  share, canonical fraction < 1, e.g. 0-0.25       -> fraction=<f> gpu=<gpu>
 //   <gpu>-<memory>    share, canonical memory < the GPU's, e.g. 0-4Gi  -> memory=<m> gpu=<gpu>
+//   <gpu>-sm<percent> SM share (an MPS client, docs/architecture.md "SM sharing"), e.g. 0-sm30
+//                                                     -> compute=<p> compute-mode=sm gpu=<gpu>
 //   all               every whole GPU not in MIG mode and every MIG instance (of a GPU instance
 //                     split into compute instances, its first: a container gets one compute
 //                     instance per GPU instance): a set, booked as its members
@@ -52,6 +54,7 @@ Result<std::vector<std::string>> cdi_device_members(std::string_view name, const
 std::string whole_gpu_name(const Gpu& gpu);
 std::string mig_name(const Gpu& gpu, std::size_t position);
 std::string fraction_share_name(const Gpu& gpu, Ppm fraction);
+std::string sm_share_name(const Gpu& gpu, std::uint32_t percent);
 // nullopt when no suffix divides the amount exactly (no canonical name: generate skips it).
 std::optional<std::string> memory_share_name(const Gpu& gpu, std::uint64_t bytes);
 

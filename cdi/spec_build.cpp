@@ -7,6 +7,7 @@
 #include "cdi/version.hpp"
 #include "core/allocator/allocator.hpp"
 #include "core/plan/plan.hpp"
+#include "core/plan/plan_mps.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::cdi {
@@ -32,6 +33,7 @@ void add_share_names(const Gpu& g, const CdiConfig& c, std::vector<std::string>&
       warnings.push_back(text::cat("cdi.memory-shares: ", bytes,
                                    " bytes has no canonical name (not a whole number of kB); no device for it"));
   }
+  for (std::uint32_t percent : sorted_unique(c.sm_shares)) names.push_back(sm_share_name(g, percent));
 }
 
 // Every single device the node could offer, in spec order ("all" comes last, separately).
@@ -80,6 +82,8 @@ Result<Edits> device_edits(const std::vector<Grant>& grants, const std::vector<s
   Edits e;
   e.env = plan_env(grants);
   if (!spec_injects_driver(inv, cfg)) e.env.push_back(plan_nvidia_visible_devices(grants, false));
+  auto mps_env = plan_mps_env(grants);  // an SM share: its pipe directory, percent and pinned limit
+  e.env.insert(e.env.end(), mps_env.begin(), mps_env.end());
   for (auto& n : *nodes)
     if (!is_control_node(n.path, inv)) e.device_nodes.push_back(std::move(n));
   for (const auto& m : members) e.hooks.push_back(hook(cfg, "createRuntime", {"--cdi-device", m}));

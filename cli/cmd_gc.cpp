@@ -27,7 +27,10 @@
 #include "core/text.hpp"
 #include "limits/host/region_file.hpp"
 #include "nvml/driver_limit_apply.hpp"
+#include "nvml/inventory_cache.hpp"
 #include "nvml/mig_reclaim.hpp"
+#include "nvml/mps_daemon.hpp"
+#include "nvml/mps_keeper.hpp"
 #include "state/compute_slots.hpp"
 #include "state/container_state.hpp"
 
@@ -151,10 +154,32 @@ std::string render(const LimitsReport& l, bool dry) {
   return out;
 }
 
+// SM sharing: "Stopped the MPS daemon of GPU 0 (idle 612 s; compute mode restored)."
+std::string render(const MpsReclaim& m, bool dry) {
+  std::string out;
+  for (const auto& n : m.notes) out += "MPS: " + n + "\n";
+  for (const auto& s : m.stopped)  // "stopped the MPS daemon of ..."
+    out += (dry ? "Would stop" + s.substr(std::string_view("stopped").size()) : "S" + s.substr(1)) + ".\n";
+  for (const auto& k : m.kept) out += text::cat("K", k.substr(1), ".\n");
+  return out;
+}
+
+// The MPS daemons idle past their timeout, stopped; nothing to read (not even the inventory) on a
+// node that never ran one.
+Result<MpsReclaim> reclaim_mps(const Config& cfg) {
+  Ledger ledger(LedgerOptions::from(cfg));
+  auto state = ledger.read();
+  if (!state) return std::unexpected(state.error());
+  if (state->mps.empty() && mps_recorded_gpus(cfg).empty()) return MpsReclaim{};
+  auto inv = inventory_for_allocation(cfg);
+  if (!inv) return std::unexpected(inv.error());
+  return reclaim_idle_mps(cfg, *inv, ledger);
+}
+
 std::string report_text(const GcPlan& p, const Config& cfg, bool json, bool dry) {
   if (!json)
     return render(p.ledger, dry) + render(p.files, dry) + render(p.mig, cfg.mig.idle_timeout_s, dry) +
-           render(p.limits, dry);
+           render(p.limits, dry) + render(p.mps, dry);
   nlohmann::json j = to_json(p.ledger);
   j["dry_run"] = dry;
   j["container_dirs_removed"] = p.files.dirs_removed;
@@ -167,6 +192,9 @@ std::string report_text(const GcPlan& p, const Config& cfg, bool json, bool dry)
   for (const auto& r : p.limits.cleared) cleared.push_back(limit_to_clear_to_json(r));
   j["driver_limits_cleared"] = cleared;
   j["driver_limit_errors"] = p.limits.errors;
+  j["mps_stopped"] = p.mps.stopped;
+  j["mps_kept"] = p.mps.kept;
+  j["mps_notes"] = p.mps.notes;
   return j.dump(2) + "\n";
 }
 
@@ -191,7 +219,10 @@ int run_gc(Context& ctx, bool json, bool dry_run) {
     if (!mig) return ctx.fail(mig.error());
     auto limits = clear_driver_limits(*cfg);
     if (!limits) return ctx.fail(limits.error());
-    plan = GcPlan{std::move(*report), std::move(*files), std::move(*mig), {limits->cleared, limits->errors}};
+    auto mps = reclaim_mps(*cfg);
+    if (!mps) return ctx.fail(mps.error());
+    plan = GcPlan{
+        std::move(*report), std::move(*files), std::move(*mig), {limits->cleared, limits->errors}, std::move(*mps)};
   }
   std::string out = report_text(plan, *cfg, json, dry_run);
   // The burst reclaimer: running while a booking has a burst limit, its files gone once none has.

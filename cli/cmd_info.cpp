@@ -105,18 +105,56 @@ std::string render_enforcement(const Inventory& inv, const Config& cfg, CgroupLa
          t.render();
 }
 
+// SM sharing (docs/architecture.md "SM sharing"): whether MPS can cap a client's SMs on the GPU
+// (Volta, compute capability 7.0, or newer; not a GPU in MIG mode), and whether gpufrac may switch it.
+struct SmSupport {
+  bool mps = false, may_switch = false;
+  std::string why;
+};
+
+SmSupport sm_support(const Gpu& g, const SmSharingConfig& sm) {
+  SmSupport s;
+  s.mps = g.cc_major >= 7;
+  s.may_switch = s.mps && !g.mig_enabled && sm.may_switch(g.index, g.uuid);
+  if (g.mig_enabled)
+    s.why = "in MIG mode: gpufrac runs MPS on GPUs not in MIG mode";
+  else if (g.cc_major < 7)
+    s.why = text::cat("compute capability ", g.cc_major, ".", g.cc_minor, ": MPS cannot cap SMs before Volta (7.0)");
+  else if (!s.may_switch)
+    s.why = text::cat("MPS with SM limits (Volta+); compute.sm-sharing: ", to_string(sm.mode), " keeps it time-sliced");
+  else
+    s.why = text::cat("MPS with SM limits (Volta+, compute capability ", g.cc_major, ".", g.cc_minor,
+                      "); switched to SM mode (MPS) at its first SM share");
+  return s;
+}
+
+std::string render_sm(const Inventory& inv, const Config& cfg) {
+  const SmSharingConfig& sm = cfg.allocation.sm_sharing;
+  Table t({"GPU", "MPS", "SM SHARES", "WHY"});
+  for (const auto& g : inv.gpus) {
+    const SmSupport s = sm_support(g, sm);
+    t.add({text::cat(g.index), s.mps ? "yes" : "no", s.may_switch ? "yes" : "no", s.why});
+  }
+  return text::cat("\nSM sharing (compute.sm-sharing: ", to_string(sm.mode), "; an idle MPS daemon is kept ",
+                   sm.idle_timeout_s, " s)\n") +
+         t.render();
+}
+
 nlohmann::json info_json(const Inventory& inv, const Config& cfg, CgroupLayout layout) {
   nlohmann::json j = to_json(inv);
   for (std::size_t i = 0; i < inv.gpus.size(); ++i) {
     const GpuEnforcement e = gpu_enforcement(inv.gpus[i], inv, layout, cfg);
     j["gpus"][i]["enforcement"] = {{"by", to_string(e.holder)}, {"why", e.why}};
+    const SmSupport s = sm_support(inv.gpus[i], cfg.allocation.sm_sharing);
+    j["gpus"][i]["sm_sharing"] = {{"mps", s.mps}, {"may_switch", s.may_switch}, {"why", s.why}};
   }
   return j;
 }
 
 std::string render(const Inventory& inv, const Config& cfg, CgroupLayout layout) {
   std::string out = text::cat("Driver ", inv.driver_version, "  (", inv.source, ")\n\n");
-  out += render_gpus(inv) + render_enforcement(inv, cfg, layout) + render_instances(inv) + render_profiles(inv);
+  out += render_gpus(inv) + render_enforcement(inv, cfg, layout) + render_sm(inv, cfg) + render_instances(inv) +
+         render_profiles(inv);
   std::vector<std::string> control;
   for (const auto& n : inv.control_nodes) control.push_back(node_text(n));
   return out + "\nControl nodes: " + text::join(control, ", ") + "\n" + compute_text(cfg.allocation);

@@ -31,6 +31,7 @@ void add_ledger_command(CLI::App& app, Context& ctx);   // hidden: reserve/attac
 void add_cdi_command(CLI::App& app, Context& ctx);      // generate, list, validate
 void add_runtime_command(CLI::App& app, Context& ctx);  // configure containerd|docker|crio|podman
 void add_mig_command(CLI::App& app, Context& ctx);      // provision, plan (dynamic MIG)
+void add_mps_command(CLI::App& app, Context& ctx);      // provision (SM sharing)
 
 // set, clear: the driver's per-cgroup memory limits (the static front-ends run these).
 void add_driver_limit_command(CLI::App& app, Context& ctx);

@@ -8,6 +8,7 @@
 #include "core/fs.hpp"
 #include "core/ledger/ledger_limits.hpp"
 #include "core/ledger/ledger_mig.hpp"
+#include "core/ledger/ledger_mps.hpp"
 #include "core/mig/mig_plan.hpp"
 #include "core/text.hpp"
 #include "limits/host/arbiter_file.hpp"
@@ -119,6 +120,25 @@ LimitsReport plan_limits(const NodeView& node, const GcReport& ledger, std::int6
 
 }  // namespace
 
+// The GPUs in MPS mode whose daemon gc would stop (no SM share, idle past the timeout) or keep.
+MpsReclaim plan_mps(const Config& cfg, const NodeView& node, std::int64_t now) {
+  MpsReclaim out;
+  const std::uint32_t timeout = cfg.allocation.sm_sharing.idle_timeout_s;
+  for (const auto& r : node.ledger.mps) {
+    const Gpu* g = node.inventory.gpu_by_uuid(r.gpu_uuid);
+    const std::string name = g ? text::cat("GPU ", g->index) : r.gpu_uuid;
+    if (sm_shares_on(node.ledger, r.gpu_uuid) != 0)
+      out.kept.push_back(text::cat("kept the MPS daemon of ", name, " (SM shares on it)"));
+    else if (now - r.since >= static_cast<std::int64_t>(timeout))
+      out.stopped.push_back(
+          text::cat("stopped the MPS daemon of ", name, " (idle ", now - r.since, " s; compute mode restored)"));
+    else
+      out.kept.push_back(
+          text::cat("kept the MPS daemon of ", name, " (idle ", now - r.since, " s of ", timeout, " s)"));
+  }
+  return out;
+}
+
 Result<GcPlan> plan_gc(const Config& cfg, std::int64_t now) {
   auto node = read_node(cfg, now);
   if (!node) return std::unexpected(node.error());
@@ -127,6 +147,7 @@ Result<GcPlan> plan_gc(const Config& cfg, std::int64_t now) {
   p.files = plan_files(cfg, *node, p.ledger);
   p.mig = plan_mig(cfg, *node, now);
   p.limits = plan_limits(*node, p.ledger, now);
+  p.mps = plan_mps(cfg, *node, now);
   return p;
 }
 

@@ -2,8 +2,9 @@
 // writing nothing: the bookings of exited processes, reused pids and expired pending bookings (the
 // ledger's own reclaim rules, through the same liveness check), the container directories and the
 // dead slots of accounting regions that would go, the stale temp files of killed ledger writers,
-// and the dynamic MIG instances idle past mig.idle-timeout. Half-made MIG instances are found only
-// by gc itself (it asks the driver).
+// and the dynamic MIG instances idle past mig.idle-timeout, the MPS daemons idle past
+// compute.mps-idle-timeout. Half-made MIG instances and half-started MPS daemons are found only by
+// gc itself (it asks the driver and the daemons' records).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/ledger/ledger.hpp"
 #include "nvml/mig_reclaim.hpp"
+#include "nvml/mps_keeper.hpp"
 
 namespace gpufrac::cli {
 
@@ -40,6 +42,7 @@ struct GcPlan {
   FilesReport files;
   MigReclaimReport mig;
   LimitsReport limits;
+  MpsReclaim mps;  // SM sharing: MPS daemons stopped (idle past compute.mps-idle-timeout) and kept
 };
 
 Result<GcPlan> plan_gc(const Config& cfg, std::int64_t now);

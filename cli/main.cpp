@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   gpufrac::cli::add_cdi_command(app, ctx);
   gpufrac::cli::add_runtime_command(app, ctx);
   gpufrac::cli::add_mig_command(app, ctx);
+  gpufrac::cli::add_mps_command(app, ctx);
   gpufrac::cli::add_driver_limit_command(app, ctx);
   gpufrac::cli::add_reclaim_command(app, ctx);
   try {

@@ -1,5 +1,6 @@
 #include "cli/metrics_model.hpp"
 
+#include <algorithm>
 #include <set>
 
 #include "cli/status_burst.hpp"
@@ -79,6 +80,27 @@ std::vector<Family> compute_families(const StatusReport& r) {
   return {booked, free, share, achieved};
 }
 
+// SM sharing, on a node with a GPU in SM mode: per GPU, how its shares divide it, and per GPU in MPS
+// mode its clients and whether its server is in FAULT. The SM percent booked is gpufrac_gpu_compute_booked_ratio there
+// (a ratio of the SMs), per share gpufrac_share_compute_booked_ratio.
+std::vector<Family> mps_families(const StatusReport& r) {
+  Family mode("gpufrac_gpu_compute_mode", Type::gauge,
+              "One per GPU not in MIG mode: how its shares divide it (mode: time, or sm for a GPU in MPS mode)");
+  Family clients("gpufrac_gpu_mps_clients", Type::gauge, "MPS clients of a GPU in SM mode");
+  Family fault("gpufrac_gpu_mps_server_fault", Type::gauge,
+               "1 while the MPS server of a GPU in SM mode is in FAULT (a client's fatal fault), else 0");
+  for (const auto& d : r.devices) {
+    if (d.mig || d.mig_mode) continue;
+    Labels l = device_labels(d, d.uuid);
+    l.emplace_back("mode", d.sm_mode ? "sm" : "time");
+    mode.add(std::move(l), 1);
+    if (!d.sm_mode) continue;
+    clients.add(device_labels(d, d.uuid), d.mps_clients);
+    fault.add(device_labels(d, d.uuid), d.mps_state == "FAULT" ? 1 : 0);
+  }
+  return {mode, clients, fault};
+}
+
 Family gpu_info(const Inventory& inv) {
   Family f("gpufrac_gpu_info", Type::gauge, "One per GPU: its model and whether it is in MIG mode");
   for (const auto& g : inv.gpus)
@@ -151,6 +173,9 @@ std::vector<Family> node_metrics(const NodeView& node, const metrics::CounterSna
   for (auto& f : compute_families(node.report)) out.push_back(std::move(f));
   for (auto& f : burst_families(node.report, node.reclaims, share_labels)) out.push_back(std::move(f));
   out.push_back(mig_instances(node.report));
+  const auto& devices = node.report.devices;
+  if (std::any_of(devices.begin(), devices.end(), [](const DeviceStatus& d) { return d.sm_mode; }))
+    for (auto& f : mps_families(node.report)) out.push_back(std::move(f));  // once a GPU is in SM mode
   for (auto& f : counter_families(counters)) out.push_back(std::move(f));
   out.push_back(
       Family("gpufrac_ledger_entries", Type::gauge, "Bookings in the ledger").add({}, node.ledger.entries.size()));

@@ -17,6 +17,7 @@
 #include "nvml/discover.hpp"
 #include "nvml/driver_limits.hpp"
 #include "nvml/inventory_cache.hpp"
+#include "nvml/mps_keeper.hpp"
 #include "state/container_state.hpp"
 
 namespace gpufrac::cli {
@@ -95,6 +96,22 @@ std::int64_t running_reclaimer(const Config& cfg) {
   return cmdline && cmdline->find("gpufrac") != std::string::npos ? static_cast<std::int64_t>(*pid) : 0;
 }
 
+// SM sharing: what each GPU in MPS mode's daemon says (one control-shell run per question).
+void add_mps_states(const Config& cfg, NodeView& v) {
+  for (auto& d : v.report.devices) {
+    if (!d.sm_mode) continue;
+    auto s = mps_server_status(cfg, v.inventory, d.uuid);
+    if (!s) {
+      d.mps_state = "unknown: " + s.error().message;
+      continue;
+    }
+    d.mps_state = mps_state_text(*s);
+    d.mps_daemon_pid = s->daemon_pid;
+    d.mps_server_pid = s->server;
+    d.mps_clients = s->clients.size();
+  }
+}
+
 std::uint64_t file_size(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
@@ -122,6 +139,7 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
   v.report = build_status(
       v.inventory, v.ledger, cfg.allocation, now, [&](const LedgerEntry& e) { return share_state(e, cfg, now); },
       driver_usage(cfg, v.ledger, live_usage(cfg)), compute_achieved(cfg));
+  add_mps_states(cfg, v);
   return v;
 }
 

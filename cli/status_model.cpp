@@ -10,6 +10,7 @@
 #include "core/enforcement/enforcement.hpp"
 #include "core/ledger/ledger_json.hpp"
 #include "core/ledger/ledger_mig.hpp"
+#include "core/ledger/ledger_mps.hpp"
 #include "core/mig/mig_device.hpp"
 #include "core/quantity.hpp"
 #include "core/text.hpp"
@@ -83,6 +84,21 @@ void mark_multi_gpu_shares(StatusReport& r) {
   }
 }
 
+// A GPU in MPS mode: since when it has had no SM share (its ledger record), while it has none.
+void mark_sm_mode(DeviceStatus& d, const DeviceLoad& load, const LedgerState& ledger, std::int64_t now) {
+  d.sm_mode = load.sm_mode();
+  if (const MpsGpuRecord* rec = find_mps_record(ledger, d.uuid); rec && load.sm_shares == 0)
+    d.sm_idle_s = std::max<std::int64_t>(0, now - rec->since);
+}
+
+nlohmann::json mps_json(const DeviceStatus& d) {
+  return {{"state", d.mps_state},
+          {"daemon_pid", d.mps_daemon_pid ? nlohmann::json(d.mps_daemon_pid) : nlohmann::json(nullptr)},
+          {"server_pid", d.mps_server_pid ? nlohmann::json(*d.mps_server_pid) : nlohmann::json(nullptr)},
+          {"clients", d.mps_clients},
+          {"idle_s", d.sm_idle_s ? nlohmann::json(*d.sm_idle_s) : nlohmann::json(nullptr)}};
+}
+
 nlohmann::json share_json(const ShareStatus& s) {
   nlohmann::json j = entry_to_json(s.entry);
   j["state"] = s.state;
@@ -101,7 +117,7 @@ nlohmann::json share_json(const ShareStatus& s) {
 StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const AllocationConfig& cfg,
                           std::int64_t now, const StateOf& state_of, const UsageOf& usage_of,
                           const ComputeAchievedOf& achieved_of) {
-  const Load load = compute_load(inv, ledger.entries);
+  const Load load = compute_load(inv, ledger.entries, ledger.mps);
   const Sources src{now, state_of, usage_of, achieved_of};
   StatusReport r;
   r.overcommit = cfg.overcommit;
@@ -111,6 +127,7 @@ StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const
   for (const Gpu* g : gpus) {
     r.devices.push_back(gpu_status(*g, load.of(g->uuid), cfg));
     r.devices.back().shares = shares_of(load.of(g->uuid).entries, src);
+    mark_sm_mode(r.devices.back(), load.of(g->uuid), ledger, now);
     std::vector<const MigInstance*> instances;
     for (const auto& m : g->mig_instances) instances.push_back(&m);
     std::sort(instances.begin(), instances.end(), [](const MigInstance* a, const MigInstance* b) {
@@ -162,6 +179,8 @@ nlohmann::json status_json(const StatusReport& r) {
     if (!d.mig && !d.mig_mode) {
       j["compute_booked_ppm"] = d.compute_booked;
       j["compute_free_ppm"] = d.compute_free;
+      j["compute_mode"] = d.sm_mode ? "sm" : "time";  // sm: the ppm are of the GPU's SMs
+      if (d.sm_mode) j["mps"] = mps_json(d);
     }
     if (d.idle_s) {
       j["state"] = "idle";

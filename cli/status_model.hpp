@@ -53,6 +53,15 @@ struct DeviceStatus {
   std::uint64_t gi_reserved = 0;
   std::uint32_t multiprocessors = 0;
   bool split = false;
+  // SM sharing (docs/architecture.md "SM sharing"): the GPU is in MPS mode (compute_booked is then its
+  // SM shares' percent of the SMs), idle for sm_idle_s without an SM share, and what its MPS daemon
+  // says (filled in by read_node: asking the daemon is I/O; "" until then).
+  bool sm_mode = false;
+  std::optional<std::int64_t> sm_idle_s;
+  std::string mps_state;  // "ACTIVE", "FAULT", "idle" (no server), "no daemon", or "unknown: <why>"
+  std::int64_t mps_daemon_pid = 0;
+  std::optional<std::int64_t> mps_server_pid;
+  std::size_t mps_clients = 0;
 };
 
 struct StatusReport {

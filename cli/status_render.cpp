@@ -146,8 +146,18 @@ std::string bar(const DeviceStatus& d, const StatusStyle& st, const std::vector<
   return out + cells(st, 0, Cell::free, w - pos) + "]";
 }
 
+bool any_sm(const StatusReport& r) {
+  return std::any_of(r.devices.begin(), r.devices.end(), [](const DeviceStatus& d) { return d.sm_mode; });
+}
+
+// What a GPU's COMPUTE cell says: its time booked, or in MPS mode its SMs ("sm 100 %").
+std::string booked_text(const DeviceStatus& d) {
+  if (d.mig || d.mig_mode) return "-";
+  return d.sm_mode ? "sm " + booked_percent(d.compute_booked) : booked_percent(d.compute_booked);
+}
+
 std::string render_devices(const StatusReport& r, const StatusStyle& st, const Letters& letters) {
-  const bool mig = any_mig(r), compute = any_compute(r);
+  const bool mig = any_mig(r), compute = any_compute(r) || any_sm(r);
   std::vector<std::string> columns{"NAME", "UUID", "USED", "RESERVED", "FREE", "TOTAL", "SHARES"};
   if (compute) columns.insert(columns.end() - 1, "COMPUTE");
   Table t(header(columns, mig));
@@ -160,7 +170,7 @@ std::string render_devices(const StatusReport& r, const StatusStyle& st, const L
       row.insert(row.end(), {used_text(d), text::format_bytes(d.reserved), text::format_bytes(d.free),
                              text::format_bytes(d.total)});
     // The GPU's time booked (GPUs not in MIG mode; a MIG instance's time is its own).
-    if (compute) row.push_back(d.mig || d.mig_mode ? "-" : booked_percent(d.compute_booked));
+    if (compute) row.push_back(booked_text(d));
     row.push_back(d.mig_mode ? "-" : text::cat(d.shares.size()));
     t.add(std::move(row));
   }
@@ -309,6 +319,19 @@ std::string render_split(const StatusReport& r) {
   return t.empty() ? "" : "\nMIG GPU instances with compute instances (they share its memory)\n" + t.render();
 }
 
+// SM sharing: each GPU in MPS mode, its daemon and server, and how long it has had no SM share.
+std::string render_mps(const StatusReport& r, const StatusStyle& st) {
+  Table t({"GPU", "UUID", "MODE", "DAEMON", "SERVER", "STATE", "CLIENTS", "IDLE"});
+  for (const auto& d : r.devices) {
+    if (!d.sm_mode) continue;
+    const std::string state = d.mps_state == "FAULT" ? paint(st, "31", d.mps_state) : d.mps_state;
+    t.add({text::cat(d.gpu_index), short_id(d.uuid, st.no_trunc), "sm",
+           d.mps_daemon_pid ? text::cat(d.mps_daemon_pid) : "-", d.mps_server_pid ? text::cat(*d.mps_server_pid) : "-",
+           state, text::cat(d.mps_clients), d.sm_idle_s ? format_age(*d.sm_idle_s) : "-"});
+  }
+  return t.empty() ? "" : "\nGPUs in SM mode (MPS daemons)\n" + t.render();
+}
+
 // Dynamic MIG instances without booking, kept for reuse until mig.idle-timeout.
 std::string render_idle(const StatusReport& r, const StatusStyle& st) {
   Table t({"GPU", "GI", "CI", "NAME", "UUID", "STATE", "IDLE"});
@@ -359,7 +382,7 @@ std::string render_status(const StatusReport& r, const StatusStyle& st) {
     rows.push_back({"-", cell, &s, {&s}});
   }
   out += rows.empty() ? "\nNo shares.\n" : "\n" + render_shares(rows, mig, any_compute(r), st) + render_unknown(r);
-  return out + render_split(r) + render_idle(r, st);
+  return out + render_split(r) + render_idle(r, st) + render_mps(r, st);
 }
 
 bool colour_wanted(int fd) {

@@ -7,7 +7,8 @@
 // still `started`), mig-after-gi and mig-after-ci (nvml/mig_steps.hpp), driver-limit-after-record
 // and driver-limit-after-set (`gpufrac driver-limit set`: the limit recorded in the ledger, not yet
 // set / set), hook-after-driver-limit (gpufrac-hook: the limit set and booked, the container's files
-// not yet written).
+// not yet written), mps-after-record, mps-after-mode, mps-after-start, mps-stop-after-quit and
+// mps-stop-after-mode (an MPS daemon's start and stop: nvml/mps_keeper.hpp).
 #pragma once
 
 #include <string_view>

@@ -13,6 +13,7 @@
 #include "core/request/request.hpp"
 #include "core/text.hpp"
 #include "exec/mig_exec.hpp"
+#include "exec/mps_exec.hpp"
 #include "nvml/inventory_cache.hpp"
 
 namespace gpufrac::hook {
@@ -48,6 +49,20 @@ Result<> provision(Invocation& inv) {
   auto inventory = provision_and_reread(inv.cfg, call);
   if (!inventory) return std::unexpected(inventory.error());
   inv.inventory = std::move(*inventory);
+  return {};
+}
+
+// SM sharing: the provisioner (`gpufrac mps provision`) books and makes sure the GPU's MPS daemon
+// runs; it also stops daemons idle past their timeout, for a time share they kept out.
+Result<> provision_mps(const Invocation& inv, const Request& request) {
+  ProvisionCall call{inv.state.id,
+                     inv.args.cdi_device,
+                     *inv.state.pid,
+                     inv.args.cdi_device.empty() ? BookingSource::hook : BookingSource::cdi,
+                     annotations_of(request),
+                     inv.instance};
+  auto grant = run_mps_provision(inv.cfg, call);
+  if (!grant) return std::unexpected(grant.error());
   return {};
 }
 
@@ -87,7 +102,11 @@ std::vector<Grant> grants_of(const std::vector<LedgerEntry>& bookings) {
 }
 
 Result<Edits> gpufrac_dir_edits(const Config& cfg, const std::string& container_id, const std::string& instance) {
-  auto bookings = Ledger(LedgerOptions::from(cfg)).bookings_of(container_id, instance);
+  // A claim's bookings belong to no container (Ledger::bookings_of skips them): its own list, so its
+  // containers get the arbiters and MPS directories its shares need.
+  Ledger ledger(LedgerOptions::from(cfg));
+  auto bookings =
+      instance == kClaimInstance ? ledger.bookings_of_claim(container_id) : ledger.bookings_of(container_id, instance);
   if (!bookings) return std::unexpected(bookings.error());
   Edits e;
   e.mounts = plan_gpufrac_dir(cfg, container_files(cfg, container_key(container_id, instance)), grants_of(*bookings));
@@ -110,6 +129,10 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
   if (!request) return std::unexpected(request.error());
   if (!*request) return std::vector<LedgerEntry>{};
   Ledger ledger(LedgerOptions::from(inv.cfg));
+  if (is_sm_request(**request)) {
+    if (auto r = provision_mps(inv, **request); !r) return std::unexpected(r.error());
+    return ledger.bookings_of(inv.state.id, inv.instance);
+  }
   ReserveArgs args{inv.state.id,   inv.args.cdi_device,
                    **request,      inv.args.cdi_device.empty() ? BookingSource::hook : BookingSource::cdi,
                    *inv.state.pid, inv.pid_start,
@@ -119,6 +142,8 @@ Result<std::vector<LedgerEntry>> book(Invocation& inv) {
   if (!booking && inv.args.cdi_device.empty() && !(*request)->multi_gpu() &&
       provisioning_may_help(booking.error(), **request, inv.inventory, inv.cfg)) {
     if (auto r = provision(inv); !r) return std::unexpected(r.error());
+  } else if (!booking && mps_reclaim_may_help(booking.error(), **request, inv.cfg)) {
+    if (auto r = provision_mps(inv, **request); !r) return std::unexpected(r.error());
   } else if (!booking) {
     return std::unexpected(booking.error());
   } else {

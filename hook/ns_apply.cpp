@@ -107,6 +107,9 @@ Result<> nest_in_tmpfs(std::vector<PreparedMount>& mounts) {
 // The target of gpufrac's tmpfs may be the tmpfs a CDI spec of gpufrac mounted there (it holds the
 // shim): the CDI device's hook mounts its own over it. Nothing else is accepted off the mount rule.
 bundle::MountRootCheck accepted_mount_root(const std::vector<PreparedMount>& mounts, std::size_t i) {
+  // An SM share's MPS shm directory goes over the container's /dev/shm, which runtimes mount as a
+  // tmpfs of its own (core/plan/plan_mps.hpp); only that tmpfs is accepted there.
+  if (!mounts[i].own_tmpfs && mounts[i].container_path == "/dev/shm") return [](int fd) { return is_tmpfs(fd); };
   if (!mounts[i].own_tmpfs) return {};
   for (const auto& n : mounts)
     if (n.tmpfs == i && n.container_path == GPUFRAC_CONTAINER_SHIM)

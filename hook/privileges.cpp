@@ -81,7 +81,7 @@ Result<> install_rootfs_seccomp() {
       "fcntl",          "move_mount",   "mount_setattr", "read",   "write",      "lseek",   "exit",
       "exit_group",     "brk",          "mmap",          "munmap", "mremap",     "madvise", "mprotect",
       "rt_sigprocmask", "rt_sigreturn", "sigaltstack",   "futex",  "getpid",     "gettid",  "clock_gettime",
-      "getrandom"};
+      "getrandom",      "fstatfs"};
   for (const char* name : kAllowed) {
     int nr = seccomp_syscall_resolve_name(name);
     if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture

@@ -1,9 +1,11 @@
 #include "hook/tmpfs_targets.hpp"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "bundle/mount_place.hpp"
@@ -84,6 +86,12 @@ bool is_spec_tmpfs(int dir_fd, std::string_view shim_rel, int shim_fd) {
   auto want = bundle::mount_place(shim_fd, "the shim");
   return seen && want && seen->mount_root && seen->mount_id != dir->mount_id && seen->dev == want->dev &&
          seen->ino == want->ino;
+}
+
+bool is_tmpfs(int dir_fd) {
+  struct statfs fs {};
+  auto place = bundle::mount_place(dir_fd, "/dev/shm");
+  return ::fstatfs(dir_fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC && place && place->mount_root;
 }
 
 }  // namespace gpufrac::hook

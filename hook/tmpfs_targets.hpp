@@ -36,4 +36,8 @@ Result<fs::UniqueFd> open_tmpfs_target(int tmpfs_fd, std::string_view rel, bundl
 // it; any other mount at /run/gpufrac is refused by the mount rule (rootfs_path.hpp).
 bool is_spec_tmpfs(int dir_fd, std::string_view shim_rel, int shim_fd);
 
+// Whether `dir_fd` is the root of a tmpfs mount (the /dev/shm a runtime mounts, which an SM share's
+// MPS shm directory goes over: core/plan/plan_mps.hpp).
+bool is_tmpfs(int dir_fd);
+
 }  // namespace gpufrac::hook

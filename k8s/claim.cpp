@@ -4,7 +4,7 @@
 #include "core/quantity.hpp"
 #include "core/request/compute_share.hpp"
 #include "core/text.hpp"
-#include "k8s/claim_params.hpp"
+#include "k8s/claim_config.hpp"
 #include "k8s/dra_devices.hpp"
 
 namespace gpufrac::dra {
@@ -146,7 +146,7 @@ Result<std::vector<ClaimShare>> claim_shares(const json& claim, const ClaimRef& 
     if (!s) return std::unexpected(s.error());
     out.push_back(std::move(*s));
   }
-  if (auto r = apply_claim_params(claim, ref, out); !r) return std::unexpected(r.error());
+  if (auto r = apply_claim_config(claim, ref, out); !r) return std::unexpected(r.error());  // e.g. computeMode sm
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include "nvml/driver_limit_apply.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "nvml/mig_provision.hpp"
+#include "nvml/mps_provision.hpp"
 
 namespace gpufrac::dra {
 
@@ -41,6 +42,12 @@ Result<> check_ref(const ClaimRef& c) {
 // may exist, idle) and otherwise creates it at the device's placement; everything else is booked.
 Result<Booking> book(const Config& cfg, Ledger& ledger, const ReserveArgs& args, const Inventory& inv,
                      bool dynamic_mig) {
+  if (args.request.compute_mode == ComputeMode::sm) {  // SM sharing: its GPU's MPS daemon made sure of
+    auto provisioned = provision_mps(cfg, args, inv);
+    if (!provisioned) return std::unexpected(provisioned.error());
+    for (const auto& note : provisioned->notes) log::info("claim " + args.container_id + ": " + note);
+    return std::move(provisioned->booking);
+  }
   if (!dynamic_mig) return ledger.reserve(args, inv, cfg.allocation);
   auto provisioned = provision_mig(cfg, args, cdi::spec_refresher(cfg));
   if (!provisioned) return std::unexpected(provisioned.error());

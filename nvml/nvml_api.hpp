@@ -241,6 +241,18 @@ nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node);
 // without the feature), OPERATING_SYSTEM (the cgroup path), NOT_FOUND (get: no limit there).
 nvmlReturn_t nvmlDeviceSetMemoryLimits_v1(nvmlDevice_t device, nvmlSetMemoryLimits_v1_t* limits);
 nvmlReturn_t nvmlDeviceGetMemoryLimits_v1(nvmlDevice_t device, nvmlGetMemoryLimits_v1_t* limits);
+// The compute mode (nvmlComputeMode_t): who may create a context on the GPU. MPS wants
+// EXCLUSIVE_PROCESS, so the MPS server is the only context (docs/architecture.md "SM sharing").
+// Set needs root (NO_PERMISSION otherwise); NOT_SUPPORTED on MIG device handles.
+typedef unsigned int nvmlComputeMode_t;
+enum : nvmlComputeMode_t {
+  NVML_COMPUTEMODE_DEFAULT = 0,
+  NVML_COMPUTEMODE_EXCLUSIVE_THREAD = 1,  // deprecated
+  NVML_COMPUTEMODE_PROHIBITED = 2,
+  NVML_COMPUTEMODE_EXCLUSIVE_PROCESS = 3,
+};
+nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t* mode);
+nvmlReturn_t nvmlDeviceSetComputeMode(nvmlDevice_t device, nvmlComputeMode_t mode);
 // Compute instances at a placement (compute slices inside the GPU instance; compute instances of
 // several sizes in one GPU instance). Placements lists every placement, free or not.
 nvmlReturn_t nvmlGpuInstanceGetComputeInstancePossiblePlacements(nvmlGpuInstance_t gpuInstance, unsigned int profileId,

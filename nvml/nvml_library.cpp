@@ -57,6 +57,7 @@ Result<Library> Library::open(const std::string& path) {
   GPUFRAC_NVML_MIG_CHANGE(GPUFRAC_NVML_RESOLVE)
   GPUFRAC_NVML_MEMORY_LIMITS(GPUFRAC_NVML_RESOLVE)
   GPUFRAC_NVML_TOPOLOGY(GPUFRAC_NVML_RESOLVE)
+  GPUFRAC_NVML_COMPUTE_MODE(GPUFRAC_NVML_RESOLVE)
 #undef GPUFRAC_NVML_RESOLVE
 #define GPUFRAC_NVML_NEED(name)                                                       \
   if (!lib.fn_.name)                                                                  \

@@ -41,6 +41,8 @@ namespace gpufrac::nvml {
 // Per-cgroup device-memory limits (r615+): optional; absent on older drivers, where gpufrac uses the
 // shim alone (has_memory_limits()).
 #define GPUFRAC_NVML_MEMORY_LIMITS(X) X(nvmlDeviceSetMemoryLimits_v1) X(nvmlDeviceGetMemoryLimits_v1)
+// The compute mode (SM sharing: nvml/mps_keeper.hpp): optional; without them no GPU becomes MPS.
+#define GPUFRAC_NVML_COMPUTE_MODE(X) X(nvmlDeviceGetComputeMode) X(nvmlDeviceSetComputeMode)
 // Topology (nvml_topology.cpp): optional; without a call, that part of the topology is unknown.
 #define GPUFRAC_NVML_TOPOLOGY(X)                                                                         \
   X(nvmlDeviceGetTopologyCommonAncestor) X(nvmlDeviceGetNvLinkState) X(nvmlDeviceGetNvLinkRemotePciInfo_v2) \
@@ -55,6 +57,7 @@ struct Symbols {
   GPUFRAC_NVML_MIG_CHANGE(GPUFRAC_NVML_POINTER)
   GPUFRAC_NVML_MEMORY_LIMITS(GPUFRAC_NVML_POINTER)
   GPUFRAC_NVML_TOPOLOGY(GPUFRAC_NVML_POINTER)
+  GPUFRAC_NVML_COMPUTE_MODE(GPUFRAC_NVML_POINTER)
 #undef GPUFRAC_NVML_POINTER
 };
 

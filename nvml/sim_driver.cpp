@@ -30,8 +30,7 @@ constexpr const char* kMultiarch = "x86_64-linux-gnu";
 
 constexpr const char* kCudaMarker = "GPUFRAC-EMBEDDED-CUDA-DEVICES:";
 constexpr const char* kNvmlMarker = "GPUFRAC-EMBEDDED-NVML-MACHINE:";
-constexpr const char* kStandInBinaries[] = {"nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
-                                            "nvidia-cuda-mps-server"};
+constexpr const char* kStandInBinaries[] = {"nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-server"};
 
 std::string lib_dir(SimDriverLayout layout) {
   if (layout == SimDriverLayout::prefix) return "/usr/local/nvidia/lib64";
@@ -119,6 +118,8 @@ Result<> write_binaries(const std::string& root, const SimDriverOptions& o) {
   const std::string bin = fs::join_root(root, bin_dir(o.layout));
   if (auto r = fs::make_dirs(bin); !r) return r;
   if (auto r = copy_program(o.kit + "/bin/nvidia-smi", bin + "/nvidia-smi"); !r) return r;
+  // The MPS control daemon (tests/fakes/driver/mps_control.c) runs for real: SM sharing starts it.
+  if (auto r = copy_program(o.kit + "/bin/nvidia-cuda-mps-control", bin + "/nvidia-cuda-mps-control"); !r) return r;
   for (const char* name : kStandInBinaries)
     if (auto r = copy_program(o.kit + "/bin/nvidia-standin", bin + "/" + name); !r) return r;
   if (o.layout != SimDriverLayout::prefix) return {};

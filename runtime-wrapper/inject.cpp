@@ -20,6 +20,7 @@
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
 #include "exec/mig_exec.hpp"
+#include "exec/mps_exec.hpp"
 #include "nvml/device_nodes.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "runtime-wrapper/driver_limit_edits.hpp"
@@ -56,13 +57,25 @@ Result<std::vector<WantedDevice>> wanted_devices(const bundle::BundleSpec& bundl
   return wanted;
 }
 
-// Books one wanted device pending for this create's instance, through the provisioner when
-// dynamic MIG applies (it gets the request's keys, an environment request's under their annotation
-// names).
+// SM sharing (`gpufrac mps provision`): books the device pending and makes sure its GPU's MPS
+// daemon runs; for a time share an idle MPS daemon kept out, it stops that daemon first.
+Result<> provision_mps(const Injection& inj, const WantedDevice& w, const Config& cfg) {
+  ProvisionCall call{inj.container_id,          w.device_key, 0, BookingSource::wrapper,
+                     annotations_of(w.request), inj.instance};
+  auto grant = run_mps_provision(cfg, call);
+  if (!grant) return std::unexpected(grant.error());
+  return {};
+}
+
+// Books one wanted device pending for this create's instance, through a provisioner for an SM share
+// and when dynamic MIG applies (it gets the request's keys, an environment request's under their
+// annotation names).
 Result<> book_one(const Injection& inj, const WantedDevice& w, const Annotations& keys, Inventory& inventory,
                   const Config& cfg) {
+  if (is_sm_request(w.request)) return provision_mps(inj, w, cfg);
   ReserveArgs args{inj.container_id, w.device_key, w.request, BookingSource::wrapper, 0, std::nullopt, inj.instance};
   auto booking = Ledger(LedgerOptions::from(cfg)).reserve(args, inventory, cfg.allocation);
+  if (!booking && mps_reclaim_may_help(booking.error(), w.request, cfg)) return provision_mps(inj, w, cfg);
   if (!booking && w.device_key.empty() && !w.request.multi_gpu() &&
       provisioning_may_help(booking.error(), w.request, inventory, cfg)) {
     // Dynamic MIG: the provisioner books it pending; the new instance's nodes are in the

@@ -25,6 +25,10 @@ namespace {
 // Adds a booking's compute share to its device's limit: weights add up (at most the whole GPU);
 // the mode and priority are those of the device's first booking with a share.
 void add_compute(limits::DeviceLimit& d, const LedgerEntry& b) {
+  if (is_sm_share(b.compute_ppm, b.compute_mode)) {  // an MPS client: no arbiter, an "mps" line
+    d.sm_ppm = std::min(kWholeGpuComputePpm, d.sm_ppm + b.compute_ppm);
+    return;
+  }
   if (b.compute_ppm == 0) return;
   if (d.compute_ppm == 0) {
     d.compute_mode = b.compute_mode;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/allocator/allocator_detail.hpp"
+#include "core/request/compute_share.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac {
@@ -26,6 +27,7 @@ std::string why_not(const ShareFit& f, const Request& r, const DeviceLoad& d, co
   if (g.mig_enabled) return name + " is in MIG mode";
   if (d.exclusive != nullptr) return name + " is used whole by " + d.exclusive->container_id;
   if (f.whole && n > 0) return text::cat(name, " has ", n, n == 1 ? " share" : " shares");
+  if (auto sm = sm_why_not(g, r, d, cfg); !sm.empty()) return sm;
   if (!f.whole && cfg.max_shares_per_gpu != 0 && n >= cfg.max_shares_per_gpu)
     return text::cat(name, " has ", n, " shares (max-shares-per-gpu ", cfg.max_shares_per_gpu, ")");
   if (r.kind == SizeKind::memory && r.memory_bytes > g.memory_bytes)
@@ -53,6 +55,7 @@ ShareFit evaluate_share(const Gpu& g, const Request& r, const DeviceLoad& d, con
   f.free = cap > d.reserved ? cap - d.reserved : 0;
   f.compute = share_compute_ppm(r, g, f.bytes, f.whole, cfg);
   f.compute_free = compute_free(d);
+  f.sm_mode = d.sm_mode();
   f.why_not = why_not(f, r, d, cfg);
   f.ok = f.why_not.empty() && f.memory_fits() && f.compute_fits();
   return f;
@@ -89,16 +92,23 @@ Grant share_grant(const ShareFit& f, const Request& r, std::string reason) {
 
 namespace {
 
-// a is strictly better than b: binpack prefers the higher reserved/total, spread the lower.
-bool better(const ShareFit& a, const ShareFit& b, Policy policy) {
+// a is strictly better than b: an SM share takes a GPU in MPS mode before an empty one (no daemon
+// to start); then binpack prefers the higher reserved/total, spread the lower.
+bool better(const ShareFit& a, const ShareFit& b, Policy policy, bool sm) {
+  if (sm && a.sm_mode != b.sm_mode) return a.sm_mode;
   const auto lhs = static_cast<unsigned __int128>(a.reserved) * b.gpu->memory_bytes;
   const auto rhs = static_cast<unsigned __int128>(b.reserved) * a.gpu->memory_bytes;
   return policy == Policy::binpack ? lhs > rhs : lhs < rhs;
 }
 
-std::string reason(const ShareFit& f, Policy policy, bool pinned) {
+std::string reason(const ShareFit& f, Policy policy, bool pinned, bool sm) {
   const Gpu& g = *f.gpu;
   if (f.whole) return text::cat("whole GPU ", g.index, ": no other bookings");
+  if (sm && !f.sm_mode)
+    return text::cat(pinned ? "pinned: " : "sm: ", "GPU ", g.index, " is empty and switches to SM mode (MPS)");
+  if (sm)
+    return text::cat(pinned ? "pinned: " : "sm: ", "GPU ", g.index, " is in SM mode with ",
+                     format_compute(f.compute_free), " of its SMs free before");
   const std::string state =
       text::cat(" (", text::format_bytes(f.reserved), " of ", text::format_bytes(g.memory_bytes), " reserved before)");
   if (pinned) return text::cat("pinned: GPU ", g.index, state);
@@ -111,10 +121,12 @@ Result<Grant> allocate_share(const Request& r, const Candidates& gpus, const Loa
   std::vector<ShareFit> fits;
   const ShareFit* best = nullptr;
   for (const Gpu* g : gpus) fits.push_back(evaluate_share(*g, r, load.of(g->uuid), cfg));
+  const bool sm = r.compute_mode == ComputeMode::sm;
   for (const auto& f : fits)
-    if (f.ok && (best == nullptr || better(f, *best, policy))) best = &f;
+    if (f.ok && (best == nullptr || better(f, *best, policy, sm))) best = &f;
+  if (best == nullptr && sm) return user_error(sm_refusal(r, fits, r.gpu.has_value()));
   if (best == nullptr) return user_error(share_refusal(r, fits, r.gpu.has_value()));
-  return share_grant(*best, r, reason(*best, policy, r.gpu.has_value()));
+  return share_grant(*best, r, reason(*best, policy, r.gpu.has_value(), sm));
 }
 
 }  // namespace
@@ -175,10 +187,11 @@ Result<Grant> allocate_mig(const Request& r, const Candidates& gpus, const MigCo
 }  // namespace
 
 Result<Grant> allocate(const Request& r, const Inventory& inv, const std::vector<LedgerEntry>& live,
-                       const AllocationConfig& cfg, const DynamicMig& dyn, const MigHolder& holder) {
+                       const AllocationConfig& cfg, const DynamicMig& dyn, const MigHolder& holder,
+                       const std::vector<MpsGpuRecord>& mps) {
   auto gpus = candidates(r, inv);
   if (!gpus) return std::unexpected(gpus.error());
-  const Load load = compute_load(inv, live);
+  const Load load = compute_load(inv, live, mps);
   const MigContext ctx{load, live, dyn, holder};
   if (r.kind == SizeKind::mig_profile) return allocate_mig(r, *gpus, ctx);
   if (auto ok = check_compute_intent(r, cfg); !ok) return std::unexpected(ok.error());

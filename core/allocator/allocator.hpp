@@ -55,9 +55,15 @@ struct DynamicMig {
   bool dynamic(const Gpu& gpu) const;  // in MIG mode and dynamic by the config
 };
 
-// `holder`: who asks; a container gets at most one compute instance per GPU instance.
+// `holder`: who asks; a container gets at most one compute instance per GPU instance. `mps`: the
+// ledger's GPUs in MPS mode (docs/architecture.md "SM sharing"): an SM share (compute-mode sm) goes
+// only on a GPU in MPS mode (one with an SM share or a record) or on an empty GPU that
+// compute.sm-sharing lets switch (compute capability 7.0 or newer), GPUs in MPS mode first; its
+// compute is a percent of the SMs, the SM shares of a GPU at most 100 %. Time shares and whole
+// GPUs never go on a GPU in MPS mode. A refusal names what each GPU is.
 Result<Grant> allocate(const Request& request, const Inventory& inventory, const std::vector<LedgerEntry>& live,
-                       const AllocationConfig& config, const DynamicMig& dynamic = {}, const MigHolder& holder = {});
+                       const AllocationConfig& config, const DynamicMig& dynamic = {}, const MigHolder& holder = {},
+                       const std::vector<MpsGpuRecord>& mps = {});
 
 // Whether a request may be served by MIG at all: mig-profile, or a share (with mig-serves-fractions)
 // without compute-mode or priority, which only the time-slicing arbiter honours (a MIG device owns
@@ -73,7 +79,8 @@ bool reaches_mig(const Request& request);
 // (20.3 GiB free), GPU 1 9.9 GiB free (needs 19.8 GiB)".
 Result<std::vector<Grant>> allocate_gpus(const Request& request, const Inventory& inventory,
                                          const std::vector<LedgerEntry>& live, const AllocationConfig& config,
-                                         const DynamicMig& dynamic = {}, const MigHolder& holder = {});
+                                         const DynamicMig& dynamic = {}, const MigHolder& holder = {},
+                                         const std::vector<MpsGpuRecord>& mps = {});
 
 // True when creating a MIG instance could serve the request: a mig-profile request, or a share
 // with mig-serves-fractions, that may use (pin included) a GPU in MIG mode that is dynamic.

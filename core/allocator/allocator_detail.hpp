@@ -24,6 +24,7 @@ struct ShareFit {
   std::uint32_t compute = 0;       // ppm of the GPU's time the request books here (0: none)
   std::uint32_t compute_free = 0;  // ppm not booked yet
   std::string why_not;             // set when the GPU is unusable for a reason other than free memory or time
+  bool sm_mode = false;            // the GPU is in MPS mode (SM shares: docs/architecture.md "SM sharing")
   bool memory_fits() const { return whole || bytes <= free; }
   bool compute_fits() const { return compute <= compute_free; }
 };
@@ -49,6 +50,12 @@ Result<> check_compute_intent(const Request& r, const AllocationConfig& cfg);
 // The one-line refusal when no GPU fits: by memory as before compute shares where memory is short,
 // by the GPU's time where only that is, both named where GPUs differ.
 std::string share_refusal(const Request& r, const std::vector<ShareFit>& fits, bool pinned);
+// What keeps g from an SM share (or a time share from g in MPS mode), "" when nothing does
+// (allocator_sm.cpp): "GPU 0 is time-sliced (2 shares)", "GPU 1 is in SM mode (MPS, 1 SM share)".
+std::string sm_why_not(const Gpu& g, const Request& r, const DeviceLoad& d, const AllocationConfig& cfg);
+// The one-line refusal of an SM share: what each GPU is ("GPU 1 is in SM mode with 20 % of its SMs
+// free", "GPU 0 is time-sliced (1 share)", memory as for any share).
+std::string sm_refusal(const Request& r, const std::vector<ShareFit>& fits, bool pinned);
 
 // What the MIG choices read besides the request: the bookings, the dynamic GPUs, who asks.
 struct MigContext {

@@ -118,16 +118,17 @@ std::string multi_reason(const Request& r, const std::vector<const ShareFit*>& c
 }  // namespace
 
 Result<std::vector<Grant>> allocate_gpus(const Request& r, const Inventory& inv, const std::vector<LedgerEntry>& live,
-                                         const AllocationConfig& cfg, const DynamicMig& dyn, const MigHolder& holder) {
+                                         const AllocationConfig& cfg, const DynamicMig& dyn, const MigHolder& holder,
+                                         const std::vector<MpsGpuRecord>& mps) {
   if (!r.multi_gpu()) {
-    auto g = allocate(r, inv, live, cfg, dyn, holder);
+    auto g = allocate(r, inv, live, cfg, dyn, holder, mps);
     if (!g) return std::unexpected(g.error());
     return std::vector<Grant>{std::move(*g)};
   }
   auto gpus = multi_candidates(r, inv);
   if (!gpus) return std::unexpected(gpus.error());
   if (auto ok = check_compute_intent(r, cfg); !ok) return std::unexpected(ok.error());
-  const Load load = compute_load(inv, live);
+  const Load load = compute_load(inv, live, mps);
   const Request one = per_gpu(r);
   std::vector<ShareFit> fits;
   for (const Gpu* g : *gpus) fits.push_back(evaluate_share(*g, one, load.of(g->uuid), cfg));

@@ -28,8 +28,16 @@ Load compute_load(const Inventory& inv, const std::vector<LedgerEntry>& entries)
     d.reserved = saturating_add(d.reserved, e.bytes);
     d.compute += e.compute_ppm;  // at most 65536 entries of at most 10^6 each: no overflow
     d.entries.push_back(&e);
+    if (is_sm_share(e.compute_ppm, e.compute_mode)) ++d.sm_shares;
     if (e.exclusive && d.exclusive == nullptr) d.exclusive = &e;
   }
+  return load;
+}
+
+Load compute_load(const Inventory& inv, const std::vector<LedgerEntry>& entries, const std::vector<MpsGpuRecord>& mps) {
+  Load load = compute_load(inv, entries);
+  for (const auto& r : mps)
+    if (inv.gpu_by_uuid(r.gpu_uuid) != nullptr) load.by_device[r.gpu_uuid].mps_record = true;
   return load;
 }
 

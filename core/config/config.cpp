@@ -220,6 +220,7 @@ Result<> parse_requests(const Located& n, RequestsConfig& out) {
 // Declared here, defined in config_sections.cpp (CDI, shim, hook and runtime sections).
 Result<> parse_cdi_section(const Located& n, CdiConfig& out);
 Result<> parse_paths_section(const Located& root, Config& out);
+Result<> parse_compute_section(const Located& n, SmSharingConfig& out);  // config_compute.cpp
 
 namespace {
 
@@ -230,6 +231,8 @@ Result<> parse_sections(const Located& root, Config& c) {
     if (auto r = parse_allocation(root.child("allocation"), c.allocation); !r) return r;
   if (root.node["mig"])
     if (auto r = parse_mig(root.child("mig"), c.mig); !r) return r;
+  if (root.node["compute"])
+    if (auto r = parse_compute_section(root.child("compute"), c.allocation.sm_sharing); !r) return r;
   if (root.node["log"])
     if (auto r = parse_log(root.child("log"), c.log); !r) return r;
   if (root.node["driver"])
@@ -269,7 +272,7 @@ Result<Config> load_config_string(const std::string& content, const std::string&
           *root, {"state-dir", "host-root",        "proc-root",    "cgroup-root", "nvml",   "allocation",
                   "aliases",   "require-host-pid", "lock-timeout", "mig",         "shim",   "hook",
                   "cli",       "runtimes",         "log",          "cdi",         "driver", "enforcement",
-                  "burst",     "requests"});
+                  "burst",     "requests",         "compute"});
       !r)
     return std::unexpected(r.error());
   Config c = default_config();

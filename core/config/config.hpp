@@ -37,6 +37,18 @@ struct NvmlConfig {
   std::string library = "libnvidia-ml.so.1";
 };
 
+// compute.sm-sharing (docs/architecture.md "SM sharing"): which GPUs may be switched to MPS for SM
+// shares when no booking is on them. off: none; on_demand: every GPU; listed: the GPUs in `gpus`
+// (indices "0" or UUIDs "GPU-...").
+enum class SmSharing { off, on_demand, listed };
+struct SmSharingConfig {
+  SmSharing mode = SmSharing::on_demand;
+  std::vector<std::string> gpus;  // listed only
+  // compute.mps-idle-timeout: seconds a GPU's MPS daemon is kept once its last SM share is gone.
+  std::uint32_t idle_timeout_s = 600;
+  bool may_switch(std::uint32_t index, const std::string& uuid) const;
+};
+
 struct AllocationConfig {
   Policy policy = Policy::binpack;
   double overcommit = 1.0;                // memory promised per GPU may reach total * overcommit
@@ -44,6 +56,7 @@ struct AllocationConfig {
   bool mig_serves_fractions = false;      // fraction/memory requests may take an idle MIG instance
   std::uint32_t pending_timeout_s = 120;  // a booking with no container pid yet is reclaimed after this
   ComputeManagement compute = ComputeManagement::managed;  // the default compute share of a share
+  SmSharingConfig sm_sharing;  // from the config's compute: section (SM shares on GPUs in MPS mode)
 };
 
 struct MigConfig {
@@ -68,6 +81,7 @@ struct CdiConfig {
   std::vector<std::string> spec_dirs = {"/etc/cdi", "/var/run/cdi"};
   std::vector<Ppm> fractions = {125000, 250000, 375000, 500000, 625000, 750000, 875000};
   std::vector<std::uint64_t> memory_shares;  // bytes; optional memory-sized share devices
+  std::vector<std::uint32_t> sm_shares;      // percents; optional SM-share devices <gpu>-sm<percent>
 };
 
 // Burstable memory (docs/architecture.md "Burstable memory"): what happens when a share within its
@@ -142,5 +156,6 @@ const char* to_string(ComputeManagement c);
 const char* to_string(Enforcement e);
 const char* to_string(BurstReclaim r);
 const char* to_string(UnknownNames u);
+const char* to_string(SmSharing s);
 
 }  // namespace gpufrac

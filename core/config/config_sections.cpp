@@ -2,6 +2,7 @@
 #include "core/config/config.hpp"
 #include "core/config/yaml_util.hpp"
 #include "core/fs.hpp"
+#include "core/request/compute_share.hpp"
 
 namespace gpufrac {
 
@@ -54,7 +55,7 @@ Result<> parse_paths_section(const Located& root, Config& c) {
 }
 
 Result<> parse_cdi_section(const Located& n, CdiConfig& out) {
-  if (auto r = yaml::check_keys(n, {"output", "spec-dirs", "fractions", "memory-shares"}); !r) return r;
+  if (auto r = yaml::check_keys(n, {"output", "spec-dirs", "fractions", "memory-shares", "sm-shares"}); !r) return r;
   if (n.node["output"]) {
     auto v = absolute_path(n.child("output"));
     if (!v) return std::unexpected(v.error());
@@ -83,6 +84,17 @@ Result<> parse_cdi_section(const Located& n, CdiConfig& out) {
       auto m = parse_memory((*list)[i]);
       if (!m) return n.child("memory-shares").item(i).fail(m.error().message);
       out.memory_shares.push_back(*m);
+    }
+  }
+  if (n.node["sm-shares"]) {  // SM-share devices <gpu>-sm<percent> (docs/architecture.md "SM sharing")
+    auto list = yaml::as_string_list(n.child("sm-shares"));
+    if (!list) return std::unexpected(list.error());
+    out.sm_shares.clear();
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      auto ppm = parse_compute_percent((*list)[i]);
+      if (!ppm)
+        return n.child("sm-shares").item(i).fail("is not a percent of the SMs; use an integer 1 to 100, e.g. 30");
+      out.sm_shares.push_back(*ppm / kPpmPerPercent);
     }
   }
   return {};

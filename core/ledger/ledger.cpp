@@ -9,6 +9,7 @@
 #include "core/ledger/ledger_file.hpp"
 #include "core/ledger/ledger_limits.hpp"
 #include "core/ledger/ledger_mig.hpp"
+#include "core/ledger/ledger_mps.hpp"
 #include "core/mig/mig_fit.hpp"
 #include "core/process.hpp"
 #include "core/text.hpp"
@@ -109,6 +110,7 @@ std::vector<Reclaimed> Ledger::reclaim(LedgerState& state, bool processes) const
   for (const auto& r : out) gone.push_back(r.entry);
   record_idle(state, gone, options_.mig, t);
   record_limits_to_clear(state, gone, t);
+  record_mps_idle(state, gone, t);
   return out;
 }
 
@@ -210,6 +212,7 @@ Result<std::vector<LedgerEntry>> Ledger::remove_if(const std::string& id,
   });
   record_idle(tx->state, removed, options_.mig, now());
   record_limits_to_clear(tx->state, removed, now());
+  record_mps_idle(tx->state, removed, now());
   if (!removed.empty())
     if (auto r = save_ledger_file(options_.path, tx->state); !r) return std::unexpected(r.error());
   return removed;

@@ -5,6 +5,7 @@
 #include "core/allocator/allocator.hpp"
 #include "core/fault.hpp"
 #include "core/ledger/ledger_mig.hpp"
+#include "core/ledger/ledger_mps.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac::ledger_detail {
@@ -53,6 +54,24 @@ Result<Booking> existing(const std::vector<LedgerEntry*>& mine, const ReserveArg
   return b;
 }
 
+// An SM share is its holder's only GPU booking: its processes are clients of that GPU's MPS server,
+// which shows them that GPU alone (docs/architecture.md "SM sharing").
+Result<> check_sm_alone(const LedgerState& s, const ReserveArgs& a) {
+  const bool claim = a.source == BookingSource::dra;
+  const bool sm = a.request.compute_mode == ComputeMode::sm;
+  for (const auto& e : s.entries) {
+    if (e.claim_owned() != claim || e.container_id != a.container_id || e.instance != a.instance) continue;
+    const bool other_sm = is_sm_share(e.compute_ppm, e.compute_mode);
+    if (sm || other_sm)
+      return user_error(text::cat(claim ? "claim " : "container ", a.container_id, " holds ",
+                                  other_sm ? "an SM share of GPU " : "a booking of GPU ", e.gpu_index, " (", e.request,
+                                  "); an SM share must be its only GPU (a process is the client of one GPU's MPS "
+                                  "server), so ",
+                                  a.request.describe(), " is refused"));
+  }
+  return {};
+}
+
 }  // namespace
 
 LedgerEntry entry_for(const ReserveArgs& a, const std::string& device_key, const Grant& g, std::uint64_t pid_start,
@@ -72,7 +91,9 @@ MigHolder holder_of(const ReserveArgs& a) {
 Result<Booking> book(LedgerState& state, const ReserveArgs& a, std::uint64_t start, const Inventory& inv,
                      const AllocationConfig& cfg, const MigConfig& mig, std::int64_t now, bool& changed) {
   if (auto mine = booked_under(state, a); !mine.empty()) return existing(mine, a, start, changed);
-  auto grants = allocate_gpus(a.request, inv, state.entries, cfg, DynamicMig{&mig, &state.mig_idle}, holder_of(a));
+  if (auto r = check_sm_alone(state, a); !r) return std::unexpected(r.error());
+  auto grants =
+      allocate_gpus(a.request, inv, state.entries, cfg, DynamicMig{&mig, &state.mig_idle}, holder_of(a), state.mps);
   if (!grants) return std::unexpected(grants.error());
   std::vector<std::string> keys;
   for (std::size_t k = 0; k < grants->size(); ++k) {
@@ -84,6 +105,7 @@ Result<Booking> book(LedgerState& state, const ReserveArgs& a, std::uint64_t sta
     state.entries.push_back(entry_for(a, keys[k], (*grants)[k], start, now));
     if (k == 0 && grants->size() > 1) fault::point("ledger-between-gpus");
   }
+  record_mps_gpus(state, *grants, now);
   changed = true;
   Booking b;
   b.grant = grants->front();

@@ -177,6 +177,14 @@ LimitToClear scan_limit_to_clear(Scanner& sc) {
   return r;
 }
 
+MpsGpuRecord scan_mps(Scanner& sc) {
+  MpsGpuRecord r;
+  r.gpu_uuid = sc.str("gpu", ledger_max::kUuid, true);
+  r.since = static_cast<std::int64_t>(sc.u64("since", kI64));
+  sc.lit("}");
+  return r;
+}
+
 MigIdleRecord scan_idle(Scanner& sc) {
   MigIdleRecord r;
   r.uuid = sc.str("uuid", ledger_max::kUuid, true);
@@ -240,6 +248,13 @@ bool unique_and_valid(const LedgerState& s) {
   if (std::adjacent_find(idle.begin(), idle.end()) != idle.end()) return false;
   for (const auto& r : s.limits_to_clear)
     if (limit_to_clear_problem(r)) return false;
+  std::vector<std::string_view> mps;
+  for (const auto& r : s.mps) {
+    if (!r.gpu_uuid.starts_with("GPU-")) return false;
+    mps.push_back(r.gpu_uuid);
+  }
+  std::sort(mps.begin(), mps.end());
+  if (std::adjacent_find(mps.begin(), mps.end()) != mps.end()) return false;
   return !duplicate_limits_to_clear(s.limits_to_clear);
 }
 
@@ -264,6 +279,10 @@ std::optional<LedgerState> scan_canonical_ledger(std::string_view text) {
   if (version >= kLedgerVersionDriverLimits) {
     sc.key_of("limits_to_clear", false);
     state.limits_to_clear = scan_list<LimitToClear>(sc, scan_limit_to_clear);
+  }
+  if (version >= kLedgerVersionSm) {
+    sc.key_of("mps", false);
+    state.mps = scan_list<MpsGpuRecord>(sc, scan_mps);
   }
   sc.lit("}\n");
   // The grammar is the writer's: keys in its order, no spaces, numbers without leading zeros,

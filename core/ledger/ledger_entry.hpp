@@ -91,17 +91,31 @@ struct LimitToClear {
   bool operator==(const LimitToClear&) const = default;
 };
 
+// A GPU in MPS mode (docs/architecture.md "SM sharing"): SM shares go only there (or on an empty GPU
+// that may switch), time shares never. Recorded in the transaction that books the first SM share of
+// the GPU, before its MPS daemon starts; removed (by gc or the next provisioner) once the daemon is
+// stopped and the compute mode restored. `since`: when the GPU last had no SM share (its creation,
+// then each release of its last one); the daemon goes once that is idle-timeout ago.
+struct MpsGpuRecord {
+  std::string gpu_uuid;  // GPU-<uuid>
+  std::int64_t since = 0;
+  bool operator==(const MpsGpuRecord&) const = default;
+};
+
 // The ledger file's content. Version 1 holds bookings only; version 2 adds the idle records of
 // dynamic MIG instances (top-level "mig_idle"); version 3 claim bookings; version 4 compute shares
 // (an entry's "compute", "compute_mode", "priority"); version 5 driver limits (an entry's
 // "driver_limit" and the top-level "limits_to_clear"); version 6 burstable memory (an entry's "limit"
-// and "wait_ms"). The writer writes the lowest version that
-// holds the content (docs/architecture.md "The ledger and a booking's life").
+// and "wait_ms"); version 7 SM shares (compute_mode "sm") and the GPUs in MPS mode (top-level
+// "mps"). The writer writes the lowest version that holds the content (docs/architecture.md "The
+// ledger and a booking's life").
 struct LedgerState {
   std::vector<LedgerEntry> entries;
   std::vector<MigIdleRecord> mig_idle;  // by uuid, at most one record per instance
   // At most one per (GPU, cgroup).
   std::vector<LimitToClear> limits_to_clear;
+  // Version 7: the GPUs in MPS mode (top-level "mps"), by GPU uuid, at most one record each.
+  std::vector<MpsGpuRecord> mps;
   bool operator==(const LedgerState&) const = default;
 };
 

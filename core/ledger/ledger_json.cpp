@@ -89,7 +89,7 @@ void read_compute(Reader& r, LedgerEntry& e) {
   e.compute_ppm = static_cast<std::uint32_t>(r.u64("compute", kWholeGpuComputePpm));
   r.check(e.compute_ppm != 0, "compute", text::cat("must be an integer 1-", kWholeGpuComputePpm));
   const auto mode = compute_mode_from(r.str("compute_mode", ledger_max::kSource));
-  r.check(mode.has_value(), "compute_mode", "must be fair or strict");
+  r.check(mode.has_value(), "compute_mode", "must be fair, strict or sm");
   const auto priority = compute_priority_from(r.str("priority", ledger_max::kSource));
   r.check(priority.has_value(), "priority", "must be normal or high");
   e.compute_mode = mode.value_or(ComputeMode::fair);
@@ -159,6 +159,8 @@ std::optional<std::pair<std::string_view, std::string_view>> entry_value_problem
   if (e.limit_bytes != 0 && e.limit_bytes <= e.bytes) return P{"limit", "must be above bytes"};
   if (e.limit_bytes != 0 && (e.exclusive || e.mig)) return P{"limit", "is set only on a share of a GPU"};
   if (e.wait_ms > kMaxLedgerWaitMs) return P{"wait_ms", "must be an integer 1-3600000"};
+  if (is_sm_share(e.compute_ppm, e.compute_mode) && e.priority != ComputePriority::normal)
+    return P{"priority", "must be normal on an SM share"};
   return std::nullopt;
 }
 
@@ -193,13 +195,35 @@ Result<std::vector<MigIdleRecord>> read_idle_records(const json& doc, const std:
   return out;
 }
 
+Result<std::vector<MpsGpuRecord>> read_mps_records(const json& doc, const std::string& name) {
+  const json& list = doc.at("mps");
+  if (!list.is_array() || list.size() > kMaxLedgerEntries)
+    return internal_error(text::cat(name, ": mps must be an array of at most ", kMaxLedgerEntries));
+  std::vector<MpsGpuRecord> out;
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string path = text::cat("mps[", i, "]");
+    const json& obj = list[i];
+    if (!obj.is_object() || obj.size() != 2 || !obj.contains("gpu") || !obj.contains("since"))
+      return internal_error(text::cat(name, ": ", path, ": must be {gpu, since}"));
+    Reader r(obj, path);
+    MpsGpuRecord rec{r.str("gpu", ledger_max::kUuid), static_cast<std::int64_t>(r.u64("since", INT64_MAX))};
+    r.check(rec.gpu_uuid.starts_with("GPU-"), "gpu", "must start with GPU-");
+    if (r.error()) return internal_error(name + ": " + *r.error());
+    if (!seen.insert(rec.gpu_uuid).second)
+      return internal_error(text::cat(name, ": ", path, ": a second record of ", rec.gpu_uuid));
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
 // {version, entries} and the keys of ledger_top_level_keys(version).
 Result<int> read_version(const json& doc, const std::string& name) {
   if (!doc.is_object() || !doc.contains("version") || !doc.contains("entries"))
     return internal_error(name + ": not a gpufrac ledger; expected {\"version\": 1, \"entries\": [...]}");
   const json& v = doc.at("version");
   if (!v.is_number_unsigned() || v.get<std::uint64_t>() < kLedgerVersion || v.get<std::uint64_t>() > kLedgerVersionMax)
-    return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not 1, 2, 3, 4, 5 or ",
+    return internal_error(text::cat(name, ": ledger version ", text::quote(v.dump()), " is not 1 to ",
                                     kLedgerVersionMax, "; it was written by another gpufrac version"));
   const int version = static_cast<int>(v.get<std::uint64_t>());
   const auto keys = ledger_top_level_keys(version);
@@ -227,6 +251,8 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
       return internal_error(text::cat(name, ": entries[", i, "]: a dra booking in a version ", *version, " ledger"));
     if (e->compute_ppm != 0 && *version < kLedgerVersionCompute)
       return internal_error(text::cat(name, ": entries[", i, "]: a compute share in a version ", *version, " ledger"));
+    if (is_sm_share(e->compute_ppm, e->compute_mode) && *version < kLedgerVersionSm)
+      return internal_error(text::cat(name, ": entries[", i, "]: an SM share in a version ", *version, " ledger"));
     if (e->driver_limit && *version < kLedgerVersionDriverLimits)
       return internal_error(text::cat(name, ": entries[", i, "]: a driver limit in a version ", *version, " ledger"));
     if ((e->limit_bytes != 0 || e->wait_ms != 0) && *version < kLedgerVersionBurst)
@@ -246,6 +272,11 @@ Result<LedgerState> read_state(const json& doc, const std::string& name) {
     auto limits = read_limits_to_clear(doc, name);
     if (!limits) return std::unexpected(limits.error());
     state.limits_to_clear = std::move(*limits);
+  }
+  if (*version >= kLedgerVersionSm) {
+    auto mps = read_mps_records(doc, name);
+    if (!mps) return std::unexpected(mps.error());
+    state.mps = std::move(*mps);
   }
   return state;
 }
@@ -278,6 +309,10 @@ json entry_to_json(const LedgerEntry& e) {
   if (e.limit_bytes != 0) j["limit"] = e.limit_bytes;
   if (e.wait_ms != 0) j["wait_ms"] = e.wait_ms;
   return j;
+}
+
+json mps_record_to_json(const MpsGpuRecord& r) {
+  return json{{"gpu", r.gpu_uuid}, {"since", r.since}};
 }
 
 json idle_record_to_json(const MigIdleRecord& r) {

@@ -109,7 +109,14 @@ void append_idle_record(std::string& out, const MigIdleRecord& r) {
   out += '}';
 }
 
+void append_mps_record(std::string& out, const MpsGpuRecord& r) {
+  using namespace std::string_view_literals;
+  string_field(out, R"({"gpu":)"sv, r.gpu_uuid);
+  text::append_to(out, R"(,"since":)"sv, r.since, '}');
+}
+
 std::vector<std::string_view> ledger_top_level_keys(int version) {
+  if (version >= kLedgerVersionSm) return {"mig_idle", "limits_to_clear", "mps"};
   if (version >= kLedgerVersionDriverLimits) return {"mig_idle", "limits_to_clear"};
   if (version >= kLedgerVersionMigIdle) return {"mig_idle"};
   return {};
@@ -117,6 +124,8 @@ std::vector<std::string_view> ledger_top_level_keys(int version) {
 
 int ledger_version_for(const LedgerState& state) {
   const auto& entries = state.entries;
+  const auto sm = [](const LedgerEntry& e) { return is_sm_share(e.compute_ppm, e.compute_mode); };
+  if (!state.mps.empty() || std::any_of(entries.begin(), entries.end(), sm)) return kLedgerVersionSm;
   if (std::any_of(entries.begin(), entries.end(), [](const LedgerEntry& e) { return e.limit_bytes || e.wait_ms; }))
     return kLedgerVersionBurst;
   const auto limited = [](const LedgerEntry& e) { return e.driver_limit.has_value(); };
@@ -151,6 +160,13 @@ std::string ledger_to_json(const LedgerState& state) {
     for (std::size_t i = 0; i < state.limits_to_clear.size(); ++i) {
       out += i == 0 ? "\n" : ",\n";
       append_limit_to_clear(out, state.limits_to_clear[i]);
+    }
+  }
+  if (version >= kLedgerVersionSm) {
+    out += "\n],\"mps\":[";
+    for (std::size_t i = 0; i < state.mps.size(); ++i) {
+      out += i == 0 ? "\n" : ",\n";
+      append_mps_record(out, state.mps[i]);
     }
   }
   out += "\n]}\n";

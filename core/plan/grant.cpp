@@ -3,7 +3,7 @@
 namespace gpufrac {
 
 const char* to_string(ComputeMode m) {
-  return m == ComputeMode::strict ? "strict" : "fair";
+  return m == ComputeMode::strict ? "strict" : m == ComputeMode::sm ? "sm" : "fair";
 }
 
 const char* to_string(ComputePriority p) {

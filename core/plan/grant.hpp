@@ -19,8 +19,10 @@ struct MigRef {
 // A compute share (docs/architecture.md "Compute share"): how the GPU's time is shared.
 // fair: work-conserving (idle time goes to the busy in proportion to their weights); strict: never
 // more than the share. high priority: batch work stops being admitted at its next kernel boundary
-// while it has work (it is still charged).
-enum class ComputeMode { fair, strict };
+// while it has work (it is still charged). sm: not a time share but an SM share (docs/architecture.md
+// "SM sharing"): the container is an MPS client capped at compute_ppm of the GPU's SMs, its kernels
+// running at once with the other SM shares of a GPU in MPS mode; no arbiter, no time-slicing.
+enum class ComputeMode { fair, strict, sm };
 enum class ComputePriority { normal, high };
 const char* to_string(ComputeMode m);
 const char* to_string(ComputePriority p);
@@ -52,5 +54,14 @@ struct Grant {
   std::uint64_t limit() const { return limit_bytes != 0 ? limit_bytes : bytes; }
   bool operator==(const Grant&) const = default;
 };
+
+// An SM share (ComputeMode::sm, compute_ppm = its percent of the SMs) takes no arbiter slot and no
+// "compute" line; a time share (fair or strict) does.
+inline bool is_sm_share(std::uint32_t compute_ppm, ComputeMode mode) {
+  return compute_ppm != 0 && mode == ComputeMode::sm;
+}
+inline bool is_time_share(std::uint32_t compute_ppm, ComputeMode mode) {
+  return compute_ppm != 0 && mode != ComputeMode::sm;
+}
 
 }  // namespace gpufrac

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/fs.hpp"
+#include "core/plan/plan_mps.hpp"
 #include "core/text.hpp"
 #include "gpufrac/arbiter_abi.h"
 #include "gpufrac/limits_abi.h"
@@ -76,7 +77,7 @@ std::string compute_arbiter_path(const Config& cfg, const std::string& device_uu
 std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, const Config& cfg) {
   std::vector<EditMount> out;
   for (const auto& g : grants) {
-    if (g.compute_ppm == 0) continue;
+    if (!is_time_share(g.compute_ppm, g.compute_mode)) continue;  // an SM share has no arbiter
     EditMount m{compute_arbiter_path(cfg, g.device_uuid),
                 std::string(GPUFRAC_CONTAINER_COMPUTE) + "/" + g.device_uuid,
                 "bind",
@@ -93,6 +94,8 @@ std::vector<EditMount> plan_gpufrac_dir(const Config& cfg, const ContainerFiles&
   out.insert(out.end(), state.begin(), state.begin() + 2);  // limits and usage
   auto compute = plan_compute_mounts(grants, cfg);
   out.insert(out.end(), compute.begin(), compute.end());
+  auto mps = plan_mps_mounts(grants, cfg);
+  out.insert(out.end(), mps.begin(), mps.end());
   return out;
 }
 
@@ -144,12 +147,16 @@ Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inven
   Edits e;
   e.env = plan_env(grants);
   e.env.push_back(plan_nvidia_visible_devices(grants, with_driver));
+  auto mps_env = plan_mps_env(grants);
+  e.env.insert(e.env.end(), mps_env.begin(), mps_env.end());
   e.device_nodes = std::move(*nodes);
   e.mounts = plan_shim_mounts(cfg);
   auto state = plan_state_mounts(container_files(cfg, container_key));
   e.mounts.insert(e.mounts.end(), state.begin(), state.end());
   auto compute = plan_compute_mounts(grants, cfg);
   e.mounts.insert(e.mounts.end(), compute.begin(), compute.end());
+  auto mps = plan_mps_mounts(grants, cfg);
+  e.mounts.insert(e.mounts.end(), mps.begin(), mps.end());
   if (!with_driver) return e;
   auto driver = plan_driver_mounts(inv.driver);
   e.mounts.insert(e.mounts.end(), driver.begin(), driver.end());
@@ -161,8 +168,9 @@ Result<Edits> plan_spec_edits(const std::vector<Grant>& grants, const Inventory&
   auto e = plan_container_edits(grants, inv, cfg, container_key, with_driver);
   if (!e) return e;
   const std::string dir = GPUFRAC_CONTAINER_DIR;
-  std::erase_if(e->mounts,
-                [&](const EditMount& m) { return m.container_path == dir || m.container_path.starts_with(dir + "/"); });
+  std::erase_if(e->mounts, [&](const EditMount& m) {
+    return m.container_path == dir || m.container_path.starts_with(dir + "/") || is_mps_mount(m, cfg);
+  });
   return e;
 }
 

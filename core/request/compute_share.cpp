@@ -18,6 +18,7 @@ Result<std::uint32_t> parse_compute_percent(std::string_view text) {
 std::optional<ComputeMode> compute_mode_from(std::string_view text) {
   if (text == "fair") return ComputeMode::fair;
   if (text == "strict") return ComputeMode::strict;
+  if (text == "sm") return ComputeMode::sm;
   return std::nullopt;
 }
 

@@ -13,14 +13,14 @@
 namespace gpufrac {
 
 inline constexpr const char* kComputeForm = "an integer percent of the GPU's time from 1 to 100, e.g. 30";
-inline constexpr const char* kComputeModeForm = "fair or strict";
+inline constexpr const char* kComputeModeForm = "fair, strict or sm";
 inline constexpr const char* kPriorityForm = "normal or high";
 inline constexpr std::uint32_t kPpmPerPercent = 10'000;
 
 // "30" -> 300'000 ppm: digits only (no sign, point, space or leading zero), 1 to 100. The message
 // names the form only; callers prefix the key ("gpufrac.io/compute: ...").
 Result<std::uint32_t> parse_compute_percent(std::string_view text);
-// "fair" | "strict", "normal" | "high": the words the limit file and the ledger use.
+// "fair" | "strict" | "sm", "normal" | "high": the words the limit file and the ledger use.
 std::optional<ComputeMode> compute_mode_from(std::string_view text);
 std::optional<ComputePriority> compute_priority_from(std::string_view text);
 

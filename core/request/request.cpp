@@ -144,6 +144,28 @@ std::string lower(std::string_view s) {
   return out;
 }
 
+// compute-mode sm (docs/architecture.md "SM sharing"): an MPS client capped at gpufrac.io/compute
+// percent of the SMs. It needs that percent; MPS has no preemption for a high priority; a process is
+// the client of one GPU's MPS server, so it spans one GPU.
+Result<> check_sm_share(const Request& r, const KeyNames& names) {
+  if (r.compute_mode != ComputeMode::sm) return {};
+  const std::string_view mode = shown(names, kComputeMode);
+  if (!r.compute_ppm)
+    return refuse(mode, text::cat("sm needs ", names.empty() ? kCompute : "GPUFRAC_COMPUTE",
+                                  ", the percent of the GPU's SMs the container's kernels may use; add it, e.g. ",
+                                  names.empty() ? "gpufrac.io/compute: \"30\"" : "GPUFRAC_COMPUTE=30"));
+  if (r.priority == ComputePriority::high)
+    return refuse(shown(names, kPriority),
+                  text::cat("high does not apply to ", mode,
+                            " sm (MPS runs every client's kernels at once and cannot preempt one client for "
+                            "another); use normal or leave it out"));
+  if (r.multi_gpu())
+    return refuse(shown(names, kGpus),
+                  text::cat("does not apply to ", mode,
+                            " sm (a process is the client of one GPU's MPS server); use one GPU per container"));
+  return {};
+}
+
 // A request without a sizing key: compute alone is a share of that size (compute=30 is
 // fraction=0.3), gpus alone whole GPUs; anything else (gpu, policy, compute-mode, priority) lacks a
 // size. `first` names the first key present.
@@ -154,6 +176,11 @@ Result<Request> size_by_compute(const Annotations& a, const KeyNames& names, std
     r.fraction = kWholeGpuPpm;
     r.sized_by_gpus = true;
     return r;
+  }
+  if (it == a.end() && a.contains(kComputeMode) && a.at(kComputeMode) == "sm") {
+    Request sm;  // compute-mode sm without compute: the SM share's own message (check_sm_share)
+    sm.compute_mode = ComputeMode::sm;
+    if (auto r = check_sm_share(sm, names); !r) return std::unexpected(r.error());
   }
   if (it == a.end())
     return refuse(first, text::cat("is set without a size; add ", names.empty() ? kShareKeys : kEnvShareKeys));
@@ -348,6 +375,7 @@ Result<std::optional<Request>> parse_request(const Annotations& a, bool aliases,
   if (auto r = apply_compute(*request, a, names); !r) return std::unexpected(r.error());
   if (auto r = apply_gpus(*request, a, names); !r) return std::unexpected(r.error());
   if (auto r = apply_burst(*request, a, aliases, names, size_key); !r) return std::unexpected(r.error());
+  if (auto r = check_sm_share(*request, names); !r) return std::unexpected(r.error());
   if (auto it = a.find(kPolicy); it != a.end()) {
     auto policy = parse_policy(shown(names, kPolicy), it->second);
     if (!policy) return std::unexpected(policy.error());

@@ -14,6 +14,8 @@
  *                                               what is booked, its request; after its device)
  *        wait <uuid> <milliseconds>            (on-limit: wait: how long an allocation past the
  *                                               limit, or that finds no room, waits; after its device)
+ *        mps <uuid> <percent of the SMs>                           (an SM share: the container is an
+ *                                                                   MPS client of that GPU's server)
  *     version and region are required; unknown keys are ignored (informational additions need no
  *     new version). Device line i is device i of the region: used[i], limit[i], uuid[i]. A device
  *     absent from the file is unlimited. The shim matches a CUDA device (cuDeviceGetUuid_v2) or an
@@ -116,6 +118,9 @@ extern "C" {
 #define GPUFRAC_CONTAINER_LIMITS "/run/gpufrac/limits"
 #define GPUFRAC_CONTAINER_USAGE "/run/gpufrac/usage"
 #define GPUFRAC_LIMITS_ENV "GPUFRAC_LIMITS_FILE"
+/* An SM share's MPS pipe directory in the container (docs/architecture.md "SM sharing"): the host's
+ * <state-dir>/mps/<GPU uuid>/pipe, bound read-write; the server's shm directory is bound at /dev/shm. */
+#define GPUFRAC_CONTAINER_MPS_PIPE "/run/gpufrac/mps/pipe"
 
 /* Slot owner word: pid in bits 63..40, process start time (clock ticks since boot, field 22 of
  * /proc/<pid>/stat) in bits 39..2, state in bits 1..0. 0 means free. */

@@ -34,6 +34,7 @@ std::string render_limit_file(const LimitFile& file) {
     out += "device " + one_line(d.uuid) + " " + std::to_string(d.bytes) + "\n";
     if (d.request != 0) out += "burst " + one_line(d.uuid) + " " + std::to_string(d.request) + "\n";
     if (d.wait_ms != 0) out += "wait " + one_line(d.uuid) + " " + std::to_string(d.wait_ms) + "\n";
+    if (d.sm_ppm != 0) out += "mps " + one_line(d.uuid) + " " + std::to_string(d.sm_ppm / 10'000) + "\n";
     if (d.compute_ppm == 0) continue;
     out += "compute " + one_line(d.uuid) + " " + std::to_string(d.compute_ppm) + " " + to_string(d.compute_mode) + " " +
            to_string(d.priority) + "\n";

@@ -27,6 +27,10 @@ struct DeviceLimit {
   // is then the limit above it), and gpufrac.io/on-limit: wait (a "wait <uuid> <ms>" line).
   std::uint64_t request = 0;
   std::uint32_t wait_ms = 0;
+  // An SM share (docs/architecture.md "SM sharing"): an "mps <uuid> <percent>" line after the device
+  // line, the percent of the SMs the container's MPS clients may use (the shim's process setup
+  // reads it; the shim's grammar ignores it otherwise). 0 = none. Not parsed back.
+  std::uint32_t sm_ppm = 0;
   bool operator==(const DeviceLimit&) const = default;
 };
 

@@ -96,6 +96,7 @@ JSON_RUNS=(
   "ledger attach --json --container web --pid $SLEEPER --config $CFG"
   "mig provision --json --container batch --annotation gpufrac.io/mig-profile=1g.10gb --pid $SLEEPER --config $CFG"
   "mig plan --json --annotation gpufrac.io/mig-profile=2g.20gb --config $E2E_TMP/dynamic.yaml"
+  "mps provision --json --container sm --annotation gpufrac.io/fraction=0.25 --pid $SLEEPER --config $R615"
   "gc --dry-run --json --config $CFG"
   "gc --json --config $CFG"
   "ledger release --json --container web --config $CFG"

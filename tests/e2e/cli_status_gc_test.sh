@@ -58,9 +58,9 @@ run "$GPUFRAC" ledger reserve --container x --annotation gpufrac.io/fraction=abc
 assert_eq "$RC:$OUT" '1:gpufrac: gpufrac.io/fraction: "abc" is not a fraction; use a decimal 0 < f <= 1 with at most 6 decimals, e.g. 0.25' "bad annotation"
 run "$GPUFRAC" ledger reserve --container ../x --annotation gpufrac.io/fraction=0.5
 assert_eq "$RC" 1 "bad container id"
-echo '{"version": 7, "entries": []}' >"$LEDGER"
+echo '{"version": 8, "entries": []}' >"$LEDGER"
 run "$GPUFRAC" status
-assert_eq "$RC:$OUT" "2:gpufrac: $LEDGER: ledger version \"7\" is not 1, 2, 3, 4, 5 or 6; it was written by another gpufrac version" "newer ledger"
+assert_eq "$RC:$OUT" "2:gpufrac: $LEDGER: ledger version \"8\" is not 1 to 7; it was written by another gpufrac version" "newer ledger"
 run "$GPUFRAC" gc
 assert_eq "$RC" 2 "gc on a newer ledger"
 assert_eq "$(printf '%s\n' "$OUT" | wc -l)" 1 "one line"

@@ -282,7 +282,7 @@ bad priority-alone "gpufrac.io/priority: is set without a size; add gpufrac.io/f
   gpufrac.io/priority=high
 bad mig "gpufrac.io/compute: does not apply to gpufrac.io/mig-profile (a MIG instance owns its share of the GPU's time); use it with gpufrac.io/fraction or gpufrac.io/memory, or on its own" \
   gpufrac.io/mig-profile=1g.10gb gpufrac.io/compute=30
-bad mode "gpufrac.io/compute-mode: \"lax\" is not a compute mode; use fair or strict" \
+bad mode "gpufrac.io/compute-mode: \"lax\" is not a compute mode; use fair, strict or sm" \
   gpufrac.io/compute=10 gpufrac.io/compute-mode=lax
 bad priority "gpufrac.io/priority: \"urgent\" is not a priority; use normal or high" \
   gpufrac.io/compute=10 gpufrac.io/priority=urgent

@@ -1,5 +1,5 @@
 #!/bin/bash
-# gpufrac-dra with a claim whose opaque configuration for gpufrac.io carries a memory-limit above
+# gpufrac-dra with a claim whose opaque configuration for gpufrac.io carries a memoryLimit above
 # what it consumes: the real binary against the harness of tests/e2e/dra/ (kubelet and API server),
 # the booking (request and limit), the limit file a real podman container sees through the claim's
 # CDI id, and one-line refusals. Scenarios: tests/e2e/dra/burst_scenarios.py.

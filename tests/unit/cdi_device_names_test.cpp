@@ -52,6 +52,25 @@ TEST(CdiDeviceNames, Shares) {
   EXPECT_EQ(ok("gpufrac.io/gpu=3-0.5").describe(), "fraction=0.5 gpu=3");
 }
 
+TEST(CdiDeviceNames, SmShares) {
+  Request r = ok("1-sm30");
+  EXPECT_EQ(r.compute_mode, ComputeMode::sm);
+  EXPECT_EQ(r.compute_ppm, 300'000u);
+  EXPECT_EQ(r.fraction, 300'000u);
+  EXPECT_EQ(r.gpu, (GpuPin{1, "", ""}));
+  EXPECT_EQ(r.describe(), "compute=30 compute-mode=sm gpu=1");
+  EXPECT_EQ(sm_share_name(dgx().gpus[2], 70), "2-sm70");
+  const std::string form =
+      " is not a percent of the GPU's SMs; use <gpu>-sm<percent>, an integer 1 to 100 without "
+      "leading zeros, e.g. 0-sm30";
+  EXPECT_EQ(refusal("0-sm0"), "CDI device \"0-sm0\": \"0\"" + form);
+  EXPECT_EQ(refusal("0-sm030"), "CDI device \"0-sm030\": \"030\"" + form);
+  EXPECT_EQ(refusal("0-sm101"), "CDI device \"0-sm101\": \"101\"" + form);
+  EXPECT_EQ(refusal("4-sm30"),
+            "CDI device \"4-sm30\": GPU 4 is in MIG mode: its memory belongs to its MIG instances; "
+            "use 4:<mig> or MIG-<uuid>");
+}
+
 TEST(CdiDeviceNames, MigByPositionAndUuid) {
   Request r = ok("4:0");
   EXPECT_EQ(r.kind, SizeKind::mig_profile);
@@ -92,8 +111,8 @@ TEST(CdiDeviceNames, RefusesWhatTheNodeDoesNotOffer) {
 
 TEST(CdiDeviceNames, StrictGrammar) {
   const std::string forms =
-      "; use <gpu>, GPU-<uuid>, <gpu>:<mig>, MIG-<uuid>, <gpu>-<fraction> or <gpu>-<memory> as gpufrac cdi list "
-      "prints them, e.g. 0, 0:1, 0-0.25 or 0-4Gi";
+      "; use <gpu>, GPU-<uuid>, <gpu>:<mig>, MIG-<uuid>, <gpu>-<fraction>, <gpu>-<memory> or <gpu>-sm<percent> as "
+      "gpufrac cdi list prints them, e.g. 0, 0:1, 0-0.25, 0-4Gi or 0-sm30";
   EXPECT_EQ(refusal("0-0.250"), "CDI device \"0-0.250\": \"0.250\" is not canonical; use 0-0.25");
   EXPECT_EQ(refusal("0-4096Mi"), "CDI device \"0-4096Mi\": \"4096Mi\" is not canonical; use 0-4Gi");
   EXPECT_EQ(refusal("0-4096"), "CDI device \"0-4096\": \"4096\" is not canonical; use 0-4Gi");

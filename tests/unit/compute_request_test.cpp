@@ -94,7 +94,7 @@ TEST(ComputeRequest, BadPercentsAreRefused) {
 
 TEST(ComputeRequest, ModesAndPriorities) {
   EXPECT_EQ(parsed({{"gpufrac.io/compute", "30"}, {"gpufrac.io/compute-mode", "Strict"}}),
-            "error: gpufrac.io/compute-mode: \"Strict\" is not a compute mode; use fair or strict");
+            "error: gpufrac.io/compute-mode: \"Strict\" is not a compute mode; use fair, strict or sm");
   EXPECT_EQ(parsed({{"gpufrac.io/compute", "30"}, {"gpufrac.io/priority", "low"}}),
             "error: gpufrac.io/priority: \"low\" is not a priority; use normal or high");
   EXPECT_EQ(parsed({{"gpufrac.io/compute-mode", "strict"}}),
@@ -128,7 +128,7 @@ TEST(ComputeRequest, TheEnvironmentNamesTheVariable) {
   EXPECT_EQ(from_env({"GPUFRAC_COMPUTE=101"}),
             std::string("error: GPUFRAC_COMPUTE: \"101\" is out of range") + kComputeTail);
   EXPECT_EQ(from_env({"GPUFRAC_FRACTION=0.5", "GPUFRAC_COMPUTE_MODE=lax"}),
-            "error: GPUFRAC_COMPUTE_MODE: \"lax\" is not a compute mode; use fair or strict");
+            "error: GPUFRAC_COMPUTE_MODE: \"lax\" is not a compute mode; use fair, strict or sm");
   EXPECT_EQ(from_env({"GPUFRAC_PRIORITY=high"}),
             "error: GPUFRAC_PRIORITY: is set without a size; add GPUFRAC_FRACTION, GPUFRAC_MEMORY, "
             "GPUFRAC_MIG_PROFILE, GPUFRAC_COMPUTE or GPUFRAC_GPUS");

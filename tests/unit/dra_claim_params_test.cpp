@@ -1,6 +1,6 @@
-// A claim's burst parameters (k8s/claim_params.hpp): the opaque configuration of driver gpufrac.io
+// A claim's burst parameters (k8s/claim_config.hpp): the opaque configuration of driver gpufrac.io
 // in status.allocation.devices.config gives its shares a memory limit above what they consume (and
-// on-limit: wait); refusals name the claim and the field.
+// onLimit: wait); refusals name the claim and the field.
 #include <gtest/gtest.h>
 
 #include "k8s/claim.hpp"
@@ -44,18 +44,17 @@ std::string booked(const json& c) {
 }
 
 TEST(DraClaimParams, AMemoryLimitAboveWhatTheClaimConsumes) {
-  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memory-limit", "30Gi"}})}))),
+  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memoryLimit", "30Gi"}})}))),
             "memory=10Gi gpu=1 memory-limit=30Gi");
-  EXPECT_EQ(
-      booked(claim(json::array({result("gpu-1", "10Gi")}),
-                   json::array({config({{"memory-limit", "30Gi"}, {"on-limit", "wait"}, {"on-limit-timeout", "5"}})}))),
-      "memory=10Gi gpu=1 memory-limit=30Gi on-limit=wait on-limit-timeout=5");
+  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}),
+                         json::array({config({{"memoryLimit", "30Gi"}, {"onLimit", "wait"}, {"onLimitTimeout", 5}})}))),
+            "memory=10Gi gpu=1 memory-limit=30Gi on-limit=wait on-limit-timeout=5");
   // Only the requests the configuration names; another driver's configuration is not ours.
   EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi"), result("gpu-0", "4Gi", "small")}),
-                         json::array({config({{"memory-limit", "30Gi"}}, json::array({"gpu"})),
+                         json::array({config({{"memoryLimit", "30Gi"}}, json::array({"gpu"})),
                                       {{"opaque", {{"driver", "net.example.com"}, {"parameters", {{"x", 1}}}}}}}))),
             "memory=10Gi gpu=1 memory-limit=30Gi; memory=4Gi gpu=0");
-  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memory-limit", "10Gi"}})}))),
+  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memoryLimit", "10Gi"}})}))),
             "memory=10Gi gpu=1")
       << "a limit equal to the request is none";
 }
@@ -63,16 +62,38 @@ TEST(DraClaimParams, AMemoryLimitAboveWhatTheClaimConsumes) {
 TEST(DraClaimParams, RefusalsNameTheClaimAndTheField) {
   const std::string at = std::string("error: claim team-a/notebook (uid ") + kUid +
                          "): status.allocation.devices.config[0].opaque.parameters.";
-  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memory-limit", "8Gi"}})}))),
-            at + "memory-limit: 8Gi is below the 10Gi the claim consumes on gpu-1; use at least that");
-  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memory-limit", "lots"}})}))),
-            at + "memory-limit: \"lots\" is not a memory quantity; use e.g. 30Gi");
-  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memory-limt", "30Gi"}})}))),
-            at + "memory-limt: unknown parameter; use memory-limit, on-limit or on-limit-timeout");
-  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"on-limit", "block"}})}))),
-            at + "on-limit: \"block\" is not fail or wait");
-  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memory-limit", 30}})}))),
-            at + "memory-limit: not a string");
+  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memoryLimit", "8Gi"}})}))),
+            at + "memoryLimit: 8Gi is below the 10Gi the claim consumes on gpu-1; use at least that");
+  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memoryLimit", "lots"}})}))),
+            at + "memoryLimit: \"lots\" is not a memory quantity; use a string, e.g. \"30Gi\"");
+  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memoryLimt", "30Gi"}})}))),
+            at + "\"memoryLimt\": \"30Gi\" is not accepted; use {\"apiVersion\": \"gpufrac.io/v1\", \"kind\": "
+                 "\"ShareConfig\", "
+                 "\"computeMode\": \"sm\", \"memoryLimit\": \"30Gi\", \"onLimit\": \"wait\", \"onLimitTimeout\": 5} "
+                 "(each optional; "
+                 "computeMode fair, strict or sm)");
+  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"onLimit", "block"}})}))),
+            at + "onLimit: \"block\" is not fail or wait");
+  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"memoryLimit", 30}})}))),
+            at + "memoryLimit: \"30\" is not a memory quantity; use a string, e.g. \"30Gi\"");
+  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}), json::array({config({{"onLimitTimeout", 5}})}))),
+            at + "onLimitTimeout: is set without onLimit: wait; add it, or leave the timeout out");
+  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}),
+                         json::array({config({{"onLimit", "wait"}, {"onLimitTimeout", "05"}})}))),
+            at + "onLimitTimeout: \"05\" is not a timeout; use whole seconds from 1 to 3600, e.g. 5");
+  EXPECT_EQ(booked(claim(json::array({result("gpu-1", "10Gi")}),
+                         json::array({config({{"onLimit", "wait"}, {"onLimitTimeout", 3601}})}))),
+            at + "onLimitTimeout: \"3601\" is not a timeout; use whole seconds from 1 to 3600, e.g. 5");
+}
+
+// One entry may carry both features: an SM share's compute mode and a burst limit.
+TEST(DraClaimParams, ComputeModeAndMemoryLimitTogether) {
+  json r = result("gpu-1", "10Gi");
+  r["consumedCapacity"]["compute"] = "30";
+  EXPECT_EQ(
+      booked(claim(json::array({r}),
+                   json::array({config({{"computeMode", "strict"}, {"memoryLimit", "30Gi"}, {"onLimit", "wait"}})}))),
+      "memory=10Gi compute=30 compute-mode=strict gpu=1 memory-limit=30Gi on-limit=wait on-limit-timeout=30");
 }
 
 }  // namespace

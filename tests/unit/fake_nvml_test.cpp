@@ -229,3 +229,35 @@ TEST_F(FakeNvml, MigDeviceHandles) {
 
 }  // namespace
 }  // namespace gpufrac
+
+namespace gpufrac {
+namespace {
+
+// The compute mode (fake_compute_mode.hpp): DEFAULT until set; EXCLUSIVE_PROCESS and back, kept in
+// <state>.compute-mode where the fake libcuda reads it; the driver's refusals.
+TEST_F(FakeNvml, ComputeModeIsKeptBesideTheStateFile) {
+  const std::string state = ::testing::TempDir() + "/compute-mode-state.json";
+  ::unlink((state + ".compute-mode").c_str());
+  ::unlink(state.c_str());
+  ::setenv("GPUFRAC_FAKE_NVML_STATE", state.c_str(), 1);
+  ASSERT_EQ(init("a100-40gb-x2.yaml"), NVML_SUCCESS);
+  nvmlComputeMode_t mode = 9;
+  ASSERT_EQ(NVML(nvmlDeviceGetComputeMode)(device(1), &mode), NVML_SUCCESS);
+  EXPECT_EQ(mode, NVML_COMPUTEMODE_DEFAULT);
+  ASSERT_EQ(NVML(nvmlDeviceSetComputeMode)(device(1), NVML_COMPUTEMODE_EXCLUSIVE_PROCESS), NVML_SUCCESS);
+  ASSERT_EQ(NVML(nvmlDeviceGetComputeMode)(device(1), &mode), NVML_SUCCESS);
+  EXPECT_EQ(mode, NVML_COMPUTEMODE_EXCLUSIVE_PROCESS);
+  std::ifstream file(state + ".compute-mode");
+  std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "GPU-5ae7c110-fc7e-c29d-ca0b-696c52a0358c 3\n");
+  EXPECT_EQ(NVML(nvmlDeviceSetComputeMode)(device(1), NVML_COMPUTEMODE_EXCLUSIVE_THREAD), NVML_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(NVML(nvmlDeviceSetComputeMode)(device(1), 7), NVML_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(NVML(nvmlDeviceSetComputeMode)(device(1), NVML_COMPUTEMODE_DEFAULT), NVML_SUCCESS);
+  std::ifstream again(state + ".compute-mode");
+  std::string after((std::istreambuf_iterator<char>(again)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(after, "") << "DEFAULT GPUs have no line";
+  ::unsetenv("GPUFRAC_FAKE_NVML_STATE");
+}
+
+}  // namespace
+}  // namespace gpufrac

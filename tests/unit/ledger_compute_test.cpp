@@ -71,9 +71,9 @@ TEST(LedgerCompute, OlderVersionsRefuseOrAreRefused) {
   EXPECT_EQ(scan_canonical_ledger(v3), std::nullopt);
   EXPECT_EQ(load_error(v3), "ledger.json: entries[0]: a compute share in a version 3 ledger");
   // ...and a binary that knows versions 1 to 3 refuses version 4 with the "another gpufrac" line:
-  // the same check this binary applies to version 7.
-  EXPECT_EQ(load_error(R"({"version": 7, "entries": [], "mig_idle": []})"),
-            "ledger.json: ledger version \"7\" is not 1, 2, 3, 4, 5 or 6; it was written by another gpufrac version");
+  // the same check this binary applies to version 6.
+  EXPECT_EQ(load_error(R"({"version": 8, "entries": [], "mig_idle": []})"),
+            "ledger.json: ledger version \"8\" is not 1 to 7; it was written by another gpufrac version");
 }
 
 TEST(LedgerCompute, StrictReaderChecksTheFields) {
@@ -82,7 +82,7 @@ TEST(LedgerCompute, StrictReaderChecksTheFields) {
   EXPECT_EQ(load_error(with_entry([](auto& e) { e["compute"] = 1'000'001; })),
             "ledger.json: entries[0].compute: must be an integer 0-1000000");
   EXPECT_EQ(load_error(with_entry([](auto& e) { e["compute_mode"] = "lax"; })),
-            "ledger.json: entries[0].compute_mode: must be fair or strict");
+            "ledger.json: entries[0].compute_mode: must be fair, strict or sm");
   EXPECT_EQ(load_error(with_entry([](auto& e) { e["priority"] = "low"; })),
             "ledger.json: entries[0].priority: must be normal or high");
   EXPECT_EQ(load_error(with_entry([](auto& e) { e.erase("priority"); })), "ledger.json: entries[0].priority: missing");

@@ -59,10 +59,10 @@ TEST(LedgerJson, RefusesOtherDocuments) {
   EXPECT_EQ(load_error("{\"version\":1,\"entries\":[]"),
             "ledger.json: not valid JSON; move it away and run gpufrac gc");
   EXPECT_EQ(load_error("[]"), "ledger.json: not a gpufrac ledger; expected {\"version\": 1, \"entries\": [...]}");
-  EXPECT_EQ(load_error(R"({"version": 7, "entries": []})"),
-            "ledger.json: ledger version \"7\" is not 1, 2, 3, 4, 5 or 6; it was written by another gpufrac version");
+  EXPECT_EQ(load_error(R"({"version": 8, "entries": []})"),
+            "ledger.json: ledger version \"8\" is not 1 to 7; it was written by another gpufrac version");
   EXPECT_EQ(load_error(R"({"version": "1", "entries": []})"),
-            "ledger.json: ledger version \"\\x221\\x22\" is not 1, 2, 3, 4, 5 or 6; it was written by another gpufrac "
+            "ledger.json: ledger version \"\\x221\\x22\" is not 1 to 7; it was written by another gpufrac "
             "version");
   EXPECT_EQ(load_error(R"({"version": 1, "entries": [], "x": 0})"),
             "ledger.json: unknown top-level key; expected version and entries");

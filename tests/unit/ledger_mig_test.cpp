@@ -51,8 +51,8 @@ TEST(LedgerJsonV2, DamagedRecordsAreRefused) {
             "ledger.json: ledger version 2 has exactly version, entries and mig_idle");
   EXPECT_EQ(load_error(R"({"version": 1, "entries": [], "mig_idle": []})"),
             "ledger.json: unknown top-level key; expected version and entries");
-  EXPECT_EQ(load_error(R"({"version": 7, "entries": []})"),
-            "ledger.json: ledger version \"7\" is not 1, 2, 3, 4, 5 or 6; it was written by another gpufrac version");
+  EXPECT_EQ(load_error(R"({"version": 8, "entries": []})"),
+            "ledger.json: ledger version \"8\" is not 1 to 7; it was written by another gpufrac version");
   EXPECT_EQ(load_error(R"({"version": 2, "entries": [], "mig_idle": {}})"),
             "ledger.json: mig_idle must be an array of at most 65536");
   EXPECT_EQ(load_error(R"({"version": 2, "entries": [], "mig_idle": [{"uuid": "GPU-1", "gpu": "GPU-2", "since": 1}]})"),

@@ -1,5 +1,5 @@
 """gpufrac-dra with a claim that bursts, run by tests/e2e/dra_burst_test.sh on a simulated one-GPU
-node: the claim's opaque configuration for gpufrac.io gives its share a memory-limit above what it
+node: the claim's opaque configuration for gpufrac.io gives its share a memoryLimit above what it
 consumes (which the scheduler counts); the ledger books the request with the limit above it, and a
 real podman container started by the claim's CDI id sees the limit and the request in its limit
 file. A limit below the consumed memory, or an unknown parameter, refuses the claim in one line and
@@ -31,9 +31,9 @@ def with_config(api, ref, parameters):
 
 def burst_claim(api, kubelet):
     c = with_config(api, api.put_claim("nb", "burst", [harness.share("gpu-0", "10Gi")]),
-                    {"memory-limit": "30Gi", "on-limit": "wait", "on-limit-timeout": "5"})
+                    {"memoryLimit": "30Gi", "onLimit": "wait", "onLimitTimeout": 5})
     entry = kubelet.prepare([c]).claims[c["uid"]]
-    check(entry.error == "", "prepare of a claim with memory-limit: " + entry.error)
+    check(entry.error == "", "prepare of a claim with memoryLimit: " + entry.error)
     mine = [e for e in s.ledger_entries() if e["container_id"] == c["uid"]]
     check([(e["bytes"], e.get("limit"), e.get("wait_ms")) for e in mine] == [(10 * GI, 30 * GI, 5000)],
           "the ledger books the request, the limit above it and the wait: %s" % mine)
@@ -64,12 +64,13 @@ def main():
         kubelet.register()
         check(s.wait_for(lambda: len(api.slices) >= 1), "slices published")
         c = burst_claim(api, kubelet)
-        refused(api, kubelet, {"memory-limit": "2Gi"},
-                "status.allocation.devices.config[0].opaque.parameters.memory-limit: 2Gi is below the 4Gi the "
+        refused(api, kubelet, {"memoryLimit": "2Gi"},
+                "status.allocation.devices.config[0].opaque.parameters.memoryLimit: 2Gi is below the 4Gi the "
                 "claim consumes on gpu-0; use at least that")
-        refused(api, kubelet, {"memory-limt": "8Gi"},
-                "status.allocation.devices.config[0].opaque.parameters.memory-limt: unknown parameter; use "
-                "memory-limit, on-limit or on-limit-timeout")
+        refused(api, kubelet, {"memoryLimt": "8Gi"},
+                'status.allocation.devices.config[0].opaque.parameters."memoryLimt": "8Gi" is not accepted; use '
+                '{"apiVersion": "gpufrac.io/v1", "kind": "ShareConfig", "computeMode": "sm", "memoryLimit": "30Gi", '
+                '"onLimit": "wait", "onLimitTimeout": 5} (each optional; computeMode fair, strict or sm)')
         resp = kubelet.unprepare([c])
         check(all(e.error == "" for e in resp.claims.values()), "unprepare: %s" % resp)
         check([e for e in s.ledger_entries() if e["source"] == "dra"] == [], "unprepare released the claim")

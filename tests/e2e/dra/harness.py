@@ -327,7 +327,7 @@ class ApiServer:
             return 200, {"kind": "Status", "status": "Success"}
         return status(405, "MethodNotAllowed", method)
 
-    def put_claim(self, namespace, name, results, uid=None, allocated=True, capacity=None):
+    def put_claim(self, namespace, name, results, uid=None, allocated=True, capacity=None, config=None):
         uid = uid or "%08x-%04x-4%03x-8%03x-%012x" % (random.getrandbits(32), random.getrandbits(16),
                                                      random.getrandbits(12), random.getrandbits(12),
                                                      random.getrandbits(48))
@@ -338,8 +338,13 @@ class ApiServer:
                  "status": {"reservedFor": [{"resource": "pods", "name": name + "-pod", "uid": uid[::-1]}]}}
         if capacity:
             claim["spec"]["devices"]["requests"][0]["exactly"]["capacity"] = {"requests": capacity}
+        if config:  # opaque configurations {driver, parameters} for request "gpu"
+            claim["spec"]["devices"]["config"] = [{"requests": ["gpu"], "opaque": c} for c in config]
         if allocated:
             claim["status"]["allocation"] = {"devices": {"results": results}}
+            if config:  # as the scheduler copies them, after the class's (none here)
+                claim["status"]["allocation"]["devices"]["config"] = [
+                    {"source": "FromClaim", "requests": ["gpu"], "opaque": c} for c in config]
         problems = violations(claim, {"$ref": REF + "io.k8s.api.resource.v1.ResourceClaim"})
         assert not problems, problems  # the harness itself hands out only valid claims
         with self.lock:

@@ -110,7 +110,7 @@ def place(api, requests):
     return None
 
 
-def allocate(api, namespace, name, requests, node="node-1"):
+def allocate(api, namespace, name, requests, node="node-1", config=None):
     """A claim of one share asking `requests`, allocated as the scheduler would and stored on the
     API server: its reference for the kubelet, or None when no device has room."""
     placed = place(api, requests)
@@ -121,4 +121,4 @@ def allocate(api, namespace, name, requests, node="node-1"):
                                                 random.getrandbits(12), random.getrandbits(12), random.getrandbits(48))
     result = {"request": "gpu", "driver": "gpufrac.io", "pool": node, "device": device, "shareID": share_id,
               "consumedCapacity": consumed}
-    return api.put_claim(namespace, name, [result], capacity=requests)
+    return api.put_claim(namespace, name, [result], capacity=requests, config=config)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "fake_cuda.h"
+#include "mps.h"
 
 #define FAKE_STACK_DEPTH 16
 
@@ -40,6 +41,7 @@ CUresult fake_current_device(CUdevice* dev) {
 FAKE_API CUresult cuCtxCreate_v2(CUcontext* ctx, unsigned int flags, CUdevice dev) {
   (void)flags;
   CUresult rc = fake_check_device(dev);
+  if (rc == CUDA_SUCCESS) rc = fake_mps_context(dev); /* mps.h: the GPU's compute mode */
   if (rc != CUDA_SUCCESS) return rc;
   if (ctx == NULL) return CUDA_ERROR_INVALID_VALUE;
   struct fake_ctx* c = calloc(1, sizeof *c);
@@ -96,6 +98,7 @@ FAKE_API CUresult cuCtxPopCurrent_v2(CUcontext* ctx) {
 
 FAKE_API CUresult cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
   CUresult rc = fake_check_device(dev);
+  if (rc == CUDA_SUCCESS) rc = fake_mps_context(dev); /* mps.h: the GPU's compute mode */
   if (rc != CUDA_SUCCESS) return rc;
   if (ctx == NULL) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&g_primary_lock);

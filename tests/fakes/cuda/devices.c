@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fake_cuda.h"
+#include "mps.h"
 
 #define FAKE_DEFAULT_DEVICES "GPU-894e9a6d-f600-b098-3d59-138988473c2c=40536Mi"
 #define FAKE_EMBED_MARKER "GPUFRAC-EMBEDDED-CUDA-DEVICES:"
@@ -104,10 +105,18 @@ static void init_devices(void) {
   g_initialized = parse_devices(spec) == 0 && fake_gpu_config() == 0 ? 1 : -1;
 }
 
+static pthread_once_t g_mps_once = PTHREAD_ONCE_INIT;
+static CUresult g_mps_rc = CUDA_SUCCESS;
+static void mps_init(void) {
+  g_mps_rc = fake_mps_init();
+}
+
 FAKE_API CUresult cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   pthread_once(&g_init_once, init_devices);
   if (g_initialized < 0) return CUDA_ERROR_INVALID_VALUE;
+  if (fake_device_count > 0) pthread_once(&g_mps_once, mps_init); /* mps.h: connect to an MPS daemon */
+  if (g_mps_rc != CUDA_SUCCESS) return g_mps_rc;
   return fake_device_count > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }
 

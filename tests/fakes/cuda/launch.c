@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fake_cuda.h"
+#include "mps.h"
 
 #undef cuLaunchKernel
 #undef cuLaunchKernelEx
@@ -102,7 +103,8 @@ static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, CUst
   if (fn == NULL || fn->magic != FAKE_FUNCTION_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
   if (gx == 0 || gy == 0 || gz == 0) return CUDA_ERROR_INVALID_VALUE;
   struct fake_stream* s;
-  CUresult rc = fake_stream_of(stream, per_thread, &s);
+  CUresult rc = fake_mps_launch(); /* mps.h: a faulted MPS server's sticky error */
+  if (rc == CUDA_SUCCESS) rc = fake_stream_of(stream, per_thread, &s);
   return rc != CUDA_SUCCESS ? rc : fake_stream_enqueue(s, fn->duration, fn->width, 1);
 }
 

@@ -6,6 +6,7 @@
 
 #include "drvlimit.h"
 #include "fake_cuda.h"
+#include "mps.h"
 
 #define FAKE_ALIGN 512
 #define FAKE_FREE_LIST 256
@@ -93,6 +94,8 @@ CUresult fake_mem_alloc(enum fake_kind kind, CUdevice dev, uint64_t size, uint64
   CUresult rc = CUDA_SUCCESS;
   if (dev >= 0 && size > fake_devices[dev].total - fake_devices[dev].used) {
     rc = CUDA_ERROR_OUT_OF_MEMORY;
+  } else if (dev >= 0 && fake_mps_charge(dev, fake_devices[dev].used, size) != CUDA_SUCCESS) {
+    rc = CUDA_ERROR_OUT_OF_MEMORY; /* the MPS server's pinned limit (mps.h) */
   } else if (dev >= 0 && fake_limit_charge(dev, fake_devices[dev].used, size) != CUDA_SUCCESS) {
     rc = CUDA_ERROR_OUT_OF_MEMORY; /* the cgroup's driver limit (drvlimit.h) */
   } else {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -89,7 +90,8 @@ struct State {
   std::uint64_t serial = 0;  // MIG devices created so far: new MIG UUIDs derive from it
   std::string state_file;    // GPUFRAC_FAKE_NVML_STATE, "" = this process only
   FileStamp stamp;
-  std::vector<MemoryLimit> memory_limits;  // without a state file (else in <state_file>.limits)
+  std::vector<MemoryLimit> memory_limits;             // without a state file (else in <state_file>.limits)
+  std::map<std::string, unsigned int> compute_modes;  // by GPU uuid, without a state file (fake_compute_mode.hpp)
 };
 
 // Loads a machine file (docs/machines.md) into a fresh state.
