@@ -161,6 +161,7 @@ nlohmann::json status_json(const StatusReport& r) {
       j["compute_booked_ppm"] = d.compute_booked;
       j["compute_free_ppm"] = d.compute_free;
     }
+    if (!d.compute_tampered.empty()) j["compute_arbiter_tampered"] = d.compute_tampered;
     if (d.idle_s) {
       j["state"] = "idle";
       j["idle_s"] = *d.idle_s;

@@ -124,6 +124,9 @@ std::string render_devices(const StatusReport& r, const StatusStyle& st) {
   for (std::size_t i = 0; i < r.devices.size(); ++i) {
     out += lines[i + 1] + "\n";
     if (!r.devices[i].mig_mode) out += "     " + memory_bar(r.devices[i], st) + "\n";
+    if (const auto& why = r.devices[i].compute_tampered; !why.empty())
+      out += "     " + paint(st, "31", "compute arbiter tampered with: " + why.front()) +
+             (why.size() > 1 ? text::cat(" (and ", why.size() - 1, " more)") : "") + "\n";
   }
   return out;
 }

@@ -124,7 +124,13 @@ struct gpufrac_region {
   uint64_t limit[GPUFRAC_MAX_DEVICES]; /* informational copy of the limit file */
   char uuid[GPUFRAC_MAX_DEVICES][GPUFRAC_UUID_SIZE]; /* informational copy of the limit file */
   uint64_t usage_changes; /* atomic; changes ever made to any used[] (version 2; padding in 1) */
-  uint8_t pad[64 - ((32 + 8 * GPUFRAC_MAX_DEVICES + GPUFRAC_UUID_SIZE * GPUFRAC_MAX_DEVICES) % 64)];
+  /* Compute arbiter reports (padding before; zero in older regions): bit d set when a process ran
+   * device d's launches unarbitrated because the GPU's arbiter kept it waiting past its bound
+   * (arbiter_abi.h "Bound"); the container's own file, so a tenant tampering with the shared arbiter
+   * cannot erase it. `gpufrac status` flags the GPU. */
+  uint32_t compute_bypassed;   /* atomic */
+  uint32_t compute_bypassed_s; /* atomic: CLOCK_REALTIME seconds (mod 2^32) of the latest report */
+  uint8_t pad[64 - ((32 + 8 * GPUFRAC_MAX_DEVICES + GPUFRAC_UUID_SIZE * GPUFRAC_MAX_DEVICES) % 64) - 8];
   struct gpufrac_slot slots[GPUFRAC_MAX_SLOTS];
 };
 

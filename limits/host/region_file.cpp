@@ -121,9 +121,11 @@ Result<RegionUsage> read_region_usage(const std::string& path, const std::string
   if (!valid) return std::unexpected(valid.error());
   RegionUsage out;
   out.devices.resize(GPUFRAC_MAX_DEVICES);
+  const std::uint32_t bypassed = __atomic_load_n(&r->compute_bypassed, __ATOMIC_SEQ_CST);
   for (int d = 0; d < GPUFRAC_MAX_DEVICES; d++) {
     out.devices[d].uuid.assign(r->uuid[d], strnlen(r->uuid[d], GPUFRAC_UUID_SIZE));
     out.devices[d].limit = r->limit[d];
+    out.devices[d].compute_bypassed = (bypassed >> d & 1u) != 0;
   }
   const unsigned in_use = gf_region_slots_in_use(r);
   for (unsigned i = 0; i < in_use; i++) {

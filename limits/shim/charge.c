@@ -1,7 +1,6 @@
 /* The shape every counted allocation and free shares: decide whether the bytes count, reserve
  * them before the driver call, settle after it, and remember what this process charged. */
-#include "gf_exports.h"
-#include "gf_shim.h"
+#include "gf_charge.h"
 
 struct gf_table gf_ptrs, gf_handles, gf_arrays, gf_mipmaps, gf_pools;
 
@@ -14,6 +13,11 @@ static __thread struct gf_usage_cache g_cache __attribute__((tls_model("initial-
 
 void gf_charge_after_fork(void) {
   g_cache.valid = 0; /* the forking thread's view; the child has its own slot */
+  gf_table_forget(&gf_ptrs);
+  gf_table_forget(&gf_handles);
+  gf_table_forget(&gf_arrays);
+  gf_table_forget(&gf_mipmaps);
+  gf_table_forget(&gf_pools);
 }
 
 CUresult gf_reserve(int idx, uint64_t n, const char* api) {

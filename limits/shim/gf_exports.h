@@ -60,25 +60,4 @@ GF_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* graph);
 GF_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
 GF_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
 
-/* charge.c: the common shape of a counted allocation. */
-enum gf_charge { GF_PASS = 0, GF_COUNTED = 1, GF_REFUSED = 2 };
-/* Decides how n bytes on device dev are counted: GF_PASS (call the driver uncounted),
- * GF_COUNTED (n reserved on *idx: call the driver, then gf_settle), GF_REFUSED (return *rc). */
-enum gf_charge gf_charge_device(CUdevice dev, uint64_t n, const char* api, int* idx, CUresult* rc);
-/* The same on the calling thread's current device; no context refuses with the driver's error. */
-enum gf_charge gf_charge_current(uint64_t n, const char* api, int* idx, CUresult* rc);
-/* After the driver returned rc for a GF_COUNTED allocation: success records key in t, failure
- * gives the reservation back. */
-void gf_settle(CUresult rc, struct gf_table* t, uint64_t key, int idx, uint64_t n);
-/* A free in two steps around the driver call: take key out of t first (so the driver cannot
- * hand the same address to another thread while it is still recorded), then on success give its
- * bytes back, on failure record it again. Keys this process never charged pass through. */
-struct gf_held {
-  int tracked;
-  int idx;
-  uint64_t n;
-};
-struct gf_held gf_free_begin(struct gf_table* t, uint64_t key);
-CUresult gf_free_end(CUresult rc, struct gf_table* t, uint64_t key, struct gf_held held);
-
 #endif /* GPUFRAC_SHIM_GF_EXPORTS_H */

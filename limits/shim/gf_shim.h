@@ -1,4 +1,7 @@
-/* Process-wide state of the shim and the helpers every interceptor uses. Internal (hidden). */
+/* Process-wide state of the shim and the helpers every interceptor uses: the configuration and this
+ * process's slot (state.c), the real libraries, device lookup, messages. The lowest layer of the
+ * shim's process state: the memory accounting (gf_charge.h) and the compute gate (gf_compute.h) sit
+ * above it, fork.c above both (limits/README.md "Source map"). Internal (hidden). */
 #ifndef GPUFRAC_SHIM_GF_SHIM_H
 #define GPUFRAC_SHIM_GF_SHIM_H
 
@@ -39,26 +42,10 @@ uint64_t gf_self(void);
 unsigned gf_reclaim_thorough(void);
 /* Reclaims dead slots before reporting memory: the thorough check, at most every 100 ms. */
 void gf_reclaim_for_report(void);
-
-/* ---- charge.c: reserve / release on a limit index, with the refusal message ---- */
-/* Reserves n bytes on limited device idx for api. CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY. */
-CUresult gf_reserve(int idx, uint64_t n, const char* api);
-void gf_release(int idx, uint64_t n);
-/* Bytes in use on limited device idx by the container (for reporting). */
-uint64_t gf_in_use(int idx);
-/* In a fork child: forgets the forking thread's cached view of the other slots. */
-void gf_charge_after_fork(void);
-
-/* ---- charge.c: what this process allocated, for frees ---- */
-extern struct gf_table gf_ptrs;    /* CUdeviceptr from cuMemAlloc*, pitch, managed, async */
-extern struct gf_table gf_handles; /* CUmemGenericAllocationHandle from cuMemCreate */
-extern struct gf_table gf_arrays;  /* CUarray */
-extern struct gf_table gf_mipmaps; /* CUmipmappedArray */
-extern struct gf_table gf_pools;   /* CUmemoryPool -> device ordinal + 1 */
-/* Records key -> (idx, n); keeps the bytes charged (never lost) if the table cannot take it. */
-void gf_track(struct gf_table* t, uint64_t key, int idx, uint64_t n);
-/* Removes key; returns 1 with its (idx, n), or 0 when this process did not charge it. */
-int gf_untrack(struct gf_table* t, uint64_t key, int* idx, uint64_t* n);
+/* fork.c's handlers: the claim lock held across fork; the child forgets its parent's identity. */
+void gf_state_before_fork(void);
+void gf_state_after_fork_parent(void);
+void gf_state_after_fork_child(void);
 
 /* ---- real.c: the real driver and NVML ---- */
 /* clang-format off */
@@ -80,7 +67,8 @@ int gf_untrack(struct gf_table* t, uint64_t key, int* idx, uint64_t* n);
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)                   \
   /* not wrapped, used by the shim: */                                                               \
   X(cuCtxGetDevice) X(cuDeviceGetUuid) X(cuDeviceGetUuid_v2) X(cuDeviceGetCount)                     \
-  X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventQuery)
+  X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventQuery)          \
+  X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz)
 /* clang-format on */
 #define GF_NVML_FUNCS(X) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetUUID)
 

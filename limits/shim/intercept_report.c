@@ -2,6 +2,7 @@
  * min(limit - in use, real free), never negative; cuDeviceTotalMem_v2 = min(limit, real total);
  * NVML memory info the same, with used = the container's bytes in use. NULL output pointers are
  * tolerated. While the limit file is invalid (every allocation refused) free is reported as 0. */
+#include "gf_charge.h"
 #include "gf_exports.h"
 
 typedef CUresult (*meminfo_fn)(size_t*, size_t*);

@@ -1,0 +1,117 @@
+/* The arbitrated devices of this process (docs/architecture.md "Compute share"): whether any device
+ * is arbitrated at all (the inert fast path), each device's arbiter mapped on first use, and the
+ * states a device leaves gating for: not arbitrated (an unusable arbiter, a slot gone: said once)
+ * and bypassing (waited past its bound: said once, reported in the container's usage region). */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gf_compute.h"
+
+int gf_compute_flag;
+static struct gf_compute_dev g_dev[GPUFRAC_MAX_DEVICES];
+static pthread_mutex_t g_setup_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int gf_compute_load(void) {
+  int on = 0;
+  if (gf_mode() == GF_MODE_ACTIVE)
+    for (unsigned i = 0; i < gf_g.cfg.device_count; i++) on |= gf_compute_arbitrated(&gf_g.cfg.devices[i]);
+  __atomic_store_n(&gf_compute_flag, on ? GF_COMPUTE_ON : GF_COMPUTE_OFF, __ATOMIC_RELEASE);
+  return on ? GF_COMPUTE_ON : GF_COMPUTE_OFF;
+}
+
+/* <directory of the region>/compute/<uuid>: GPUFRAC_CONTAINER_COMPUTE in a container. */
+static void arbiter_path(char* out, size_t len, const char* uuid, const char* suffix) {
+  const char* region = gf_g.cfg.region;
+  const char* slash = strrchr(region, '/');
+  int dir = slash != NULL ? (int)(slash - region) : 0;
+  snprintf(out, len, "%.*s/compute/%s%s", dir, region, uuid, suffix);
+}
+
+/* 0: arbitrated; -1: not (no compute share smaller than the GPU, or unusable: said once). */
+static int open_arbiter(struct gf_compute_dev* d, const struct gf_device_limit* dl) {
+  char lease[GF_PATH_MAX + 128], slots[GF_PATH_MAX + 136], err[GF_PATH_MAX + 512];
+  if (!gf_compute_arbitrated(dl)) return -1;
+  if (dl->compute_token == 0) {
+    gf_log_once(&d->logged,
+                "limit file %s: compute share on %s without an arbiter line; launches on %s are not "
+                "arbitrated",
+                gf_g.limit_path, dl->uuid, dl->uuid);
+    return -1;
+  }
+  arbiter_path(lease, sizeof lease, dl->uuid, "");
+  arbiter_path(slots, sizeof slots, dl->uuid, GPUFRAC_ARBITER_SLOTS_SUFFIX);
+  if (gf_arbiter_map(lease, slots, &d->map, err, sizeof err) == 0) {
+    if (gf_lease_init(&d->lease, &d->map, dl->compute_token, (uint32_t)getpid(), err, sizeof err) == 0) return 0;
+    gf_arbiter_unmap(&d->map);
+    gf_log_once(&d->logged, "compute arbiter %s: %s; launches on %s are not arbitrated", lease, err, dl->uuid);
+    return -1;
+  }
+  gf_log_once(&d->logged, "compute arbiter %s; launches on %s are not arbitrated", err, dl->uuid);
+  return -1;
+}
+
+static int setup(unsigned idx) {
+  struct gf_compute_dev* d = &g_dev[idx];
+  pthread_mutex_lock(&g_setup_mu);
+  int st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
+  if (st == GF_DEV_UNSET) {
+    d->index = idx;
+    st = open_arbiter(d, &gf_g.cfg.devices[idx]) == 0 ? GF_DEV_GATED : GF_DEV_PASS;
+    __atomic_store_n(&d->state, st, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&g_setup_mu);
+  return st;
+}
+
+struct gf_compute_dev* gf_compute_device(void) {
+  CUresult err;
+  int idx = gf_current_index(&err);
+  if (idx < 0 || idx >= (int)gf_g.cfg.device_count) return NULL;
+  struct gf_compute_dev* d = &g_dev[idx];
+  int st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
+  if (GF_UNLIKELY(st == GF_DEV_UNSET)) st = setup((unsigned)idx);
+  return st == GF_DEV_GATED || st == GF_DEV_BYPASS ? d : NULL;
+}
+
+/* Where a tenant that writes the lease file cannot erase it: the container's own usage region. */
+static void report_bypass(const struct gf_compute_dev* d) {
+  struct gpufrac_region* r = gf_g.region;
+  if (r == NULL) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  __atomic_fetch_or(&r->compute_bypassed, 1u << d->index, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&r->compute_bypassed_s, (uint32_t)ts.tv_sec, __ATOMIC_SEQ_CST);
+}
+
+void gf_compute_bypass(struct gf_compute_dev* d) {
+  uint64_t bound = gf_lease_bound_ns(&d->lease);
+  __atomic_store_n(&d->retry_ns, gf_now_ns() + (uint64_t)d->lease.p.heartbeat_us * 1000, __ATOMIC_RELAXED);
+  __atomic_store_n(&d->state, GF_DEV_BYPASS, __ATOMIC_RELEASE);
+  report_bypass(d);
+  gf_log_once(&d->logged_bypass,
+              "compute arbiter of %s: no lease within %llu ms (the bound for this share); launches on %s run "
+              "unarbitrated until the arbiter hands this container the lease again",
+              gf_g.cfg.devices[d->index].uuid, (unsigned long long)(bound / 1000000), gf_g.cfg.devices[d->index].uuid);
+}
+
+void gf_compute_disable(struct gf_compute_dev* d) {
+  gf_lease_drop(&d->lease);
+  __atomic_store_n(&d->state, GF_DEV_PASS, __ATOMIC_RELEASE);
+  const char* uuid = gf_g.cfg.devices[d->index].uuid;
+  gf_log_once(&d->logged, "compute arbiter of %s: this container's slot is gone; launches on %s are not arbitrated",
+              uuid, uuid);
+}
+
+/* The child has no lease and no launches of its own yet; it maps the arbiters again on use. */
+void gf_compute_after_fork(void) {
+  pthread_mutex_init(&g_setup_mu, NULL);
+  for (int i = 0; i < GPUFRAC_MAX_DEVICES; i++) {
+    struct gf_compute_dev* d = &g_dev[i];
+    if (d->state == GF_DEV_UNSET) continue;
+    gf_arbiter_unmap(&d->map);
+    memset(d, 0, sizeof *d); /* zeroed mutexes are initialised ones (glibc) */
+  }
+  gf_capture_after_fork();
+}
