@@ -8,7 +8,9 @@
 #   alone      a share (compute 30) alone on its GPU (solo: no extra driver call per launch)
 #   after      the same share 1 s after a competitor (compute 70, its own loop) left
 #   contended  the two shares both busy (the 30 % one's rate; without gpufrac both loops run freely)
-# Each figure is the median of ROUNDS alternating runs of SECONDS each; the ratio is with / without.
+# Each figure is the median of ROUNDS alternating runs of SECONDS each; the ratio is with / without,
+# per second and per second of the loop's CPU time (what the shim adds to each launch, whatever else
+# the machine runs meanwhile).
 # Part 2, the gate's own code with driver calls free (GPUFRAC_FAKE_CUDA_COST=0): ns per cuLaunchKernel
 # (bench/shim_bench.c "launch") without the shim, with an inert gate, a share alone (solo) and a share
 # gated (an event per launch, the oldest queried at the in-flight bound: beside an idle high-priority
@@ -35,15 +37,15 @@ export LD_LIBRARY_PATH=$BUILD/fakes
 export GPUFRAC_FAKE_CUDA_DEVICES=$GPU=40Gi
 COSTS="launch=3us,record=1us,query=0.3us,sync=1us"
 tmp=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$tmp"' EXIT
 export GPUFRAC_FAKE_CUDA_GPU=$tmp/sim-gpu
 "$TOOL" share "$tmp" whole "$GPU=$((32 << 30)):1000000:fair:normal"
 "$TOOL" share "$tmp" s30 "$GPU=$((8 << 30)):300000:fair:normal"
 "$TOOL" share "$tmp" s70 "$GPU=$((8 << 30)):700000:fair:normal"
 "$TOOL" share "$tmp" inert "$GPU=$((8 << 30)):0:fair:normal"
 
-# rate WITH LIMITS PHASES...: launches per second of the last phase of compute_load (with: under the
-# shim with that limit file; else without gpufrac).
+# rate WITH LIMITS PHASES...: the last phase of compute_load: launches per second and per CPU second
+# (with: under the shim with that limit file; else without gpufrac).
 rate() {
   local with=$1 limits=$2 out last
   shift 2
@@ -54,7 +56,8 @@ rate() {
   fi
   last=${*: -1}
   awk -v n="$(grep '^phase' <<<"$out" | tail -1 | sed -n 's/.*launches=\([0-9]*\).*/\1/p')" -v s="${last#*:}" \
-    'BEGIN { printf "%.0f", n / s }'
+    -v cpu="$(grep '^calls' <<<"$out" | tail -1 | sed -n 's/.*cpu_us=\([0-9]*\).*/\1/p')" \
+    'BEGIN { printf "%.0f %.0f", n / s, n / (cpu / 1e6) }'
 }
 # competitor WITH SECONDS: the 70 % share's loop in the background (without gpufrac: the same loop).
 competitor() {
@@ -84,7 +87,8 @@ one() {
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
 echo "compute_bench on $(nproc) cores, $(uname -m), load $(cut -d' ' -f1-3 /proc/loadavg), fake libcuda.so.1 ($COSTS)"
-printf '%-12s %16s %16s %8s\n' case "without (1/s)" "with (1/s)" ratio
+printf '%-12s %14s %14s %8s %16s %16s %8s\n' case "without (1/s)" "with (1/s)" ratio "without (1/cpu s)" \
+  "with (1/cpu s)" ratio
 for c in whole alone after contended; do
   : >"$tmp/$c.0"
   : >"$tmp/$c.1"
@@ -94,9 +98,10 @@ for c in whole alone after contended; do
     one "$c" 1 >>"$tmp/$c.1"
     echo >>"$tmp/$c.1"
   done
-  a=$(median <"$tmp/$c.0")
-  b=$(median <"$tmp/$c.1")
-  printf '%-12s %16s %16s %8s\n' "$c" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }')"
+  a=$(cut -d' ' -f1 "$tmp/$c.0" | median) b=$(cut -d' ' -f1 "$tmp/$c.1" | median)
+  ac=$(cut -d' ' -f2 "$tmp/$c.0" | median) bc=$(cut -d' ' -f2 "$tmp/$c.1" | median)
+  printf '%-12s %14s %14s %8s %16s %16s %8s\n' "$c" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }')" \
+    "$ac" "$bc" "$(awk -v a="$ac" -v b="$bc" 'BEGIN { printf "%.3f", b / a }')"
 done
 
 # Part 2: the gate's own code, driver calls free.

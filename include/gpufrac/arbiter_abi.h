@@ -20,7 +20,9 @@
  * bounded by the waiting bound below: a waiting process that the lease has not reached within it
  * runs its launches ungated (what the GPU's own time-slicing gives it), says so once on stderr,
  * reports it in its own container's usage region (limits_abi.h, compute_bypassed: the tenant cannot
- * erase it), and gates again once it claims the lease through the protocol.
+ * erase it), and gates again once it claims the lease through the protocol. A lease file cut short
+ * under a mapping (ftruncate) is taken over by the shim's SIGBUS handler: private zero pages, the
+ * device no longer arbitrated, said once and reported the same way.
  *
  * Slots (slots file). The host claims one slot per container and GPU when it books the share (CAS
  * state FREE -> SETUP, resets the slot's lane in the lease file (vtime = vclock), writes key, token,
@@ -43,9 +45,9 @@
  * expires):
  *   - Solo. A holder that found no other runnable slot when it claimed or renewed, and no other
  *     high-priority slot set up on the GPU, is solo: it admits launches with no driver call of its
- *     own but one event every stride launches per stream (stride = K / 8, at most 64, K = lease_ms / d
+ *     own but one event every stride launches per stream (stride = K / 8, at most 128, K = lease_ms / d
  *     + 1 up to 1024: a lease's worth of its launches), counted as in gated admission: about one
- *     driver call per 64 launches, and its work in flight stays about one lease per stream. At the
+ *     event record and one query per 128 launches, and its work in flight stays about one lease per stream. At the
  *     end of a solo lease with a competitor runnable it waits for those events (charged) before it
  *     releases; what it leaves unmarked is an eighth of a lease per stream.
  *   - Gated admission (not solo). A process launches (a kernel, a cooperative launch, a graph) only

@@ -1,9 +1,12 @@
 /* The arbitrated devices of this process (docs/architecture.md "Compute share"): whether any device
  * is arbitrated at all (the inert fast path), each device's arbiter mapped on first use, and the
- * states a device leaves gating for: not arbitrated (an unusable arbiter, a slot gone: said once)
- * and bypassing (waited past its bound: said once, reported in the container's usage region). */
+ * states a device leaves gating for: not arbitrated (an unusable arbiter, a slot gone, a lease file
+ * cut short under it: said once) and bypassing (waited past its bound: said once, reported in the
+ * container's usage region). */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +55,63 @@ static int open_arbiter(struct gf_compute_dev* d, const struct gf_device_limit* 
   return -1;
 }
 
+/* Where a tenant that writes the lease file cannot erase it: the container's own usage region. */
+static void report_bypass(const struct gf_compute_dev* d) {
+  struct gpufrac_region* r = gf_g.region;
+  if (r == NULL) return;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  __atomic_fetch_or(&r->compute_bypassed, 1u << d->index, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&r->compute_bypassed_s, (uint32_t)ts.tv_sec, __ATOMIC_SEQ_CST);
+}
+
+/* A tenant that truncates the lease file (its bind is read-write) would make this process's next
+ * touch of the mapping a SIGBUS. The handler takes such a fault over: the mapping is replaced by
+ * private zero pages (the access then succeeds), the device stops being arbitrated (said at the next
+ * launch) and the fault is reported like a bypass. Any other SIGBUS goes to the handler that was
+ * there before, or kills as the default does. */
+static struct sigaction g_old_bus;
+static int g_bus_installed; /* under g_setup_mu */
+
+static void on_sigbus(int sig, siginfo_t* si, void* uc) {
+  for (int i = 0; i < GPUFRAC_MAX_DEVICES; i++) {
+    struct gf_compute_dev* d = &g_dev[i];
+    char* lo = (char*)d->map.lease;
+    if (lo == NULL || (char*)si->si_addr < lo || (char*)si->si_addr >= lo + sizeof *d->map.lease) continue;
+    mmap(lo, sizeof *d->map.lease, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    __atomic_store_n(&d->shrunk, 1, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&d->state, GF_DEV_PASS, __ATOMIC_SEQ_CST);
+    return;
+  }
+  if (g_old_bus.sa_flags & SA_SIGINFO) {
+    g_old_bus.sa_sigaction(sig, si, uc);
+  } else if (g_old_bus.sa_handler != SIG_DFL && g_old_bus.sa_handler != SIG_IGN) {
+    g_old_bus.sa_handler(sig);
+  } else {
+    signal(SIGBUS, SIG_DFL); /* the faulting access runs again and takes the default action */
+  }
+}
+
+static void install_sigbus(void) {
+  if (g_bus_installed) return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_sigbus;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  g_bus_installed = sigaction(SIGBUS, &sa, &g_old_bus) == 0;
+}
+
+/* A device whose lease file was cut short under it (on_sigbus): said once, reported. */
+static void said_shrunk(struct gf_compute_dev* d) {
+  int one = 1;
+  if (!__atomic_compare_exchange_n(&d->shrunk, &one, 2, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return;
+  report_bypass(d);
+  const char* uuid = gf_g.cfg.devices[d->index].uuid;
+  gf_log_once(&d->logged, "compute arbiter of %s: its lease file was cut short; launches on %s are not arbitrated",
+              uuid, uuid);
+}
+
 static int setup(unsigned idx) {
   struct gf_compute_dev* d = &g_dev[idx];
   pthread_mutex_lock(&g_setup_mu);
@@ -59,6 +119,7 @@ static int setup(unsigned idx) {
   if (st == GF_DEV_UNSET) {
     d->index = idx;
     st = open_arbiter(d, &gf_g.cfg.devices[idx]) == 0 ? GF_DEV_GATED : GF_DEV_PASS;
+    if (st == GF_DEV_GATED) install_sigbus();
     __atomic_store_n(&d->state, st, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&g_setup_mu);
@@ -71,18 +132,10 @@ struct gf_compute_dev* gf_compute_device(void) {
   if (idx < 0 || idx >= (int)gf_g.cfg.device_count) return NULL;
   struct gf_compute_dev* d = &g_dev[idx];
   int st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
-  if (GF_UNLIKELY(st == GF_DEV_UNSET)) st = setup((unsigned)idx);
+  if (GF_LIKELY(st == GF_DEV_GATED || st == GF_DEV_BYPASS)) return d;
+  if (st == GF_DEV_UNSET) st = setup((unsigned)idx);
+  if (GF_UNLIKELY(__atomic_load_n(&d->shrunk, __ATOMIC_RELAXED) == 1)) said_shrunk(d);
   return st == GF_DEV_GATED || st == GF_DEV_BYPASS ? d : NULL;
-}
-
-/* Where a tenant that writes the lease file cannot erase it: the container's own usage region. */
-static void report_bypass(const struct gf_compute_dev* d) {
-  struct gpufrac_region* r = gf_g.region;
-  if (r == NULL) return;
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  __atomic_fetch_or(&r->compute_bypassed, 1u << d->index, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&r->compute_bypassed_s, (uint32_t)ts.tv_sec, __ATOMIC_SEQ_CST);
 }
 
 void gf_compute_bypass(struct gf_compute_dev* d) {
@@ -110,8 +163,8 @@ void gf_compute_after_fork(void) {
   for (int i = 0; i < GPUFRAC_MAX_DEVICES; i++) {
     struct gf_compute_dev* d = &g_dev[i];
     if (d->state == GF_DEV_UNSET) continue;
-    gf_arbiter_unmap(&d->map);
-    memset(d, 0, sizeof *d); /* zeroed mutexes are initialised ones (glibc) */
+    gf_arbiter_unmap(&d->map); /* the SIGBUS handler stays: it finds no mapping of the child's */
+    memset(d, 0, sizeof *d);   /* zeroed mutexes are initialised ones (glibc) */
   }
   gf_capture_after_fork();
 }

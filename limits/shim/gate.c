@@ -4,6 +4,8 @@
  * thread at a time ends, drains, renews or acquires the lease under a process-local mutex (no lock
  * is shared with another process), and a process kept waiting past its bound runs ungated until the
  * arbiter hands it the lease again. */
+#include <time.h>
+
 #include "gf_compute.h"
 
 #define GF_TOUCH_NS 100000 /* active_ns is stored at most this often (idle_us is 2 ms) */
@@ -12,16 +14,32 @@ static uint64_t budget_ns(const struct gf_compute_dev* d, int solo) {
   return solo ? (uint64_t)d->lease.p.lease_ms * 1000000u : (uint64_t)d->lease.p.inflight_us * 1000u;
 }
 
-/* An admission: the holder is active (active_ns), and, gated, says when the work it has in flight on
- * the stream should be done (busy_until_ns, at most busy_ms ahead): idle only after that. */
-static void touch(struct gf_compute_dev* d, struct gf_stream* s, int solo, uint64_t now) {
-  if (now - __atomic_load_n(&d->touched_ns, __ATOMIC_RELAXED) < GF_TOUCH_NS) return;
-  __atomic_store_n(&d->touched_ns, now, __ATOMIC_RELAXED);
+/* CLOCK_MONOTONIC_COARSE: a few ns where the precise clock costs about 20 on the launch path, but it
+ * moves by ticks (1-4 ms). A solo holder reads it (nobody waits on it): it admits at most a tick past
+ * its deadline (well within grace_ms), stores active_ns once per tick, and says its work in flight may
+ * last a lease (busy_until_ns), so a competitor that appears does not take it for idle meanwhile. */
+static uint64_t coarse_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* An admission at t (coarse when solo, else precise): the holder is active (active_ns, the precise
+ * clock), and says when the work it has in flight should be done (busy_until_ns, at most busy_ms
+ * ahead; gated, by what the launch's stream has in flight): idle only after that. Stored at most
+ * every GF_TOUCH_NS. */
+static void touch(struct gf_compute_dev* d, struct gf_stream* s, int solo, uint64_t t) {
+  if (t - __atomic_load_n(&d->touched_ns, __ATOMIC_RELAXED) < GF_TOUCH_NS) return;
+  __atomic_store_n(&d->touched_ns, t, __ATOMIC_RELAXED);
+  uint64_t now = solo ? gf_now_ns() : t;
   gf_lease_touch(&d->lease, now);
-  if (solo) return;
-  uint64_t cap = (uint64_t)d->lease.p.busy_ms * 1000000u;
-  uint64_t n = __atomic_load_n(&s->seq, __ATOMIC_RELAXED) - __atomic_load_n(&s->done, __ATOMIC_RELAXED) + 1;
-  uint64_t dur = __atomic_load_n(&s->launch_ns, __ATOMIC_RELAXED), ahead = dur != 0 && n * dur < cap ? n * dur : cap;
+  uint64_t cap = (uint64_t)d->lease.p.busy_ms * 1000000u, ahead = (uint64_t)d->lease.p.lease_ms * 1000000u;
+  if (!solo) {
+    uint64_t n = __atomic_load_n(&s->seq, __ATOMIC_RELAXED) - __atomic_load_n(&s->done, __ATOMIC_RELAXED) + 1;
+    uint64_t dur = __atomic_load_n(&s->launch_ns, __ATOMIC_RELAXED);
+    ahead = dur != 0 && n * dur < cap ? n * dur : cap;
+  }
+  if (ahead > cap) ahead = cap;
   uint64_t until = now + ahead, cur = __atomic_load_n(&d->lease.arb->busy_until_ns, __ATOMIC_RELAXED);
   if ((int64_t)(until - cur) > 0) __atomic_store_n(&d->lease.arb->busy_until_ns, until, __ATOMIC_RELAXED);
 }
@@ -115,11 +133,11 @@ static int bypass_retry(struct gf_compute_dev* d, uint64_t now) {
 struct gf_gate gf_gate_enter(CUstream stream, int ptsz) {
   struct gf_gate g = {gf_compute_device(), NULL};
   if (g.d == NULL || gf_capturing(stream, ptsz)) return (struct gf_gate){NULL, NULL};
-  uint64_t now = gf_now_ns();
+  int solo = __atomic_load_n(&g.d->lease.solo, __ATOMIC_RELAXED);
+  uint64_t now = solo ? coarse_ns() : gf_now_ns();
   if (GF_UNLIKELY(__atomic_load_n(&g.d->state, __ATOMIC_ACQUIRE) == GF_DEV_BYPASS) && !bypass_retry(g.d, now))
     return (struct gf_gate){NULL, NULL};
   g.s = gf_stream_of(&g.d->streams, stream, ptsz);
-  int solo = __atomic_load_n(&g.d->lease.solo, __ATOMIC_RELAXED);
   if (GF_LIKELY(gf_lease_admits(&g.d->lease, now) && gf_stream_room(g.s, budget_ns(g.d, solo), solo))) {
     touch(g.d, g.s, solo, now);
     return g;

@@ -27,11 +27,11 @@ static inline int gf_compute_arbitrated(const struct gf_device_limit* d) {
 }
 
 /* ---- streams.c: launches admitted and not yet known complete, per stream of one device ---- */
-#define GF_STREAMS 32     /* streams tracked per device; launches on further streams share one entry */
-#define GF_MARKS 128      /* events in flight per stream at most (racing threads beyond the bound) */
-#define GF_GATED_MAX 64   /* launches in flight per gated stream at most, whatever their duration */
-#define GF_SOLO_MAX 1024  /* the same for a solo holder (the driver's own queue is about this deep) */
-#define GF_SOLO_STRIDE 64 /* a solo holder marks at most every this many launches */
+#define GF_STREAMS 32      /* streams tracked per device; launches on further streams share one entry */
+#define GF_MARKS 128       /* events in flight per stream at most (racing threads beyond the bound) */
+#define GF_GATED_MAX 64    /* launches in flight per gated stream at most, whatever their duration */
+#define GF_SOLO_MAX 1024   /* the same for a solo holder (the driver's own queue is about this deep) */
+#define GF_SOLO_STRIDE 128 /* a solo holder marks at most every this many launches */
 struct gf_stream {
   uint64_t key;        /* atomic: the stream (legacy: 1; per-thread default: thread | 2); 0 free */
   pthread_mutex_t mu;  /* serialises marks and their retirement */
@@ -40,6 +40,8 @@ struct gf_stream {
   uint64_t done;       /* atomic: seq of the newest mark known complete */
   unsigned head, tail; /* marks [head, tail) in flight (under mu) */
   uint64_t launch_ns;  /* a launch's duration as measured (moving average, under mu) */
+  uint64_t bound_d[2]; /* atomic: the launch_ns (| 1 << 63) bound[] was computed for, gated and solo */
+  unsigned bound[2];   /* atomic: K, gated and solo */
   uint64_t last_done;  /* when the last mark waited for completed; 0 after a retirement by query */
   CUevent ev[GF_MARKS];
   uint64_t at_seq[GF_MARKS]; /* each mark's seq */
@@ -96,6 +98,7 @@ struct gf_compute_dev {
   uint64_t wait_from;  /* when the first waiter began */
   int wait_held;       /* and whether the process held the lease then */
   int probation;       /* under mu: gated again after a bypass, and no lease of its own ended since */
+  int shrunk;          /* atomic: 1 the lease file was cut short under the mapping (SIGBUS), 2 said so */
   int logged, logged_bypass;
 };
 /* The calling thread's device when it is gated or bypassing; NULL otherwise. Sets it up on first use

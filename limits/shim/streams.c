@@ -39,15 +39,26 @@ struct gf_stream* gf_stream_of(struct gf_streams* t, CUstream stream, int ptsz) 
   return &t->s[GF_STREAMS];
 }
 
-static unsigned bound_of(const struct gf_stream* s, uint64_t budget_ns, int solo) {
-  uint64_t d = __atomic_load_n(&s->launch_ns, __ATOMIC_RELAXED);
+static unsigned compute_bound(uint64_t d, uint64_t budget_ns, int solo) {
   if (d == 0) return 2;                       /* until measured */
   if (!solo && d >= 10 * budget_ns) return 1; /* a launch of a lease or more: one at a time */
   uint64_t k = budget_ns / d + 1, max = solo ? GF_SOLO_MAX : GF_GATED_MAX;
-  return k < 2 ? 2 : k > max ? (unsigned)max : (unsigned)k;
+  return k < 2 ? 2 : k > max ? (unsigned)max : (unsigned)k; /* at least 2: the next one queued */
 }
 
-static unsigned stride_of(const struct gf_stream* s, uint64_t budget_ns, int solo) {
+/* K for the stream's measured d, cached per mode (a division on every launch shows in a launch-bound
+ * loop); racing threads compute the same value. */
+static unsigned bound_of(struct gf_stream* s, uint64_t budget_ns, int solo) {
+  uint64_t d = __atomic_load_n(&s->launch_ns, __ATOMIC_RELAXED) | 1ull << 63; /* never 0: 0 is "none cached" */
+  if (GF_LIKELY(__atomic_load_n(&s->bound_d[solo], __ATOMIC_RELAXED) == d))
+    return __atomic_load_n(&s->bound[solo], __ATOMIC_RELAXED);
+  unsigned k = compute_bound(d & ~(1ull << 63), budget_ns, solo);
+  __atomic_store_n(&s->bound[solo], k, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->bound_d[solo], d, __ATOMIC_RELAXED);
+  return k;
+}
+
+static unsigned stride_of(struct gf_stream* s, uint64_t budget_ns, int solo) {
   if (!solo) return 1;
   unsigned k = bound_of(s, budget_ns, 1) / 8;
   return k < 1 ? 1 : k > GF_SOLO_STRIDE ? GF_SOLO_STRIDE : k;

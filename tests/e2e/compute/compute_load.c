@@ -28,8 +28,8 @@
  *   tp:SECONDS a two-GPU job: each step KERNEL on devices 0 and 1 at once, then both waited for
  * After each phase: "phase MODE launches=N rc=R" (R: the first error, 0 if none), then "wait MODE
  * max_us=W" (W: the longest time one launch call took, the gate's wait included), then "calls MODE
- * launch=L record=E query=Q sync=S" (the driver calls the process made meanwhile, the shim's own
- * included: the fake driver counts them, gpufracFakeCost). */
+ * launch=L record=E query=Q sync=S cpu_us=C" (the driver calls the process made meanwhile, the
+ * shim's own included: the fake driver counts them, gpufracFakeCost; C: the process's CPU time). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +104,7 @@ static int run_phase(const char* phase, uint64_t start, uint64_t end) {
   if (strcmp(mode, "overlap") == 0) return load_overlap(&g, phase);
   if (strcmp(mode, "tp") == 0) return load_tp(&g, g_kernel, end);
   unsigned long long launches = 0;
-  uint64_t max_wait = 0, calls[4], spun, cost;
+  uint64_t max_wait = 0, calls[4], spun, cost, cpu0 = load_cpu_ns();
   for (unsigned k = 0; k < 4; k++) gpufracFakeCost(k, &calls[k], &spun, &cost);
   CUstream scratch = NULL;
   int open_capture = strcmp(mode, "capopen") == 0;
@@ -115,9 +115,10 @@ static int run_phase(const char* phase, uint64_t start, uint64_t end) {
          (unsigned long long)(max_wait / 1000));
   uint64_t now_calls[4];
   for (unsigned k = 0; k < 4; k++) gpufracFakeCost(k, &now_calls[k], &spun, &cost);
-  printf("calls %s launch=%llu record=%llu query=%llu sync=%llu\n", mode, (unsigned long long)(now_calls[0] - calls[0]),
-         (unsigned long long)(now_calls[1] - calls[1]), (unsigned long long)(now_calls[2] - calls[2]),
-         (unsigned long long)(now_calls[3] - calls[3]));
+  printf("calls %s launch=%llu record=%llu query=%llu sync=%llu cpu_us=%llu\n", mode,
+         (unsigned long long)(now_calls[0] - calls[0]), (unsigned long long)(now_calls[1] - calls[1]),
+         (unsigned long long)(now_calls[2] - calls[2]), (unsigned long long)(now_calls[3] - calls[3]),
+         (unsigned long long)((load_cpu_ns() - cpu0) / 1000));
   fflush(stdout);
   return rc == CUDA_SUCCESS ? 0 : 1;
 }

@@ -20,6 +20,7 @@ struct load {
 };
 
 uint64_t load_now_ns(void);
+uint64_t load_cpu_ns(void); /* the process's CPU time */
 void load_sleep_until(uint64_t t);
 /* Context on device dev, a stream, the kernel and cuGetProcAddress's cuLaunchKernel. 0 or -1. */
 int load_setup(struct load* g, int dev, const char* kernel);

@@ -10,9 +10,10 @@
 #   3. an unusable arbiter (missing, no arbiter line, a slot that is not there, freed while
 #      running) leaves launches working and unarbitrated, said in one line; no compute line: inert;
 #   4. garbage written into the lease file while two processes run upsets nothing: both finish;
+#      the lease file truncated under them: no SIGBUS, each says so once and finishes unarbitrated;
 #   5. a full state directory refuses the arbiter in one line (root: a tiny tmpfs);
 #   and alone costs nothing: the driver calls a launch-bound loop makes, counted by the fake driver,
-#   for a whole GPU (none of gpufrac's), a share alone (an event per 32 launches at most) and gated.
+#   for a whole GPU (none of gpufrac's), a share alone (an event per 64 launches at most) and gated.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/compute_lib.sh"
 e2e_tmp
@@ -84,14 +85,14 @@ assert_not_contains "$(cat "$E2E_TMP/capo.out")" "gpufrac:" "capopen: nothing to
 
 # Alone costs nothing: driver calls counted by the fake driver over a launch-bound loop (kernels of no
 # duration). A whole GPU: none but the launches. A share alone on its GPU (solo): about one event
-# record and one query per 64 launches (at most 1 per 32 here). The same share beside an idle
+# record and one query per 128 launches (at most 1 per 64 here). The same share beside an idle
 # high-priority share (gated): one event record per launch.
 sim_gpu
 "$ATOOL" share "$S" whole "$GPU0=$GB:1000000:fair:normal"
 GPUFRAC_LIMITS_FILE=$S/whole.limits LD_PRELOAD=$SHIM run "$LOAD" -k nop async:1
 calls=$(grep '^calls async' <<<"$OUT")
 n=$(sed -n 's/^phase async launches=\([0-9]*\) rc=0$/\1/p' <<<"$OUT")
-assert_eq "$calls" "calls async launch=$n record=0 query=0 sync=1" "a whole GPU: no driver call of gpufrac's"
+assert_eq "${calls% cpu_us=*}" "calls async launch=$n record=0 query=0 sync=1" "a whole GPU: no driver call of gpufrac's"
 assert_eq "$(grep -c '^arbiter' "$S/whole.limits" || true)" 0 "a whole GPU: no arbiter slot"
 "$ATOOL" share "$S" solo "$GPU1=$GB:300000:fair:normal"
 GPUFRAC_LIMITS_FILE=$S/solo.limits LD_PRELOAD=$SHIM run "$LOAD" -d 1 -k nop async:1
@@ -99,7 +100,7 @@ n=$(sed -n 's/^phase async launches=\([0-9]*\) rc=0$/\1/p' <<<"$OUT")
 for k in record query; do
   got=$(sed -n "s/^calls async .* $k=\([0-9]*\).*/\1/p" <<<"$OUT")
   echo "solo: $n launches, $got ${k}s"
-  assert_le "$((got * 32))" "$n" "a share alone: ${k}s per 32 launches"
+  assert_le "$((got * 64))" "$n" "a share alone: ${k}s per 64 launches"
 done
 "$ATOOL" share "$S" idle-high "$GPU1=$GB:100000:fair:high"
 GPUFRAC_LIMITS_FILE=$S/solo.limits LD_PRELOAD=$SHIM run "$LOAD" -d 1 -k nop async:1
@@ -157,6 +158,25 @@ wait $p1 || fail "g1 failed: $(cat "$E2E_TMP/g1.out")"
 wait $p2 || fail "g2 failed: $(cat "$E2E_TMP/g2.out")"
 assert_contains "$(cat "$E2E_TMP/g1.out")" "phase async launches=" "g1 finished"
 assert_contains "$(cat "$E2E_TMP/g2.out")" "phase sync launches=" "g2 finished"
+
+# A lease file cut short under two running processes (a tenant can truncate it: its bind is
+# read-write): no SIGBUS kills them; each says so once and runs unarbitrated to its end.
+sim_gpu
+"$ATOOL" share "$S" t1 "$GPU1=$GB:300000:fair:normal"
+"$ATOOL" share "$S" t2 "$GPU1=$GB:700000:fair:normal"
+GPUFRAC_LIMITS_FILE=$S/t1.limits LD_PRELOAD=$SHIM "$LOAD" -d 1 async:2 >"$E2E_TMP/t1.out" 2>&1 &
+p1=$!
+GPUFRAC_LIMITS_FILE=$S/t2.limits LD_PRELOAD=$SHIM "$LOAD" -d 1 sync:2 >"$E2E_TMP/t2.out" 2>&1 &
+p2=$!
+sleep 0.7
+truncate -s 0 "$S/compute/$GPU1"
+wait $p1 || fail "t1 survives its lease file cut short: $(cat "$E2E_TMP/t1.out")"
+wait $p2 || fail "t2 survives its lease file cut short: $(cat "$E2E_TMP/t2.out")"
+for t in t1 t2; do
+  assert_eq "$(grep -c '^gpufrac:' "$E2E_TMP/$t.out")" 1 "$t: one line"
+  assert_contains "$(cat "$E2E_TMP/$t.out")" "gpufrac: compute arbiter of $GPU1: its lease file was cut short; launches on $GPU1 are not arbitrated" \
+    "$t says why"
+done
 
 # 5. A full state directory: the arbiter is refused in one line, never a file with a hole.
 if [ "$(id -u)" = 0 ] && mkdir -p "$E2E_TMP/tiny" && mount -t tmpfs -o size=64k tmpfs "$E2E_TMP/tiny" 2>/dev/null; then
