@@ -13,7 +13,10 @@
 #      cost (defaults, GPUFRAC_FAKE_CUDA_COST, 0 = free), a malformed value is one line;
 #   6. a process killed with work queued never stalls another: its context gets no slice after
 #      its death (its queued work is dropped), the other keeps running; 30 processes killed at
-#      random moments while they launch (their context slots reused) leave another one running.
+#      random moments while they launch (their context slots reused) leave another one running;
+#   7. three processes of four threads launching, recording and waiting at random (fake_gpu_stress)
+#      beside 15 killed at random: every event completes after its record and before its wait
+#      returns, in stream order.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/compute_lib.sh"
 e2e_tmp
@@ -140,4 +143,19 @@ wait $steady || fail "the steady process failed: $(cat "$E2E_TMP/steady.out")"
 assert_contains "$(cat "$E2E_TMP/steady.out")" "phase sync launches=" "the steady process finished its phase"
 run "$GPUTOOL" total "$SIMGPU" k
 assert_not_contains "$OUT" "runs=0 " "the killed processes launched"
+
+# 7. Random work of several processes, some killed: consistent answers.
+STRESS=$GPUFRAC_BUILD_DIR/tests/compute/fake_gpu_stress
+sim_gpu
+for i in 1 2 3; do GPUFRAC_FAKE_CUDA_CLIENT=s$i "$STRESS" 6 >"$E2E_TMP/stress$i.out" 2>&1 & done
+for _ in $(seq 15); do
+  GPUFRAC_FAKE_CUDA_CLIENT=victim "$STRESS" 60 >/dev/null 2>&1 &
+  sleep "0.$((RANDOM % 4))"
+  kill -KILL $!
+  wait $! 2>/dev/null || true
+done
+wait
+for i in 1 2 3; do
+  assert_contains "$(cat "$E2E_TMP/stress$i.out")" "stress ok events=" "stress process $i: $(head -3 "$E2E_TMP/stress$i.out")"
+done
 finish

@@ -56,6 +56,7 @@ static CUresult record(CUevent event, CUstream stream, int per_thread) {
   __atomic_store_n(&ev->at, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&ev->done, 0, __ATOMIC_RELEASE);
   ev->cv = fake_stream_point(s);
+  fake_stream_after(s, ev->cv); /* the record is work of the stream: what follows waits for it */
   __atomic_store_n(&ev->at, fake_now_ns(), __ATOMIC_RELEASE);
   return CUDA_SUCCESS;
 }

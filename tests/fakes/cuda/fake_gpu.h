@@ -22,6 +22,8 @@
  *      before the time it needs publishes the next one (catching up), and a CAS that loses means
  *      another process published it: everyone reads the same slice. A slice ends at
  *      min(start + timeslice, start + the context's remaining work) (idle: at the first arrival).
+ *      A catch-up for a time before the newest slice's start (published by a process that read
+ *      the clock later) answers FAKE_SIM_AGAIN: the caller reads the clock anew.
  *   2. A submission first catches the slices up to its arrival time a (now), reads V(a), then
  *      raises its context's `arrive` and `cmax` (the virtual time its work is done; atomic max) and
  *      catches up again (an idle device then starts its slice at a). Every slice published after
@@ -160,13 +162,14 @@ uint64_t fake_sim_parse_timeslice(const char* text);
 /* Writes the header (magic, version, size, timeslice) once. */
 void fake_sim_init_header(struct fake_gpu_file* g, uint64_t timeslice_ns);
 void fake_sim_dev_init(struct fake_gpu_dev* d);
-/* Publishes slices until the newest covers time t; returns its index. */
+/* Publishes slices until the newest covers time t; returns its index, or FAKE_SIM_AGAIN when the
+ * newest starts after t (another process with a later clock published it: read the clock again). */
+#define FAKE_SIM_AGAIN UINT64_MAX
 uint64_t fake_sim_catch_up(int dev, uint64_t t);
 /* Slice k (0: not published, or overwritten by a later lap). */
 int fake_sim_slice(const struct fake_gpu_dev* d, uint64_t k, uint32_t* ctx, uint64_t* start);
 /* Context slot's V at time t >= the start of slice h, h the newest slice (from catch_up(t));
  * FAKE_SIM_AGAIN when the slices moved on meanwhile (catch up to a new time and ask again). */
-#define FAKE_SIM_AGAIN UINT64_MAX
 uint64_t fake_sim_v(int dev, int slot, uint64_t h, uint64_t t);
 /* When the newest slice h ends as things stand (UINT64_MAX: idle until an arrival). */
 uint64_t fake_sim_end(int dev, uint64_t h);

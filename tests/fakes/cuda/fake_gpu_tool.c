@@ -133,7 +133,9 @@ static size_t collect(const struct fake_gpu_file* g, uint64_t t0, uint64_t t1, s
   *complete = 1;
   for (int dev = 0; dev < FAKE_GPU_DEVICES; dev++) {
     if (__atomic_load_n(&g->devs[dev].state, __ATOMIC_ACQUIRE) != 2) continue;
-    uint64_t h = fake_sim_catch_up(dev, now), end = now, start = 0;
+    uint64_t h = fake_sim_catch_up(dev, now);
+    while (h == FAKE_SIM_AGAIN) h = fake_sim_catch_up(dev, now = fake_sim_now());
+    uint64_t end = now, start = 0;
     int reached = 0;
     for (uint64_t k = h; k + FAKE_GPU_SLICES > h && n < max; k--) {
       uint32_t ctx;

@@ -170,7 +170,7 @@ static uint64_t v_now(int gdev, int slot, uint64_t* h, uint64_t* now) {
   for (;;) {
     *now = fake_now_ns();
     *h = fake_sim_catch_up(gdev, *now);
-    uint64_t v = fake_sim_v(gdev, slot, *h, *now);
+    uint64_t v = *h == FAKE_SIM_AGAIN ? FAKE_SIM_AGAIN : fake_sim_v(gdev, slot, *h, *now);
     if (v != FAKE_SIM_AGAIN) return v;
   }
 }
@@ -198,7 +198,7 @@ uint64_t fake_gpu_submit(CUdevice dev, uint64_t after, uint64_t duration, unsign
     }
     if (mps) fake_mps_queued(dev, gdev, cv);
     __atomic_fetch_add(&g_gpu->devs[gdev].arrivals, 1, __ATOMIC_SEQ_CST);
-    fake_sim_catch_up(gdev, a); /* an idle device starts this context now */
+    fake_sim_catch_up(gdev, fake_now_ns()); /* an idle device starts this context now */
   }
   __atomic_fetch_add(&g_gpu->clients[g_client].runs, 1, __ATOMIC_RELAXED);
   *v_at = v;

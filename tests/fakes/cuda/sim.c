@@ -223,6 +223,7 @@ uint64_t fake_sim_catch_up(int dev, uint64_t t) {
     uint64_t h = newest(d), sh;
     uint32_t ch, next;
     if (!fake_sim_slice(d, h, &ch, &sh)) continue;
+    if (sh > t) return FAKE_SIM_AGAIN; /* published by a later clock: t is past, ask with a new one */
     bookkeep(d, h, ch, sh);
     uint64_t end = decide(dev, h, ch, sh, t, &next);
     if (end == 0) continue;

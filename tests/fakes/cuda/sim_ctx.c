@@ -26,7 +26,8 @@ static int lock_slot(int dev, int slot, short type) {
 static uint64_t idle_v(int dev, int slot) {
   uint64_t now = fake_sim_now(), h = fake_sim_catch_up(dev, now), start;
   uint32_t ch;
-  if (!fake_sim_slice(&fake_sim_file()->devs[dev], h, &ch, &start) || ch == (uint32_t)slot) return FAKE_SIM_AGAIN;
+  if (h == FAKE_SIM_AGAIN || !fake_sim_slice(&fake_sim_file()->devs[dev], h, &ch, &start) || ch == (uint32_t)slot)
+    return FAKE_SIM_AGAIN;
   return fake_sim_v(dev, slot, h, now);
 }
 
@@ -92,6 +93,7 @@ static int achieved_at(uint64_t now, uint64_t* out) {
   for (int dev = 0; dev < FAKE_GPU_DEVICES; dev++) {
     if (__atomic_load_n(&g->devs[dev].state, __ATOMIC_ACQUIRE) != 2) continue;
     uint64_t h = fake_sim_catch_up(dev, now);
+    if (h == FAKE_SIM_AGAIN) return 0;
     for (int slot = 0; slot < FAKE_GPU_CTXS; slot++) {
       const struct fake_gpu_ctx* x = &g->devs[dev].ctxs[slot];
       if ((__atomic_load_n(&x->state, __ATOMIC_ACQUIRE) & 0xff) == FAKE_CTX_FREE) continue;
