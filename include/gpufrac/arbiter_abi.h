@@ -102,9 +102,9 @@
  *     a slot is runnable while seen_ns is less than runnable_us old and newer than its claimed_ns
  *     (a process of it waits since the slot last got the lease; strict: also past not_before). A
  *     slot that becomes runnable after being idle takes vtime = max(vtime, vclock): start-time fair
- *     queuing; idle time earns no credit. One that stayed runnable is kept within one lease of its
- *     own weight behind vclock (lease_ms x 1e9 / weight): in the queue's order it cannot lag more,
- *     so a larger lag comes from leases taken over out of turn.
+ *     queuing; idle time earns no credit. One that stayed runnable is kept within one lease and its
+ *     overrun of its own weight behind vclock ((lease_ms + busy_ms) x 1e9 / weight): in the queue's
+ *     order it cannot lag more, so a larger lag comes from leases taken over out of turn.
  *   - Preemption. A high-priority waiting process whose slot is within its credit sets preempt =
  *     slot + 1 (CAS from 0, or from a request that is no longer valid). A normal-priority holder
  *     that finds a valid request (a high-priority, runnable slot other than its own) ends its

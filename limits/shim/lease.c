@@ -215,8 +215,9 @@ static uint64_t wait_ns(const struct gf_lease* l, uint64_t w, uint64_t now) {
 }
 
 /* Says this process waits (slot runnable). A slot coming back from idle joins at vclock; one that
- * stayed runnable is never more than one lease of its own behind it (in the queue's order it
- * cannot be: a lag beyond that comes from leases taken over out of turn, and is not owed). */
+ * stayed runnable is never more than one lease and its overrun (lease_ms + busy_ms) of its own
+ * behind it (in the queue's order it cannot be: a lag beyond that comes from leases taken over out
+ * of turn, and is not owed). */
 static void heartbeat(struct gf_lease* l, uint64_t now) {
   if (l->seen_ns != 0 && now - l->seen_ns < (uint64_t)l->p.heartbeat_us * 500) return;
   struct gpufrac_arbiter_lane* s = &l->arb->lanes[l->slot];
@@ -224,7 +225,7 @@ static void heartbeat(struct gf_lease* l, uint64_t now) {
   l->seen_ns = now;
   int runnable = prev != 0 && (int64_t)(now - prev) < (int64_t)l->p.runnable_us * 1000;
   uint64_t floor = __atomic_load_n(&l->arb->vclock, __ATOMIC_SEQ_CST);
-  if (runnable) floor -= (uint64_t)l->p.lease_ms * 1000000u * 1000u / l->weight;
+  if (runnable) floor -= ((uint64_t)l->p.lease_ms + l->p.busy_ms) * 1000000u * 1000u / l->weight;
   uint64_t vt = __atomic_load_n(&s->vtime, __ATOMIC_SEQ_CST);
   while (gf_vt_before(vt, floor) &&
          !__atomic_compare_exchange_n(&s->vtime, &vt, floor, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {

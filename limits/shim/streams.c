@@ -3,7 +3,8 @@
  * CU_EVENT_BLOCKING_SYNC, made once and reused) after every launch when gated, after every stride-th
  * when solo; marks retire in order per stream, so a long kernel on one stream never holds back
  * launches on another. The bound K follows the stream's launches' duration d, measured from the
- * completions the process waits for: K = budget / d + 1 (at least 2; 1 when d is ten budgets or more: a lease),
+ * completions the process waits for: K = budget / d + 1 (at least 2; 1 when d is ten budgets or more, a
+ * lease, and, gated, until d is measured),
  * at most GF_GATED_MAX gated and GF_SOLO_MAX solo, where stride = K / 8 (at most GF_SOLO_STRIDE):
  * a solo process makes one driver call per stride launches, and what it leaves unmarked is an
  * eighth of its budget. A stream's mutex serialises its marks only; counting is one atomic add. */
@@ -40,7 +41,7 @@ struct gf_stream* gf_stream_of(struct gf_streams* t, CUstream stream, int ptsz) 
 }
 
 static unsigned compute_bound(uint64_t d, uint64_t budget_ns, int solo) {
-  if (d == 0) return 2;                       /* until measured */
+  if (d == 0) return solo ? 2 : 1; /* until measured (gated: one, so a long first launch is measured alone) */
   if (!solo && d >= 10 * budget_ns) return 1; /* a launch of a lease or more: one at a time */
   uint64_t k = budget_ns / d + 1, max = solo ? GF_SOLO_MAX : GF_GATED_MAX;
   return k < 2 ? 2 : k > max ? (unsigned)max : (unsigned)k; /* at least 2: the next one queued */
