@@ -1,7 +1,11 @@
 // `gpufrac cdi list [--spec-dir DIR...] [--json]` and `gpufrac cdi validate FILE...`; generate is in
 // cmd_cdi_generate.cpp.
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +23,27 @@ namespace gpufrac::cli {
 
 namespace {
 
+constexpr const char* kSpecDirForm = "name a directory of CDI specs, e.g. /var/run/cdi";
+
+// A directory named on the command line must be one (a typo must not read as "no device"); the
+// config's cdi.spec-dirs may be missing, as the CDI library's own defaults may.
+Result<> check_named_dirs(const std::vector<std::string>& dirs) {
+  for (const auto& d : dirs) {
+    struct stat st {};
+    if (::stat(d.c_str(), &st) != 0) {
+      const int err = errno;
+      return std::unexpected(
+          Error{text::cat("--spec-dir ", text::quote(d), ": ", std::strerror(err), "; ", kSpecDirForm), err,
+                ErrorKind::user});
+    }
+    if (!S_ISDIR(st.st_mode))
+      return user_error(text::cat("--spec-dir ", text::quote(d), ": not a directory; ", kSpecDirForm));
+  }
+  return {};
+}
+
 int run_list(Context& ctx, std::vector<std::string> dirs, bool json) {
+  if (auto r = check_named_dirs(dirs); !r) return ctx.fail(r.error());
   if (dirs.empty()) {
     auto cfg = ctx.load();
     if (!cfg) return ctx.fail(cfg.error());

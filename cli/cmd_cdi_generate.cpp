@@ -2,10 +2,13 @@
 // [--json]`: writes the CDI spec for this node (cdi/spec.hpp) atomically, mode 0644 (default
 // cdi.output), and the static preload file it mounts (<state-dir>/cdi/ld.so.preload). A node with
 // nothing to offer gets no spec: a stale one is removed, so runtimes stop offering devices that are
-// gone. Warns (stderr) when the hook or shim the spec names is missing: the containers would fail.
+// gone. Warns (stderr) when the hook, shim or device nodes the spec names are missing under
+// host-root (the containers would fail), saying what makes them; MIG devices left out for want of
+// capability nodes are one line.
 // --machine is a preview: the hook books on the node's own inventory, not on that file.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -81,6 +84,56 @@ std::vector<std::string> missing_files(const Config& cfg) {
   return out;
 }
 
+// What a simulated node's host root or a real node's /dev lacks of what the spec names, as one line
+// saying what makes it (a runtime fails every container that gets a missing node).
+std::vector<std::string> missing_nodes(const Config& cfg, const Inventory& inv) {
+  std::vector<std::string> missing;
+  auto check = [&](const DeviceNodeInfo& n) {
+    if (!n.path.empty() && !fs::exists(cfg.host_path(n.path))) missing.push_back(n.path);
+  };
+  for (const auto& n : inv.control_nodes) check(n);
+  for (const auto& g : inv.gpus) {
+    if (!g.mig_enabled) check(g.node);
+    for (const auto& m : g.mig_instances)
+      for (const auto& n : m.cap_nodes) check(n);
+  }
+  if (missing.empty()) return {};
+  const std::string fix = uses_simulated_machine(cfg)
+                              ? text::cat("gpufrac simulate init-root --machine ", cfg.nvml.machine, " --root ",
+                                          cfg.host_root, " makes them")
+                              : "the driver makes them (nvidia-modprobe, or nvidia-smi once)";
+  return {text::cat("host-root ", cfg.host_root, " lacks ", missing.size(),
+                    missing.size() == 1 ? " device node" : " device nodes", " the spec names (",
+                    text::join(missing, ", "), "); ", fix)};
+}
+
+// Every MIG device left out for want of capability nodes, as one line: the host's mig-minors does not
+// list their instances (a simulated root made for another machine, most likely).
+void collapse_cap_warnings(std::vector<std::string>& warnings, const Config& cfg) {
+  constexpr std::string_view kNoCaps = "has no capability device nodes";
+  const auto n = std::count_if(warnings.begin(), warnings.end(),
+                               [&](const std::string& w) { return w.find(kNoCaps) != std::string::npos; });
+  if (n < 2) return;
+  std::erase_if(warnings, [&](const std::string& w) { return w.find(kNoCaps) != std::string::npos; });
+  warnings.push_back(text::cat(n, " MIG devices left out: their instances have no capability device nodes in ",
+                               cfg.host_path("/proc/driver/nvidia-caps/mig-minors"),
+                               uses_simulated_machine(cfg)
+                                   ? text::cat("; gpufrac simulate init-root --machine ", cfg.nvml.machine, " --root ",
+                                               cfg.host_root, " writes it for this machine")
+                                   : std::string("; the driver lists them once MIG mode is on")));
+}
+
+// The spec builder's warnings (MIG devices without capability nodes in one line), then what the
+// spec names that the host lacks.
+std::vector<std::string> all_warnings(const cdi::Built& built, const Config& cfg, const Inventory& inv) {
+  std::vector<std::string> warnings = built.warnings;
+  collapse_cap_warnings(warnings, cfg);
+  if (built.spec.devices.empty()) return warnings;
+  for (auto& m : missing_files(cfg)) warnings.push_back(std::move(m));
+  for (auto& m : missing_nodes(cfg, inv)) warnings.push_back(std::move(m));
+  return warnings;
+}
+
 void print_summary(bool json, const std::string& kind, const std::string& output, std::size_t devices,
                    const std::vector<std::string>& warnings) {
   if (json) {
@@ -112,9 +165,7 @@ int run_generate(Context& ctx, const GenerateOptions& o) {
   if (!inv) return ctx.fail(inv.error());
   auto built = cdi::build_spec(*inv, *cfg, kind->str());
   if (!built) return ctx.fail(built.error());
-  std::vector<std::string> warnings = built->warnings;
-  if (!built->spec.devices.empty())
-    for (auto& m : missing_files(*cfg)) warnings.push_back(std::move(m));
+  const std::vector<std::string> warnings = all_warnings(*built, *cfg, *inv);
   for (const auto& w : warnings) std::fprintf(stderr, "gpufrac: warning: %s\n", w.c_str());
   if (built->spec.devices.empty()) {
     const int rc = no_devices(ctx, output);

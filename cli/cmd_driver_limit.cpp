@@ -18,6 +18,7 @@
 #include "core/ledger/ledger_json.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
+#include "nvml/discover.hpp"
 #include "nvml/driver_limit_apply.hpp"
 #include "nvml/driver_limits.hpp"
 #include "nvml/inventory_cache.hpp"
@@ -98,7 +99,12 @@ Result<std::string> show_text(const Config& cfg, const std::string& cgroup, bool
   if (auto r = validate_cgroup_path(cgroup); !r) return std::unexpected(r.error().wrap("--cgroup"));
   if (!fs::exists(cgroup))
     return user_error("--cgroup " + text::quote(cgroup) + " does not exist; name a cgroup v2 directory");
-  auto inv = inventory_for_reading(cfg);
+  // A read changes nothing in the config: say what there is to read, not what to configure.
+  if (uses_simulated_machine(cfg))
+    return user_error("this node is the simulated machine " + cfg.nvml.machine +
+                      " (nvml.machine), which has no driver to hold memory limits: nothing to show; gpufrac status "
+                      "shows who holds each share's limit");
+  auto inv = inventory_for_reading(cfg, discover);
   if (!inv) return std::unexpected(inv.error());
   auto drv = LimitDriver::open(cfg);
   if (!drv) return std::unexpected(drv.error());

@@ -48,7 +48,7 @@ std::string render_instances(const Inventory& inv) {
              m.multiprocessors ? text::cat(m.multiprocessors) : "-",
              text::cat(m.placement.start, ":", m.placement.size), text::cat(m.ci_start, ":", m.compute_slices),
              text::format_bytes(m.memory_bytes) + (name == m.profile_name ? "" : " (shared)"), m.uuid,
-             caps.empty() ? "missing (run nvidia-smi once)" : text::join(caps, ", ")});
+             caps.empty() ? "missing (not in /proc/driver/nvidia-caps/mig-minors)" : text::join(caps, ", ")});
     }
   return t.empty() ? "" : "\nMIG instances\n" + t.render();
 }

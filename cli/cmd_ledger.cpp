@@ -26,7 +26,7 @@ int run_reserve(Context& ctx, const ReserveOptions& o) {
   if (!cfg) return ctx.fail(cfg.error());
   auto args = reserve_args_from(o, *cfg, "gpufrac.io/fraction=0.25");
   if (!args) return ctx.fail(args.error());
-  auto inv = inventory_for_allocation(*cfg);
+  auto inv = inventory_for_allocation(*cfg, discover);
   if (!inv) return ctx.fail(inv.error());
   auto booking = Ledger(LedgerOptions::from(*cfg)).reserve(*args, *inv, cfg->allocation);
   if (!booking) return ctx.fail(booking.error());

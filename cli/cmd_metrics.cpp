@@ -1,9 +1,11 @@
-// `gpufrac metrics [--listen HOST:PORT] | --textfile DIR [--interval SECONDS]`: the node's metrics
-// (cli/metrics_model.hpp) in the Prometheus text format, served over HTTP at /metrics (cpp-httplib,
-// default 127.0.0.1:9400) or written to DIR/gpufrac.prom for node_exporter's textfile collector
-// (atomically; once, or every SECONDS). Each scrape reads the node afresh without any lock
-// (cli/node_view.hpp): a container start never waits for it. Scrapes that arrive while one is being
-// collected share its result, so many scrapers cost one collection at a time.
+// `gpufrac metrics [--listen HOST:PORT] | --textfile DIR [--interval SECONDS] | --once`: the node's
+// metrics (cli/metrics_model.hpp) in the Prometheus text format, served over HTTP at /metrics
+// (cpp-httplib, default 127.0.0.1:9400; the port is this server's alone: no SO_REUSEPORT, so a
+// second server on it fails with "Address already in use"), written to DIR/gpufrac.prom for
+// node_exporter's textfile collector (atomically; once, or every SECONDS), or printed once on
+// stdout. Each scrape reads the node afresh without any lock (cli/node_view.hpp): a container
+// start never waits for it. Scrapes that arrive while one is being collected share its result, so
+// many scrapers cost one collection at a time.
 #include <httplib.h>
 #include <signal.h>
 
@@ -32,7 +34,15 @@ struct MetricsOptions {
   std::string listen = metrics::kDefaultListen;
   std::string textfile;
   double interval = 0;  // 0: write the textfile once
+  bool once = false;    // one scrape on stdout
 };
+
+// cpp-httplib's default options add SO_REUSEPORT, with which two servers share one port and split
+// the scrapes between them. SO_REUSEADDR alone lets a restart bind while old connections linger.
+void own_port_only(socket_t sock) {
+  int yes = 1;
+  ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+}
 
 Result<std::string> collect(const Config& cfg) {
   auto node = read_node(cfg, static_cast<std::int64_t>(std::time(nullptr)));
@@ -92,6 +102,7 @@ int serve(Context& ctx, const Config& cfg, const std::string& listen) {
   if (!addr) return ctx.fail(addr.error());
   SingleFlight flight(cfg);
   httplib::Server server;
+  server.set_socket_options(own_port_only);
   server.new_task_queue = [] { return new httplib::ThreadPool(kServerThreads); };
   // A kept-alive connection holds a worker until it idles out (5 s): with more scrapers than
   // workers the rest would wait seconds. One response per connection keeps every wait short.
@@ -132,9 +143,17 @@ int write_textfile(Context& ctx, const Config& cfg, const MetricsOptions& o) {
   }
 }
 
+int print_once(Context& ctx, const Config& cfg) {
+  auto text = collect(cfg);
+  if (!text) return ctx.fail(text.error());
+  std::fwrite(text->data(), 1, text->size(), stdout);
+  return 0;
+}
+
 int run_metrics(Context& ctx, const MetricsOptions& o) {
   auto cfg = ctx.load();
   if (!cfg) return ctx.fail(cfg.error());
+  if (o.once) return print_once(ctx, *cfg);
   if (o.textfile.empty()) return serve(ctx, *cfg, o.listen);
   if (!fs::exists(o.textfile))
     return ctx.fail(user_error("--textfile: " + text::quote(o.textfile) +
@@ -154,10 +173,15 @@ void add_metrics_command(CLI::App& app, Context& ctx) {
                                    "Write DIR/gpufrac.prom for node_exporter's textfile collector instead")
                        ->type_name("DIR")
                        ->excludes(listen);
-  cmd->add_option("--interval", o->interval, "With --textfile: rewrite it every SECONDS (default: once)")
-      ->type_name("SECONDS")
-      ->check(CLI::Range(0.1, 86400.0))
-      ->needs(textfile);
+  auto* interval =
+      cmd->add_option("--interval", o->interval, "With --textfile: rewrite it every SECONDS (default: once)")
+          ->type_name("SECONDS")
+          ->check(CLI::Range(0.1, 86400.0))
+          ->needs(textfile);
+  cmd->add_flag("--once", o->once, "Print one scrape on stdout and exit (no server)")
+      ->excludes(listen)
+      ->excludes(textfile)
+      ->excludes(interval);
   cmd->callback([&ctx, o] { ctx.exit_code = run_metrics(ctx, *o); });
 }
 

@@ -94,15 +94,38 @@ nlohmann::json plan_json(const MigPlan& p) {
   return j;
 }
 
+// A share reaches MIG only with allocation.mig-serves-fractions, without compute-mode or priority,
+// and only when no GPU outside MIG mode takes it: else a container gets that share, and a MIG plan
+// would answer a question no container asks. The refusal says what it gets instead.
+Result<> check_reaches_mig(const Request& r, const Inventory& inv, const LedgerState& state, const Config& cfg) {
+  if (r.kind == SizeKind::mig_profile) return {};
+  const std::string request = r.describe();
+  if (!cfg.allocation.mig_serves_fractions)
+    return user_error(request +
+                      " is a share, which a container gets on a GPU outside MIG mode, never as a MIG instance: "
+                      "allocation.mig-serves-fractions is false; ask with gpufrac.io/mig-profile, or set it to true");
+  if (!reaches_mig(r))
+    return user_error(request +
+                      ": compute-mode and priority keep a request off MIG (only the time-slicing arbiter "
+                      "honours them); a container gets a share of a GPU outside MIG mode");
+  AllocationConfig shares_only = cfg.allocation;
+  shares_only.mig_serves_fractions = false;
+  if (auto g = allocate(r, inv, state.entries, shares_only))
+    return user_error(request + " fits a GPU outside MIG mode now (" + g->reason +
+                      "): a container gets that share; MIG serves a share only when no such GPU can take it");
+  return {};
+}
+
 int run_plan(Context& ctx, const MigOptions& o) {
   auto cfg = ctx.load();
   if (!cfg) return ctx.fail(cfg.error());
   auto request = request_from(o.annotations, cfg->aliases, kExample);
   if (!request) return ctx.fail(request.error());
-  auto inv = inventory_for_reading(*cfg);  // a plan changes nothing, not even the cache
+  auto inv = inventory_for_reading(*cfg, discover);  // a plan changes nothing, not even the cache
   if (!inv) return ctx.fail(inv.error());
   auto state = Ledger(LedgerOptions::from(*cfg)).read();
   if (!state) return ctx.fail(state.error());
+  if (auto r = check_reaches_mig(*request, *inv, *state, *cfg); !r) return ctx.fail(r.error());
   const DynamicMig dyn{&cfg->mig, &state->mig_idle};
   std::vector<MigGpuView> views;
   for (const Gpu& g : inv->gpus) {
@@ -114,7 +137,9 @@ int run_plan(Context& ctx, const MigOptions& o) {
     views.push_back(mig_view(g, state->entries, state->mig_idle, {}, *made, MigHolder{o.container, o.instance}));
   }
   if (views.empty())
-    return ctx.fail(user_error("no GPU the request may use is in dynamic MIG mode (mig.mode)").error());
+    return ctx.fail(user_error("no GPU the request may use is in dynamic MIG mode; set mig: {mode: dynamic} in the "
+                               "config (or mig: {gpus: {\"<index>\": dynamic}} for one GPU in MIG mode)")
+                        .error());
   auto plan = plan_mig(*request, views);
   if (!plan) return ctx.fail(plan.error());
   std::printf("%s\n", o.json ? plan_json(*plan).dump(2).c_str() : plan->reason.c_str());

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -48,9 +49,18 @@ std::string named_config(const Context& ctx) {
   return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + path : path;
 }
 
+// An engine reads its files by absolute paths (containerd resolves a relative import against the
+// importing file's directory): every path the plan compares or writes is made absolute first.
+std::string absolute_path(const std::string& path) {
+  if (path.empty()) return path;
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.lexically_normal().string();
+}
+
 Result<Plan> make_plan(Engine engine, const ConfigureArgs& a, const std::string& gpufrac_config) {
-  const std::string config = a.config.empty() ? default_config_path(engine) : a.config;
-  const std::string drop_in = a.drop_in.empty() ? default_drop_in_path(engine, config) : a.drop_in;
+  const std::string config = a.config.empty() ? default_config_path(engine) : absolute_path(a.config);
+  const std::string drop_in = a.drop_in.empty() ? default_drop_in_path(engine, config) : absolute_path(a.drop_in);
   if (engine == Engine::containerd) {
     std::optional<int> version = a.config_version ? std::optional(a.config_version) : std::nullopt;
     auto input = load_containerd(config, drop_in, a.runtime_path, version);

@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/context.hpp"
 #include "core/fs.hpp"
+#include "core/text.hpp"
 #include "nvml/sim_driver.hpp"
 #include "nvml/sim_root.hpp"
 
@@ -49,6 +51,11 @@ std::expected<std::string, Error> install_driver(const SimulatedMachine& machine
 }
 
 int run_init_root(Context& ctx, const InitRootOptions& o) {
+  std::error_code ec;
+  if (std::filesystem::weakly_canonical(o.root, ec) == "/")
+    return ctx.fail(user_error("--root " + text::quote(o.root) +
+                               ": is this host's root; a simulated root is a directory of its own, e.g. /tmp/gpu-root")
+                        .error());
   auto machine = load_simulated_machine(o.machine);
   if (!machine) return ctx.fail(machine.error());
   if (auto r = write_simulated_host_root(*machine, o.root, !o.no_nodes); !r) return ctx.fail(r.error());

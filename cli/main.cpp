@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);  // one command; none prints the help
   gpufrac::cli::Context ctx;
   app.add_option("--config", ctx.config_path,
-                 std::string("Config file (default $GPUFRAC_CONFIG, else ") + gpufrac::build::kConfigPath + ")");
+                 std::string("Config file (default: $GPUFRAC_CONFIG, else ") + gpufrac::build::kConfigPath + ")");
   gpufrac::cli::add_info_command(app, ctx);
   gpufrac::cli::add_simulate_command(app, ctx);
   gpufrac::cli::add_status_command(app, ctx);

@@ -11,6 +11,7 @@
 #include "core/process.hpp"
 #include "limits/host/arbiter_file.hpp"
 #include "limits/host/region_file.hpp"
+#include "nvml/discover.hpp"
 #include "nvml/driver_limits.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "state/container_state.hpp"
@@ -106,7 +107,7 @@ std::uint64_t file_size(const std::string& path) {
 
 Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
   NodeView v;
-  auto inv = inventory_for_reading(cfg);
+  auto inv = inventory_for_reading(cfg, discover);
   if (!inv) return std::unexpected(inv.error());
   v.inventory = std::move(*inv);
   const LedgerOptions options = LedgerOptions::from(cfg);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <numeric>
 
 #include "cli/table.hpp"
@@ -75,10 +76,17 @@ bool any_compute(const StatusReport& r) {
   return std::any_of(r.unknown.begin(), r.unknown.end(), has);
 }
 
+// Time booked as the table shows it: whole percents, one decimal where a default share (its memory
+// share of the time) is not whole ("11.6 %", where format_compute's exact text is "11.6415 %").
+std::string booked_percent(std::uint64_t ppm) {
+  const std::uint64_t tenths = (ppm + 500) / 1000;
+  return tenths % 10 == 0 ? text::cat(tenths / 10, " %") : text::cat(tenths / 10, ".", tenths % 10, " %");
+}
+
 // "30 %", "30 % strict", "30 % strict high"; "-" without a compute share.
 std::string compute_text(const LedgerEntry& e) {
   if (e.compute_ppm == 0) return "-";
-  std::string out = format_compute(e.compute_ppm);
+  std::string out = booked_percent(e.compute_ppm);
   if (e.compute_mode != ComputeMode::fair) out += text::cat(" ", to_string(e.compute_mode));
   if (e.priority != ComputePriority::normal) out += text::cat(" ", to_string(e.priority));
   return out;
@@ -101,7 +109,42 @@ std::vector<std::string> header(std::vector<std::string> rest, bool mig_columns)
   return h;
 }
 
-std::string render_devices(const StatusReport& r, const StatusStyle& st) {
+// The letter of each container (by container key) across the node, in the order the devices list
+// their bookings: one container is one letter on every GPU it holds.
+using Letters = std::map<std::string, std::size_t>;
+
+Letters share_letters(const StatusReport& r) {
+  Letters out;
+  for (const auto& d : r.devices)
+    for (const auto& s : d.shares) out.try_emplace(container_key(s.entry), out.size());
+  return out;
+}
+
+std::vector<std::size_t> letters_of(const DeviceStatus& d, const Letters& letters) {
+  std::vector<std::size_t> out;
+  for (const auto& s : d.shares) out.push_back(letters.at(container_key(s.entry)));
+  return out;
+}
+
+std::string bar(const DeviceStatus& d, const StatusStyle& st, const std::vector<std::size_t>& letter) {
+  const std::size_t w = st.bar_width;
+  const std::uint64_t scale = std::max(d.total, d.reserved);
+  std::string out = "[";
+  std::uint64_t cum = 0;
+  std::size_t pos = 0;
+  for (std::size_t i = 0; i < d.shares.size(); ++i) {
+    const ShareStatus& s = d.shares[i];
+    cum = saturating_add(cum, s.entry.bytes);
+    const std::size_t end = std::min(w, cell_of(cum, scale, w));
+    const std::size_t n = end - std::min(end, pos);
+    const std::size_t used = std::min(n, cell_of(std::min(s.used_bytes.value_or(0), s.entry.bytes), scale, w));
+    out += cells(st, letter[i], Cell::used, used) + cells(st, letter[i], Cell::reserved, n - used);
+    pos = std::max(pos, end);
+  }
+  return out + cells(st, 0, Cell::free, w - pos) + "]";
+}
+
+std::string render_devices(const StatusReport& r, const StatusStyle& st, const Letters& letters) {
   const bool mig = any_mig(r), compute = any_compute(r);
   std::vector<std::string> columns{"NAME", "UUID", "USED", "RESERVED", "FREE", "TOTAL", "SHARES"};
   if (compute) columns.insert(columns.end() - 1, "COMPUTE");
@@ -115,7 +158,7 @@ std::string render_devices(const StatusReport& r, const StatusStyle& st) {
       row.insert(row.end(), {used_text(d), text::format_bytes(d.reserved), text::format_bytes(d.free),
                              text::format_bytes(d.total)});
     // The GPU's time booked (GPUs not in MIG mode; a MIG instance's time is its own).
-    if (compute) row.push_back(d.mig || d.mig_mode ? "-" : format_compute(d.compute_booked));
+    if (compute) row.push_back(d.mig || d.mig_mode ? "-" : booked_percent(d.compute_booked));
     row.push_back(d.mig_mode ? "-" : text::cat(d.shares.size()));
     t.add(std::move(row));
   }
@@ -123,7 +166,7 @@ std::string render_devices(const StatusReport& r, const StatusStyle& st) {
   std::string out = lines[0] + "\n";
   for (std::size_t i = 0; i < r.devices.size(); ++i) {
     out += lines[i + 1] + "\n";
-    if (!r.devices[i].mig_mode) out += "     " + memory_bar(r.devices[i], st) + "\n";
+    if (!r.devices[i].mig_mode) out += "     " + bar(r.devices[i], st, letters_of(r.devices[i], letters)) + "\n";
     if (const auto& why = r.devices[i].compute_tampered; !why.empty())
       out += "     " + paint(st, "31", "compute arbiter tampered with: " + why.front()) +
              (why.size() > 1 ? text::cat(" (and ", why.size() - 1, " more)") : "") + "\n";
@@ -146,7 +189,7 @@ std::string owner_text(const LedgerEntry& e, bool no_trunc) {
 // One line of the shares table: a booking, or every GPU's booking of a multi-GPU share (their
 // per-GPU cells joined with ",", in GPU order).
 struct ShareRow {
-  std::string label;  // coloured as the share's cells in the bar ("A,B" for a multi-GPU share)
+  std::string label;  // its container's letter, coloured as its cells in the bars
   std::vector<std::string> where;
   const ShareStatus* share;                 // the first member
   std::vector<const ShareStatus*> members;  // every GPU's booking ({share} for a single one)
@@ -205,28 +248,26 @@ std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool comp
   return t.render();
 }
 
-// A row per booking, in device order; a multi-GPU share is one row at its first GPU, with every
-// GPU's label and booking (its later GPUs add no row).
-std::vector<ShareRow> share_rows(const StatusReport& r, const StatusStyle& st, bool mig) {
+// A row per booking, in device order, labelled with its container's letter; a multi-GPU share is
+// one row at its first GPU, with every GPU's booking (its later GPUs add no row).
+std::vector<ShareRow> share_rows(const StatusReport& r, const StatusStyle& st, bool mig, const Letters& letters) {
   std::vector<ShareRow> rows;
   for (const auto& d : r.devices)
-    for (std::size_t i = 0; i < d.shares.size(); ++i) {
-      const ShareStatus& s = d.shares[i];
+    for (const auto& s : d.shares) {
+      const std::string label = label_cell(st, letters.at(container_key(s.entry)));
       if (s.gpus.empty()) {
-        rows.push_back({label_cell(st, i), where(d.gpu_index, d.mig, mig), &s, {&s}});
+        rows.push_back({label, where(d.gpu_index, d.mig, mig), &s, {&s}});
         continue;
       }
       if (s.entry.gpu_index != s.gpus.front()) continue;  // shown on its first GPU's line
-      ShareRow row{"", where(d.gpu_index, d.mig, mig), &s, {}};
-      std::vector<std::string> labels, gpus;
+      ShareRow row{label, where(d.gpu_index, d.mig, mig), &s, {}};
+      std::vector<std::string> gpus;
       for (const auto& od : r.devices)
-        for (std::size_t j = 0; j < od.shares.size(); ++j)
-          if (same_multi_gpu_share(s, od.shares[j])) {
-            row.members.push_back(&od.shares[j]);
-            labels.push_back(label_cell(st, j));
+        for (const auto& o : od.shares)
+          if (same_multi_gpu_share(s, o)) {
+            row.members.push_back(&o);
             gpus.push_back(text::cat(od.gpu_index));
           }
-      row.label = text::join(labels, ",");
       row.where[0] = text::join(gpus, ",");
       rows.push_back(std::move(row));
     }
@@ -285,21 +326,9 @@ std::string short_id(std::string_view id, bool no_trunc) {
 }
 
 std::string memory_bar(const DeviceStatus& d, const StatusStyle& st) {
-  const std::size_t w = st.bar_width;
-  const std::uint64_t scale = std::max(d.total, d.reserved);
-  std::string bar = "[";
-  std::uint64_t cum = 0;
-  std::size_t pos = 0;
-  for (std::size_t i = 0; i < d.shares.size(); ++i) {
-    const ShareStatus& s = d.shares[i];
-    cum = saturating_add(cum, s.entry.bytes);
-    const std::size_t end = std::min(w, cell_of(cum, scale, w));
-    const std::size_t n = end - std::min(end, pos);
-    const std::size_t used = std::min(n, cell_of(std::min(s.used_bytes.value_or(0), s.entry.bytes), scale, w));
-    bar += cells(st, i, Cell::used, used) + cells(st, i, Cell::reserved, n - used);
-    pos = std::max(pos, end);
-  }
-  return bar + cells(st, 0, Cell::free, w - pos) + "]";
+  std::vector<std::size_t> letter(d.shares.size());
+  for (std::size_t i = 0; i < letter.size(); ++i) letter[i] = i;
+  return bar(d, st, letter);
 }
 
 // Bookings on devices the inventory does not list (a GPU removed, or another node's ledger).
@@ -314,9 +343,10 @@ std::string render_status(const StatusReport& r, const StatusStyle& st) {
   std::string out;
   if (r.overcommit != 1.0)
     out += "Overcommit " + text::format_fixed(r.overcommit, 2) + ": FREE counts up to TOTAL x overcommit\n\n";
-  out += render_devices(r, st);
+  const Letters letters = share_letters(r);
+  out += render_devices(r, st, letters);
   const bool mig = any_mig(r);
-  std::vector<ShareRow> rows = share_rows(r, st, mig);
+  std::vector<ShareRow> rows = share_rows(r, st, mig, letters);
   for (const auto& s : r.unknown) {
     std::vector<std::string> cell{"?"};
     if (mig) cell.insert(cell.end(), {"-", "-"});

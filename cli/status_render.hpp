@@ -3,7 +3,8 @@
 // share (with COMPUTE booked and ACHIEVED (10 s), "-" while unknown). The COMPUTE columns appear
 // once a booking holds a compute share.
 // The bar gives every share on the device a run of cells in proportion to its reserved bytes,
-// labelled with the share's letter (SHARE column): upper case where its processes use the memory
+// labelled with its container's letter (SHARE column; one letter per container across the node, so
+// a letter names the same container on every GPU): upper case where its processes use the memory
 // now, lower case where it is reserved but unused; '.' is free memory. Colour (ANSI) only when
 // asked for: on a terminal without NO_COLOR (colour_wanted).
 #pragma once
@@ -25,7 +26,8 @@ struct StatusStyle {
 inline constexpr std::size_t kShortIdLength = 12;  // as docker ps and kubectl cut ids
 
 std::string render_status(const StatusReport& report, const StatusStyle& style = {});
-// "[AAAaaaBBbb......]" for one device; its shares are labelled share_label(0), share_label(1), ...
+// "[AAAaaaBBbb......]" for one device alone; its shares are labelled share_label(0), share_label(1), ...
+// (render_status labels each share with its container's letter across the node instead).
 std::string memory_bar(const DeviceStatus& device, const StatusStyle& style);
 // "A".."Z", then "#" (the bar's lower case of "#" is "=").
 std::string share_label(std::size_t index);

@@ -37,8 +37,15 @@ std::string message_for(CLI::App& app, const CLI::ParseError& e) {
     return std::string(e.what()) + " (see " + where + " --help)";
   const std::string& bad = extras.front();
   const std::string in = cmd == &app ? "" : " for " + text::quote(where);
+  const auto options = long_options(cmd);
+  const std::string name = bad.substr(0, bad.find('='));
+  // Known to the command, so it came before the command's name: CLI11 reads an option only after
+  // the command it belongs to (--config, the program's own, goes anywhere).
+  if (cmd != &app && std::find(options.begin(), options.end(), name) != options.end())
+    return text::quote(name) + " is an option of " + text::quote(where) + " and goes after it: " + where + " " + name +
+           " ... (see " + where + " --help)";
   if (bad.starts_with("-"))
-    return "unknown option " + text::quote(bad) + in + suggestion(closest(bad, long_options(cmd))) + " (see " + where +
+    return "unknown option " + text::quote(bad) + in + suggestion(closest(bad, options)) + " (see " + where +
            " --help)";
   const auto subcommands = visible_subcommands(cmd);
   if (!subcommands.empty())

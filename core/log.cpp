@@ -14,6 +14,7 @@ namespace {
 
 std::shared_ptr<spdlog::logger> g_logger;
 std::string g_context;
+bool g_on_stderr = false;
 
 spdlog::level::level_enum to_spdlog(const std::string& level) {
   if (level == "debug") return spdlog::level::debug;
@@ -30,10 +31,12 @@ std::shared_ptr<spdlog::logger> make_logger(const LogConfig& cfg, const std::str
       return spdlog::basic_logger_mt(name, cfg.file);
     }
   } catch (const spdlog::spdlog_ex& e) {
+    g_on_stderr = true;
     auto fallback = spdlog::stderr_logger_mt(name + "-stderr");
     fallback->warn("gpufrac: cannot open log {}: {}; logging to stderr", cfg.file, e.what());
     return fallback;
   }
+  g_on_stderr = true;
   return spdlog::stderr_logger_mt(name);
 }
 
@@ -41,10 +44,15 @@ std::shared_ptr<spdlog::logger> make_logger(const LogConfig& cfg, const std::str
 
 void init(const LogConfig& cfg, std::string_view program) {
   spdlog::drop_all();
+  g_on_stderr = false;
   g_logger = make_logger(cfg, std::string(program));
   g_logger->set_level(to_spdlog(cfg.level));
   g_logger->set_pattern(cfg.target == LogTarget::journal ? "%v" : "%Y-%m-%dT%H:%M:%S.%e %n[%P] %l: %v");
   g_logger->flush_on(spdlog::level::debug);
+}
+
+bool on_stderr() {
+  return g_logger && g_on_stderr;
 }
 
 void set_context(std::string_view context) {

@@ -17,6 +17,9 @@ void init(const LogConfig& cfg, std::string_view program);
 // Adds a context tag to every later line, e.g. the container id.
 void set_context(std::string_view context);
 void write(Level level, std::string_view message);
+// True when the log goes to stderr (log.target: stderr, or a log file that could not be opened): a
+// program that also prints an error there says it once.
+bool on_stderr();
 
 inline void debug(std::string_view m) {
   write(Level::debug, m);

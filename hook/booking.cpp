@@ -1,4 +1,5 @@
 #include "hook/booking.hpp"
+#include "exec/inventory_exec.hpp"
 
 #include "bundle/nvidia_edits.hpp"
 #include "cdi/device_names.hpp"
@@ -27,7 +28,7 @@ Result<std::optional<Request>> request_of(Invocation& inv) {
     if (!parsed || !*parsed) return parsed;
     request = std::move(**parsed);
   }
-  auto inventory = inventory_for_allocation(inv.cfg);
+  auto inventory = inventory_for_allocation(inv.cfg, refresh_by_cli);
   if (!inventory) return std::unexpected(inventory.error());
   inv.inventory = std::move(*inventory);
   if (request) return request;

@@ -14,6 +14,7 @@
 #include "core/plan/plan.hpp"
 #include "core/request/env_request.hpp"
 #include "core/request/request.hpp"
+#include "core/request/unknown_keys.hpp"
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
 #include "hook/booking.hpp"
@@ -30,9 +31,10 @@ namespace gpufrac::hook {
 
 namespace {
 
+// The error on stderr, and in the log unless the log is stderr itself (the same line twice).
 int report(const Error& e) {
   std::fprintf(stderr, "gpufrac-hook: %s\n", e.message.c_str());
-  log::error(e.message);
+  if (!log::on_stderr()) log::error(e.message);
   return e.exit_code();
 }
 
@@ -180,17 +182,38 @@ void count(const Config& cfg, Stage stage, std::uint64_t started_ns, const Invoc
   if (auto r = metrics::record(cfg.state_dir, o); !r) log::warn("metrics: " + r.error().message);
 }
 
-// A container without a request whose environment holds a GPUFRAC_* variable gpufrac does not
-// know (a typo of a request variable): one warning each, in the log and on stderr; it starts.
-Result<> warn_unrequested(const HookArgs& args, const bundle::OciState& state, const bundle::BundleSpec& spec) {
-  auto warnings = env_request_warnings(spec.env);
-  if (warnings.empty()) return {};
-  if (auto cfg = select_config(args.config_path)) log::init(cfg->log, "gpufrac-hook");
-  log::set_context(state.id);
-  for (const auto& w : warnings) {
-    log::warn(w);
-    std::fprintf(stderr, "gpufrac-hook: warning: container %s: %s\n", state.id.c_str(), w.c_str());
+void warn(const std::string& container_id, const std::vector<std::string>& lines) {
+  for (const auto& w : lines) {
+    if (!log::on_stderr()) log::warn(w);
+    std::fprintf(stderr, "gpufrac-hook: warning: container %s: %s\n", container_id.c_str(), w.c_str());
   }
+}
+
+// A container without a request whose environment holds a name that looks like one (a GPUFRAC_*
+// variable gpufrac does not know, core/request/unknown_keys.hpp): refused, or under
+// requests.unknown: warn one warning each, in the log and on stderr, and it starts. Only such a
+// container loads the config.
+Result<> check_unrequested(const HookArgs& args, const bundle::OciState& state, const bundle::BundleSpec& spec) {
+  if (unknown_request_names(spec.annotations, spec.env).empty()) return {};
+  auto cfg = select_config(args.config_path);
+  if (!cfg) return std::unexpected(cfg.error());
+  log::init(cfg->log, "gpufrac-hook");
+  log::set_context(state.id);
+  Annotations annotations = spec.annotations;
+  auto lines = check_request_names(annotations, spec.env, cfg->requests.unknown);
+  if (!lines) return std::unexpected(lines.error());
+  warn(state.id, *lines);
+  return {};
+}
+
+// The names of a container that asks for something: an unknown one is refused, or under
+// requests.unknown: warn dropped with a warning. The wrapper's --attach and a CDI spec's --ld-cache
+// hook leave this to the front-end that books (the wrapper, the device's own hook).
+Result<> check_names(Invocation& inv) {
+  if (inv.args.attach || !inv.args.ld_cache.empty()) return {};
+  auto lines = check_request_names(inv.spec.annotations, inv.spec.env, inv.cfg.requests.unknown);
+  if (!lines) return std::unexpected(lines.error());
+  warn(inv.state.id, *lines);
   return {};
 }
 
@@ -203,7 +226,7 @@ Result<> create(const HookArgs& args, const bundle::OciState& state, std::uint64
   if (!config) return std::unexpected(config.error());
   const bundle::BundleSpec& fields = config->request_fields;
   if (!named && !has_container_request(fields.annotations, fields.env, true))
-    return warn_unrequested(args, state, fields);
+    return check_unrequested(args, state, fields);
   // gpufrac-runtime already booked and edited this spec; its own `--attach` hook records the pid.
   if (!named && fields.annotations.contains(annotation::kInjected)) return {};
   auto spec = config->full();
@@ -213,7 +236,8 @@ Result<> create(const HookArgs& args, const bundle::OciState& state, std::uint64
   log::init(cfg->log, "gpufrac-hook");
   log::set_context(state.id);
   Invocation inv{args, state, std::move(*spec), std::move(*cfg)};
-  auto r = identify(inv);
+  auto r = check_names(inv);
+  if (r) r = identify(inv);
   if (r) r = run_steps(inv);
   if (r) log::info("applied at " + std::string(args.stage == Stage::prestart ? "prestart" : "createRuntime"));
   count(inv.cfg, args.stage, started_ns, r ? nullptr : &inv, r ? nullptr : &r.error());
@@ -250,7 +274,7 @@ std::string hook_help() {
          "The OCI hook of gpufrac (gpufrac-hook(8)). A runtime runs it with the container's OCI state on stdin:\n"
          "at prestart or createRuntime it books the GPU share the container asks for (annotations gpufrac.io/*)\n"
          "and mounts it into the container; at poststop it releases the share.\n"
-         "  --config FILE      config file (default $GPUFRAC_CONFIG, else " +
+         "  --config FILE      config file (default: $GPUFRAC_CONFIG, else " +
          build::kConfigPath +
          ")\n"
          "  --cdi-device NAME  book this gpufrac CDI device (the CDI spec's hooks pass it)\n"

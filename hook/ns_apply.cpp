@@ -16,6 +16,7 @@
 #include "hook/mount_fd.hpp"
 #include "hook/privileges.hpp"
 #include "hook/tmpfs_targets.hpp"
+#include "nvml/device_nodes.hpp"
 
 namespace gpufrac::hook {
 
@@ -63,6 +64,7 @@ Result<PreparedMount> prepare_mount(const EditMount& m) {
 Result<PreparedMount> prepare_device(const EditDeviceNode& d) {
   const std::string& host = d.host_path.empty() ? d.path : d.host_path;
   struct stat st {};
+  if (auto r = check_host_device_node(host, d.path); !r) return std::unexpected(r.error());
   if (::stat(host.c_str(), &st) != 0) return sys_error("device node " + host);
   if (!S_ISCHR(st.st_mode) || static_cast<std::int64_t>(major(st.st_rdev)) != d.major ||
       static_cast<std::int64_t>(minor(st.st_rdev)) != d.minor)

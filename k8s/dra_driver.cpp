@@ -11,6 +11,7 @@
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "k8s/claim_spec.hpp"
+#include "nvml/discover.hpp"
 #include "nvml/driver_limit_apply.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "nvml/mig_provision.hpp"
@@ -143,7 +144,7 @@ Result<std::vector<PreparedDevice>> DraDriver::prepare_locked(const ClaimRef& c)
     return it->second.devices;  // the kubelet re-sends after its restart: same answer, no side effect
   auto doc = fetch(c);
   if (!doc) return std::unexpected(doc.error());
-  auto inventory = inventory_for_allocation(cfg_);
+  auto inventory = inventory_for_allocation(cfg_, discover);
   if (!inventory) return std::unexpected(inventory.error());
   auto shares = claim_shares(*doc, c, options_.node, *inventory, cfg_.mig);
   if (!shares) return std::unexpected(shares.error());
@@ -166,7 +167,7 @@ Result<std::vector<PreparedDevice>> DraDriver::prepare_locked(const ClaimRef& c)
     fault::point("dra-after-book");  // crash tests: killed between the two checkpoint phases
     auto bookings = ledger.bookings_of_claim(c.uid);
     if (!bookings) return std::unexpected(bookings.error());
-    if (made_mig) inventory = inventory_for_allocation(cfg_);  // a new instance: its nodes
+    if (made_mig) inventory = inventory_for_allocation(cfg_, discover);  // a new instance: its nodes
     if (!inventory) return std::unexpected(inventory.error());
     if (!bookings->empty())
       if (auto r = write_claim_spec(options_.cdi_dir, c.uid, *bookings, *inventory, cfg_); !r)

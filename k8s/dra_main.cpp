@@ -16,6 +16,7 @@
 #include "core/fs.hpp"
 #include "core/ledger/ledger_entry.hpp"
 #include "core/log.hpp"
+#include "core/spelling.hpp"
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"
 #include "k8s/dra_driver.hpp"
@@ -44,13 +45,13 @@ struct Options {
 
 int fail(const Error& e, std::optional<int> code = std::nullopt) {
   std::fprintf(stderr, "gpufrac-dra: %s\n", e.message.c_str());
-  log::error(e.message);
+  if (!log::on_stderr()) log::error(e.message);
   return code ? *code : e.kind == ErrorKind::user ? 1 : 2;
 }
 
 void warn(const std::string& line) {
   std::fprintf(stderr, "gpufrac-dra: warning: %s\n", line.c_str());
-  log::warn(line);
+  if (!log::on_stderr()) log::warn(line);
 }
 
 // Where the API server is: --kubeconfig, else $KUBECONFIG, else the pod's service account.
@@ -130,6 +131,20 @@ int run(const Options& o) {
   return 0;
 }
 
+// A command-line mistake worded as the gpufrac CLI words it (cli/usage.cpp): an unknown option with
+// the closest known one.
+std::string usage_message(const CLI::App& app, const CLI::ParseError& e) {
+  const auto extras = app.remaining();
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) == nullptr || extras.empty()) return e.what();
+  const std::string& bad = extras.front();
+  if (!bad.starts_with("-")) return "unexpected argument " + text::quote(bad);
+  std::vector<std::string> options;
+  for (const CLI::Option* opt : app.get_options())
+    for (const auto& name : opt->get_lnames()) options.push_back("--" + name);
+  auto near = closest(bad.substr(0, bad.find('=')), options);
+  return "unknown option " + text::quote(bad) + (near ? "; did you mean " + text::quote(*near) + "?" : "");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,7 +159,8 @@ int main(int argc, char** argv) {
   app.add_option("--kubeconfig", o.kubeconfig,
                  "A kubeconfig (default: $KUBECONFIG, else the in-cluster service account)");
   app.add_option("--context", o.context, "The kubeconfig's context to use (default: its current-context)");
-  app.add_option("--config", o.config, "gpufrac's config (default: $GPUFRAC_CONFIG, else /etc/gpufrac/config.yaml)");
+  app.add_option("--config", o.config,
+                 std::string("gpufrac's config (default: $GPUFRAC_CONFIG, else ") + build::kConfigPath + ")");
   app.add_option("--share-step", o.share_step, "Memory a share is rounded up to (the slices' request policy)")
       ->capture_default_str();
   app.add_option("--pod-uid", o.pod_uid,
@@ -157,7 +173,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::fprintf(stderr, "gpufrac-dra: %s (see gpufrac-dra --help)\n", e.what());
+    std::fprintf(stderr, "gpufrac-dra: %s (see gpufrac-dra --help)\n", usage_message(app, e).c_str());
     return 2;
   }
   try {

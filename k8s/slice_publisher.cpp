@@ -6,6 +6,7 @@
 #include "core/text.hpp"
 #include "k8s/dra_devices.hpp"
 #include "k8s/slice_list.hpp"
+#include "nvml/discover.hpp"
 #include "nvml/inventory_cache.hpp"
 
 namespace gpufrac::dra {
@@ -115,7 +116,7 @@ std::string slice_list_path(const std::string& node) {
 }
 
 Result<PublishReport> publish_slices(const ApiClient& api, const Config& cfg, SliceOptions o) {
-  auto inventory = inventory_for_allocation(cfg);
+  auto inventory = inventory_for_allocation(cfg, discover);
   if (!inventory) return std::unexpected(inventory.error());
   auto listed = list_slices(api, o.node);
   if (!listed) return std::unexpected(listed.error());

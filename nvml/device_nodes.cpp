@@ -1,5 +1,8 @@
 #include "nvml/device_nodes.hpp"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <sstream>
 
 #include "core/fs.hpp"
@@ -57,6 +60,20 @@ Result<HostDriverFiles> read_host_driver_files(const std::string& host_root) {
     out.mig_minors = parse_mig_minors(*text);
   }
   return out;
+}
+
+Result<> check_host_device_node(const std::string& host_path, const std::string& path) {
+  struct stat st {};
+  if (::stat(host_path.c_str(), &st) == 0) return {};
+  const int err = errno;
+  auto e = sys_error("device node " + host_path, err);
+  if (err == ENOENT && host_path.size() > path.size() && host_path.ends_with(path))
+    e.error().message += "; host-root " + host_path.substr(0, host_path.size() - path.size()) + " has no " + path +
+                         " (a simulated node: gpufrac simulate init-root --machine FILE --root ROOT makes it; a GPU "
+                         "node: host-root /, where the driver makes it)";
+  else if (err == ENOENT)
+    e.error().message += "; the NVIDIA driver makes it (nvidia-modprobe, or nvidia-smi once)";
+  return e;
 }
 
 std::string mig_gi_cap_key(std::uint32_t gpu_minor, std::uint32_t gi) {

@@ -31,6 +31,11 @@ Result<HostDriverFiles> read_host_driver_files(const std::string& host_root);
 // a MIG instance whose capabilities are not listed gets no cap nodes (and cannot be granted).
 void attach_device_nodes(Inventory& inv, const HostDriverFiles& files);
 
+// A device node a container is given must exist on the host: one missing under host-root is an
+// error naming the root and what makes the node ("gpufrac simulate init-root" on a simulated node,
+// the driver on a GPU node), so the front-ends (gpufrac-hook, gpufrac-runtime) say what fixes it.
+Result<> check_host_device_node(const std::string& host_path, const std::string& path);
+
 std::string mig_gi_cap_key(std::uint32_t gpu_minor, std::uint32_t gi);
 std::string mig_ci_cap_key(std::uint32_t gpu_minor, std::uint32_t gi, std::uint32_t ci);
 

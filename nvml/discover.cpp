@@ -4,6 +4,7 @@
 #include "core/mig/mig_device.hpp"
 #include "nvml/device_nodes.hpp"
 #include "nvml/driver_discovery.hpp"
+#include "nvml/inventory_origin.hpp"
 #include "nvml/nvml_backend.hpp"
 
 namespace gpufrac {
@@ -18,6 +19,9 @@ Result<Inventory> discover(const Config& cfg) {
   // learned from earlier ones (a cache that cannot be read teaches nothing).
   if (fs::exists(cfg.inventory_cache_path()))
     if (auto cached = read_inventory_cache(cfg)) learn_compute_profiles(*inv, *cached);
+  auto origin = current_origin(cfg);
+  if (!origin) return std::unexpected(origin.error());
+  inv->origin = std::move(*origin);
   attach_device_nodes(*inv, *files);
   if (auto r = attach_driver_files(cfg, *inv, true); !r) return std::unexpected(r.error());
   return inv;

@@ -3,8 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/fs.hpp"
+#include "core/ledger/ledger.hpp"
+#include "core/text.hpp"
 #include "nvml/device_nodes.hpp"
 #include "nvml/driver_discovery.hpp"
+#include "nvml/inventory_origin.hpp"
 #include "nvml/sim_root.hpp"
 #include "nvml/simulated.hpp"
 
@@ -22,6 +25,39 @@ void fill_simulated_defaults(HostDriverFiles& files, const SimulatedMachine& mac
   if (files.mig_minors.empty()) files.mig_minors = parse_mig_minors(simulated_mig_minors(machine));
 }
 
+enum class Use { allocation, reading };
+
+// A stale cache that is not refreshed: what changed, and what to run.
+Error stale_refusal(const Config& cfg, const std::string& change, std::size_t booked) {
+  const std::string why = booked == 0 ? "; it cannot be rediscovered here"
+                                      : text::cat("; ", booked, booked == 1 ? " booking holds" : " bookings hold",
+                                                  " devices from it, so it was not refreshed");
+  return user_error(text::cat("the inventory cache ", cfg.inventory_cache_path(), " no longer matches this node (",
+                              change, ")", why, ": run gpufrac info --refresh",
+                              booked == 0 ? "" : " (once they are released, or now to take the node as it is)"))
+      .error();
+}
+
+// The cache when it still matches the node; else, with nothing booked, the inventory discovered now
+// (written for allocation).
+Result<Inventory> checked_cache(const Config& cfg, const Rediscover& real, Use use) {
+  auto cached = read_inventory_cache(cfg);
+  if (!cached) return cached;
+  auto now = current_origin(cfg);
+  if (!now) return std::unexpected(now.error());
+  const std::string change = origin_change(cached->origin, *now);
+  if (change.empty()) return cached;
+  auto ledger = Ledger(LedgerOptions::from(cfg)).read();
+  if (!ledger) return std::unexpected(ledger.error());
+  const bool simulated = uses_simulated_machine(cfg);
+  if (!ledger->entries.empty() || (!simulated && !real))
+    return std::unexpected(stale_refusal(cfg, change, ledger->entries.size()));
+  auto inv = simulated ? discover_simulated(cfg) : real(cfg);
+  if (!inv || use == Use::reading) return inv;
+  if (auto r = write_inventory_cache(cfg, *inv); !r) return std::unexpected(r.error());
+  return inv;
+}
+
 }  // namespace
 
 bool uses_simulated_machine(const Config& cfg) {
@@ -36,6 +72,9 @@ Result<Inventory> discover_simulated(const Config& cfg) {
   if (!machine) return std::unexpected(machine.error());
   fill_simulated_defaults(*files, *machine);
   Inventory inv = std::move(machine->inventory);
+  auto origin = current_origin(cfg);
+  if (!origin) return std::unexpected(origin.error());
+  inv.origin = std::move(*origin);
   attach_device_nodes(inv, *files);
   if (auto r = attach_driver_files(cfg, inv, false); !r) return std::unexpected(r.error());
   return inv;
@@ -55,16 +94,17 @@ Result<Inventory> read_inventory_cache(const Config& cfg) {
   return inventory_from_json(j);
 }
 
-Result<Inventory> inventory_for_reading(const Config& cfg) {
-  if (fs::exists(cfg.inventory_cache_path())) return read_inventory_cache(cfg);
+Result<Inventory> inventory_for_reading(const Config& cfg, const Rediscover& real) {
+  if (fs::exists(cfg.inventory_cache_path())) return checked_cache(cfg, real, Use::reading);
   if (!uses_simulated_machine(cfg))
     return internal_error("no inventory cache at " + cfg.inventory_cache_path() +
                           "; run gpufrac info --refresh (gpufrac-cdi-refresh.service does this at boot)");
   return discover_simulated(cfg);
 }
 
-Result<Inventory> inventory_for_allocation(const Config& cfg) {
-  if (fs::exists(cfg.inventory_cache_path()) || !uses_simulated_machine(cfg)) return inventory_for_reading(cfg);
+Result<Inventory> inventory_for_allocation(const Config& cfg, const Rediscover& real) {
+  if (fs::exists(cfg.inventory_cache_path())) return checked_cache(cfg, real, Use::allocation);
+  if (!uses_simulated_machine(cfg)) return inventory_for_reading(cfg, real);
   auto inv = discover_simulated(cfg);
   if (!inv) return inv;
   if (auto r = write_inventory_cache(cfg, *inv); !r) return std::unexpected(r.error());

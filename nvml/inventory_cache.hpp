@@ -3,6 +3,8 @@
 // dlopen: the hook reads the cache, or a simulated machine, and never NVML.
 #pragma once
 
+#include <functional>
+
 #include "core/config/config.hpp"
 #include "core/error.hpp"
 #include "core/inventory/inventory.hpp"
@@ -16,10 +18,19 @@ Result<Inventory> discover_simulated(const Config& cfg);
 
 Result<> write_inventory_cache(const Config& cfg, const Inventory& inv);
 Result<Inventory> read_inventory_cache(const Config& cfg);
-// The cached inventory; a missing cache is discovered (and written) when the backend is
-// simulated, and is an error naming `gpufrac info --refresh` for the real backend.
-Result<Inventory> inventory_for_allocation(const Config& cfg);
-// The same for readers (`gpufrac status`, `metrics`, `gc --dry-run`): never writes the cache.
-Result<Inventory> inventory_for_reading(const Config& cfg);
+// How a program rediscovers a real node whose cache no longer matches it (nvml/inventory_origin.hpp):
+// the CLI discovers with NVML, the static front-ends run `<cli.path> info --refresh`
+// (exec/inventory_exec.hpp). A simulated machine is rediscovered here, for every program.
+using Rediscover = std::function<Result<Inventory>(const Config&)>;
+
+// The cached inventory. A missing cache is discovered (and written) when the backend is simulated,
+// and is an error naming `gpufrac info --refresh` for the real backend. A cache whose origin no
+// longer matches the node is refreshed (rediscovered and written) when the ledger holds no
+// booking, and else refused in one line saying what changed and `gpufrac info --refresh`; on a real
+// node without `real` it is refused either way.
+Result<Inventory> inventory_for_allocation(const Config& cfg, const Rediscover& real = {});
+// The same for readers (`gpufrac status`, `metrics`, `gc --dry-run`): never writes the cache (a
+// stale one with nothing booked is answered with the inventory discovered now).
+Result<Inventory> inventory_for_reading(const Config& cfg, const Rediscover& real = {});
 
 }  // namespace gpufrac

@@ -156,7 +156,7 @@ Result<ProvisionResult> provision_locked(const Config& cfg, Ledger& ledger, cons
   if (!driver) return std::unexpected(driver.error());
   auto device = nvml::mig_device(driver->lib(), gpu_uuid);
   if (!device) return std::unexpected(device.error());
-  auto cached = inventory_for_allocation(cfg);
+  auto cached = inventory_for_allocation(cfg, discover);
   if (!cached) return std::unexpected(cached.error());
   ProvisionResult out;
   if (const Gpu* g = cached->gpu_by_uuid(gpu_uuid)) {
@@ -192,7 +192,7 @@ bool curable(const Config& cfg, const ReserveArgs& a, const LedgerState& state) 
 
 Result<ProvisionResult> provision_mig(const Config& cfg, const ReserveArgs& args, const InventoryListener& on_changed) {
   Ledger ledger(LedgerOptions::from(cfg));
-  auto inv = inventory_for_allocation(cfg);
+  auto inv = inventory_for_allocation(cfg, discover);
   if (!inv) return std::unexpected(inv.error());
   auto first = ledger.reserve(args, *inv, cfg.allocation);
   if (first) return ProvisionResult{std::move(*first), {}, std::nullopt, {}};

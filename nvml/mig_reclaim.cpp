@@ -76,7 +76,7 @@ Result<MigReclaimReport> reclaim_idle_mig(const Config& cfg, std::int64_t now, c
       cfg.mig.mode == MigMode::dynamic || std::any_of(cfg.mig.gpus.begin(), cfg.mig.gpus.end(),
                                                       [](const auto& kv) { return kv.second == MigMode::dynamic; });
   if (!any_dynamic) return report;
-  auto cached = inventory_for_allocation(cfg);
+  auto cached = inventory_for_allocation(cfg, discover);
   if (!cached) return std::unexpected(cached.error());
   const DynamicMig dyn{&cfg.mig, nullptr};
   std::vector<const Gpu*> dynamic;
@@ -91,7 +91,7 @@ Result<MigReclaimReport> reclaim_idle_mig(const Config& cfg, std::int64_t now, c
       if (auto r = reclaim_gpu(cfg, *driver, *g, now, on_changed, report); !r)
         return std::unexpected(r.error().wrap(text::cat("GPU ", g->index)));
   }
-  auto inv = inventory_for_allocation(cfg);
+  auto inv = inventory_for_allocation(cfg, discover);
   if (!inv) return std::unexpected(inv.error());
   auto state = Ledger(LedgerOptions::from(cfg)).read();
   if (!state) return std::unexpected(state.error());

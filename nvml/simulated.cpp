@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <set>
 
 #include "core/config/yaml_util.hpp"
@@ -11,6 +12,38 @@
 #include "nvml/simulated_detail.hpp"
 
 namespace gpufrac {
+
+namespace {
+
+// The installed machines (nvml/CMakeLists.txt sets it to <datadir>/gpufrac/machines).
+#ifndef GPUFRAC_MACHINE_DIR
+#define GPUFRAC_MACHINE_DIR "/usr/share/gpufrac/machines"
+#endif
+
+std::vector<std::string> machine_files(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.path().extension() == ".yaml" && e.is_regular_file(ec)) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// "the shipped machines are a100-40gb-x1.yaml, ... (in DIR)", for the named file's directory and the
+// installed one.
+std::string shipped_machines_hint(const std::string& missing) {
+  std::vector<std::string> parts;
+  std::vector<std::string> dirs{fs::dirname(missing)};
+  if (dirs[0] != GPUFRAC_MACHINE_DIR) dirs.emplace_back(GPUFRAC_MACHINE_DIR);
+  for (const auto& dir : dirs)
+    if (auto names = machine_files(dir); !names.empty())
+      parts.push_back(text::cat(text::join(names, ", "), " in ", dir));
+  if (parts.empty())
+    return text::cat("no machine files in ", text::join(dirs, " or "), " (the source tree has them in nvml/machines)");
+  return "the shipped machines: " + text::join(parts, "; ");
+}
+
+}  // namespace
 
 using yaml::Located;
 
@@ -119,13 +152,19 @@ Result<SimulatedMachine> load_simulated_machine_string(const std::string& conten
   return m;
 }
 
-Result<SimulatedMachine> load_simulated_machine(const std::string& path) {
+Result<std::string> read_machine_file(const std::string& path) {
   auto content = fs::read_file(path, 4u << 20);
-  if (!content) {
-    Error e = content.error();
-    e.kind = ErrorKind::user;
-    return std::unexpected(std::move(e.wrap("machine file")));
-  }
+  if (content) return content;
+  Error e = content.error();
+  e.kind = ErrorKind::user;
+  e.wrap("machine file");
+  if (e.err == ENOENT) e.message += "; " + shipped_machines_hint(path);
+  return std::unexpected(std::move(e));
+}
+
+Result<SimulatedMachine> load_simulated_machine(const std::string& path) {
+  auto content = read_machine_file(path);
+  if (!content) return std::unexpected(content.error());
   return load_simulated_machine_string(*content, path);
 }
 

@@ -34,6 +34,9 @@ struct SimulatedMachine {
 // Loads and validates a machine file: unknown keys, bad values, overlapping or impossible MIG
 // instances are one-line errors with file:line and the key.
 Result<SimulatedMachine> load_simulated_machine(const std::string& path);
+// The machine file's text; a file that is not there is an error listing the shipped machines (in
+// the named file's directory and in the installed <datadir>/gpufrac/machines).
+Result<std::string> read_machine_file(const std::string& path);
 Result<SimulatedMachine> load_simulated_machine_string(const std::string& yaml, const std::string& name);
 
 }  // namespace gpufrac

@@ -1,4 +1,5 @@
 #include "runtime-wrapper/inject.hpp"
+#include "exec/inventory_exec.hpp"
 
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -13,11 +14,13 @@
 #include "core/log.hpp"
 #include "core/plan/plan.hpp"
 #include "core/request/compute_share.hpp"
+#include "core/request/unknown_keys.hpp"
 #include "core/spec/spec_read.hpp"
 #include "core/spec/strict_json.hpp"
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
 #include "exec/mig_exec.hpp"
+#include "nvml/device_nodes.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "runtime-wrapper/driver_limit_edits.hpp"
 #include "runtime-wrapper/requests.hpp"
@@ -103,6 +106,9 @@ Result<Edits> wrapper_edits(const std::vector<LedgerEntry>& bookings, const Inve
   auto edits = plan_spec_edits(grants, inventory, cfg, container_key(inj.container_id, inj.instance), with_driver);
   if (!edits) return edits;
   if (auto r = bundle::check_spec_gpu_nodes(bundle, edits->device_nodes); !r) return std::unexpected(r.error());
+  for (const auto& n : edits->device_nodes)
+    if (auto r = check_host_device_node(n.host_path.empty() ? n.path : n.host_path, n.path); !r)
+      return std::unexpected(r.error());
   std::vector<std::string> attach = {"--attach", "--instance", inj.instance};
   if (with_driver && !nvidia.ldcache_hook) attach.insert(attach.end(), {"--ld-cache", ld_cache_arg(inventory.driver)});
   if (auto r = add_driver_limit_edits(*edits, attach, bookings, inventory, cfg, bundle.env); !r)
@@ -168,7 +174,7 @@ Result<> prepare(Parsed& p, const Injection& inj, const std::vector<LedgerEntry>
 
 // Books and prepares; on failure after a booking everything is undone.
 Result<Injection> book_and_prepare(Parsed& p, Injection inj, const Config& cfg, metrics::Refusal& why) {
-  auto inventory = inventory_for_allocation(cfg);
+  auto inventory = inventory_for_allocation(cfg, refresh_by_cli);
   if (!inventory) return std::unexpected(inventory.error());
   auto wanted = wanted_devices(p.bundle, std::move(p.requested), *inventory);
   if (!wanted) {
@@ -204,7 +210,9 @@ Result<std::optional<Parsed>> parse_if_wanted(const std::string& text, bool name
   if (!spec.is_object() || already_injected(spec, cfg.hook_path)) return std::optional<Parsed>{};
   auto parsed = bundle::bundle_spec_from(spec, bundle);
   if (!parsed) return std::unexpected(parsed.error());
-  emit_warnings(env_request_warnings(parsed->env), cfg, container_id);
+  auto unknown = check_request_names(parsed->annotations, parsed->env, cfg.requests.unknown);
+  if (!unknown) return std::unexpected(unknown.error());
+  emit_warnings(*unknown, cfg, container_id);
   if (!wants_gpufrac(parsed->annotations, cfg.aliases, parsed->env)) return std::optional<Parsed>{};
   return std::optional<Parsed>(Parsed{std::move(spec), std::move(*parsed), "", {}});
 }

@@ -33,7 +33,7 @@ std::string shown_value(const nlohmann::json& value) {
 }  // namespace
 
 void warn(const std::string& message) {
-  log::warn(message);
+  if (!log::on_stderr()) log::warn(message);
   std::fprintf(stderr, "gpufrac-runtime: warning: %s\n", message.c_str());
 }
 

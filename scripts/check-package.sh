@@ -179,8 +179,14 @@ check_install() {
     fail "gpufrac cdi generate: $out"
   grep -q '"/usr/bin/gpufrac-hook"' <<<"$out" || fail "the CDI spec does not name /usr/bin/gpufrac-hook"
   # The spec's createRuntime hook mounts the shim (/run/gpufrac is never in a spec); cdi generate
-  # warns when the hook or the shim it names (hook.path, shim.path) is missing.
-  ! grep -q 'warning:' <<<"$out" || fail "gpufrac cdi generate names a missing hook or shim: $(grep 'warning:' <<<"$out")"
+  # warns when the hook or the shim it names (hook.path, shim.path) is missing. A simulated machine
+  # over host-root / lacks its device nodes, and that warning must say how to make them.
+  ! grep -q 'warning:.*(\(hook\|shim\)\.path)' <<<"$out" ||
+    fail "gpufrac cdi generate names a missing hook or shim: $(grep 'warning:' <<<"$out")"
+  if grep -q 'warning:.*device nodes' <<<"$out"; then
+    grep -q 'gpufrac simulate init-root --machine' <<<"$out" ||
+      fail "the missing device nodes' warning does not say what makes them: $(grep 'warning:' <<<"$out")"
+  fi
   grep -q "^shim:" /etc/gpufrac/config.yaml && ! grep -q "path: $SHIM_DIR/libgpufrac-limits.so" /etc/gpufrac/config.yaml &&
     fail "/etc/gpufrac/config.yaml names another shim than $SHIM_DIR/libgpufrac-limits.so"
   out=$(gpufrac-hook poststop </dev/null 2>&1) || fail "gpufrac-hook poststop must exit 0: $out"

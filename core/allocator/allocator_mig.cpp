@@ -39,7 +39,8 @@ std::optional<std::pair<std::size_t, std::uint64_t>> fit_of(const std::vector<Mi
 std::string unusable(const Gpu& g, const MigInstance& m, std::uint64_t bytes, const MigContext& ctx) {
   const DeviceLoad& d = ctx.load.of(m.uuid);
   if (!d.entries.empty()) return "in use by " + d.entries.front()->container_id;
-  if (m.cap_nodes.empty()) return "has no capability device nodes (run nvidia-smi once)";
+  if (m.cap_nodes.empty())
+    return "has no capability device nodes (the host's /proc/driver/nvidia-caps/mig-minors does not list it)";
   const auto held = held_gpu_instances(ctx.live, ctx.holder);
   if (std::find(held.begin(), held.end(), std::pair{g.uuid, m.gi_id}) != held.end())
     return text::cat("is in GPU instance ", m.gi_id, ", of which ", ctx.holder.container_id,

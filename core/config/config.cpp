@@ -40,6 +40,10 @@ const char* to_string(Enforcement e) {
   return e == Enforcement::driver ? "driver" : e == Enforcement::shim ? "shim" : "auto";
 }
 
+const char* to_string(UnknownNames u) {
+  return u == UnknownNames::warn ? "warn" : "refuse";
+}
+
 Config default_config() {
   Config c;
   c.shim_path = std::string(build::kShimDir) + "/libgpufrac-limits.so";
@@ -177,6 +181,15 @@ Result<> parse_log(const Located& n, LogConfig& out) {
   return {};
 }
 
+Result<> parse_requests(const Located& n, RequestsConfig& out) {
+  if (auto r = yaml::check_keys(n, {"unknown"}); !r) return r;
+  if (!n.node["unknown"]) return {};
+  auto v = yaml::as_choice(n.child("unknown"), {"refuse", "warn"});
+  if (!v) return std::unexpected(v.error());
+  out.unknown = *v == "warn" ? UnknownNames::warn : UnknownNames::refuse;
+  return {};
+}
+
 }  // namespace
 
 // Declared here, defined in config_sections.cpp (CDI, shim, hook and runtime sections).
@@ -204,6 +217,8 @@ Result<> parse_sections(const Located& root, Config& c) {
     c.enforcement = *v == "driver" ? Enforcement::driver : *v == "shim" ? Enforcement::shim : Enforcement::auto_detect;
   }
   if (root.node["aliases"]) GPUFRAC_TRY_ASSIGN(c.aliases, yaml::as_bool(root.child("aliases")));
+  if (root.node["requests"])
+    if (auto r = parse_requests(root.child("requests"), c.requests); !r) return r;
   if (root.node["require-host-pid"])
     GPUFRAC_TRY_ASSIGN(c.require_host_pid, yaml::as_bool(root.child("require-host-pid")));
   if (root.node["lock-timeout"]) {
@@ -225,7 +240,7 @@ Result<Config> load_config_string(const std::string& content, const std::string&
   if (!root) return std::unexpected(root.error());
   if (auto r = yaml::check_keys(*root, {"state-dir", "host-root", "proc-root", "cgroup-root", "nvml", "allocation",
                                         "aliases", "require-host-pid", "lock-timeout", "mig", "shim", "hook", "cli",
-                                        "runtimes", "log", "cdi", "driver", "enforcement"});
+                                        "runtimes", "log", "cdi", "driver", "enforcement", "requests"});
       !r)
     return std::unexpected(r.error());
   Config c = default_config();

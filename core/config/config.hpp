@@ -26,6 +26,10 @@ enum class ComputeManagement { managed, unmanaged };
 // auto: the driver's per-cgroup limit where the node has it (r615+, cgroup v2, not MIG), and the
 // shim always; driver: the same, and a share the driver cannot hold is refused; shim: the shim alone.
 enum class Enforcement { auto_detect, driver, shim };
+// requests.unknown: what a misspelt request name in a container (a gpufrac.io/ annotation or a
+// GPUFRAC_* variable gpufrac does not know, core/request/unknown_keys.hpp) gets: a refusal, or a
+// warning and a start without it.
+enum class UnknownNames { refuse, warn };
 
 struct NvmlConfig {
   NvmlBackend backend = NvmlBackend::auto_detect;
@@ -55,6 +59,10 @@ struct LogConfig {
   std::string level = "info";  // debug, info, warn, error
 };
 
+struct RequestsConfig {
+  UnknownNames unknown = UnknownNames::refuse;
+};
+
 struct CdiConfig {
   std::string output = "/var/run/cdi/gpufrac.yaml";
   std::vector<std::string> spec_dirs = {"/etc/cdi", "/var/run/cdi"};
@@ -79,6 +87,7 @@ struct Config {
   AllocationConfig allocation;
   bool aliases = true;  // gpu-fraction, gpu-memory, clearml-injector/fraction
   bool require_host_pid = true;
+  RequestsConfig requests;
   // Seconds a front-end waits for the ledger lock before it gives up with one line naming the holder.
   std::uint64_t lock_timeout_s = 10;
   MigConfig mig;
@@ -118,5 +127,6 @@ const char* to_string(MigMode m);
 const char* to_string(DriverInject d);
 const char* to_string(ComputeManagement c);
 const char* to_string(Enforcement e);
+const char* to_string(UnknownNames u);
 
 }  // namespace gpufrac

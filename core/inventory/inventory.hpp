@@ -136,9 +136,21 @@ struct DriverFiles {
   bool operator==(const DriverFiles&) const = default;
 };
 
+// What an inventory was discovered from, recorded in the cache and compared with the node on every
+// read of it (nvml/inventory_origin.hpp): a simulated machine by its file, a real node by what the
+// driver's procfs says (the static front-ends never load NVML).
+struct InventoryOrigin {
+  std::string machine;            // simulated: the machine file's absolute path
+  std::string machine_hash;       // simulated: FNV-1a 64 of its content, hex
+  std::string driver;             // real: the kernel module's version (/proc/driver/nvidia/version)
+  std::vector<std::string> gpus;  // real: the GPU UUIDs of /proc/driver/nvidia/gpus/*/information, sorted
+  bool operator==(const InventoryOrigin&) const = default;
+};
+
 struct Inventory {
-  std::string driver_version;  // e.g. "550.54.15"
-  std::string source;          // "nvml:<library>" or "simulated:<file>" (not compared)
+  std::string driver_version;             // e.g. "550.54.15"
+  std::string source;                     // "nvml:<library>" or "simulated:<file>" (not compared)
+  std::optional<InventoryOrigin> origin;  // nullopt: a cache written before origins (not compared)
   std::vector<Gpu> gpus;
   std::vector<DeviceNodeInfo> control_nodes;  // /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools
   DriverFiles driver;                         // the driver's user space (empty: none found)

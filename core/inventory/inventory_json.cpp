@@ -210,18 +210,28 @@ DriverFiles driver_from(const json& j) {
   return d;
 }
 
+json origin_json(const InventoryOrigin& o) {
+  return {{"machine", o.machine}, {"machine_hash", o.machine_hash}, {"driver", o.driver}, {"gpus", o.gpus}};
+}
+
+InventoryOrigin origin_from(const json& j) {
+  return {j.at("machine"), j.at("machine_hash"), j.at("driver"), j.at("gpus").get<std::vector<std::string>>()};
+}
+
 }  // namespace
 
 json to_json(const Inventory& inv) {
   json gpus = json::array(), control = json::array();
   for (const auto& g : inv.gpus) gpus.push_back(gpu_json(g));
   for (const auto& n : inv.control_nodes) control.push_back(node_json(n));
-  return {{"version", kInventoryJsonVersion},
-          {"driver_version", inv.driver_version},
-          {"source", inv.source},
-          {"gpus", gpus},
-          {"control_nodes", control},
-          {"driver", driver_json(inv.driver)}};
+  json out{{"version", kInventoryJsonVersion},
+           {"driver_version", inv.driver_version},
+           {"source", inv.source},
+           {"gpus", gpus},
+           {"control_nodes", control},
+           {"driver", driver_json(inv.driver)}};
+  if (inv.origin) out["origin"] = origin_json(*inv.origin);
+  return out;
 }
 
 Result<Inventory> inventory_from_json(const json& j) {
@@ -235,6 +245,7 @@ Result<Inventory> inventory_from_json(const json& j) {
     for (const auto& g : j.at("gpus")) inv.gpus.push_back(gpu_from(g));
     for (const auto& n : j.at("control_nodes")) inv.control_nodes.push_back(node_from(n));
     inv.driver = driver_from(j.at("driver"));
+    if (j.contains("origin")) inv.origin = origin_from(j.at("origin"));
     return inv;
   } catch (const std::exception& e) {
     return internal_error(std::string("inventory cache is malformed: ") + e.what() + "; run gpufrac info --refresh");

@@ -3,7 +3,7 @@
 #include <array>
 #include <utility>
 
-#include "core/spelling.hpp"
+#include "core/request/request_keys.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac {
@@ -12,26 +12,9 @@ namespace {
 
 using namespace env_request;
 
-// Variable -> the annotation it stands for.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 9> kVariables{{
-    {"GPUFRAC_FRACTION", annotation::kFraction},
-    {"GPUFRAC_MEMORY", annotation::kMemory},
-    {"GPUFRAC_MIG_PROFILE", annotation::kMigProfile},
-    {"GPUFRAC_GPU", annotation::kGpu},
-    {"GPUFRAC_GPUS", annotation::kGpus},
-    {"GPUFRAC_POLICY", annotation::kPolicy},
-    {"GPUFRAC_COMPUTE", annotation::kCompute},
-    {"GPUFRAC_COMPUTE_MODE", annotation::kComputeMode},
-    {"GPUFRAC_PRIORITY", annotation::kPriority},
-}};
-constexpr const char* kVariableList =
-    "GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, GPUFRAC_GPU, GPUFRAC_GPUS, GPUFRAC_POLICY, "
-    "GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE or GPUFRAC_PRIORITY";
-
 std::string_view annotation_for(std::string_view name) {
-  for (const auto& [variable, key] : kVariables)
-    if (name == variable) return key;
-  return {};
+  const RequestKey* k = request_key_by_variable(name);
+  return k ? k->annotation : std::string_view();
 }
 
 std::pair<std::string_view, std::string_view> split_entry(std::string_view entry) {
@@ -94,27 +77,6 @@ bool has_container_request(const Annotations& annotations, const std::vector<std
   for (const auto& entry : env)
     if (entry.starts_with(kPrefix) && !annotation_for(split_entry(entry).first).empty()) return true;
   return false;
-}
-
-std::vector<std::string> env_request_warnings(const std::vector<std::string>& env) {
-  std::vector<std::string> variables;
-  for (const auto& [variable, key] : kVariables) variables.emplace_back(variable);
-  std::vector<std::string> out;
-  for (const auto& entry : env) {
-    const std::string_view name = split_entry(entry).first;
-    if (name.starts_with(annotation::kPrefix)) {  // -e gpufrac.io/fraction=0.25
-      out.push_back(text::cat(text::quote(name), " in the container's environment is not a gpufrac request; use ",
-                              env_name_for(name), " (or the annotation where the engine can set one)"));
-      continue;
-    }
-    if (!entry.starts_with(kPrefix)) continue;
-    if (!annotation_for(name).empty() || name == kDevices || name == kMemoryLimits || name == "GPUFRAC_CONFIG")
-      continue;
-    auto near = closest(name, variables);
-    out.push_back(text::cat(text::quote(name), " in the container's environment is not a gpufrac request",
-                            near ? " (did you mean " + *near + "?)" : std::string(), "; use ", kVariableList));
-  }
-  return out;
 }
 
 }  // namespace gpufrac

@@ -42,9 +42,4 @@ bool has_container_request(const Annotations& annotations, const std::vector<std
 // name stays as it is).
 std::string env_name_for(std::string_view key);
 
-// One line per variable named like an annotation (gpufrac.io/fraction) and per GPUFRAC_* variable that is neither a
-// request variable nor gpufrac's own (the two above, GPUFRAC_CONFIG), with the closest request variable when it looks
-// like a typo (GPUFRAC_FRACTON).
-std::vector<std::string> env_request_warnings(const std::vector<std::string>& env);
-
 }  // namespace gpufrac

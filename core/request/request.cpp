@@ -6,6 +6,8 @@
 #include "core/mig/mig_profile_name.hpp"
 #include "core/request/compute_share.hpp"
 #include "core/request/request_gpus.hpp"
+#include "core/request/request_keys.hpp"
+#include "core/request/unknown_keys.hpp"
 #include "core/text.hpp"
 
 namespace gpufrac {
@@ -14,8 +16,6 @@ namespace {
 
 using namespace annotation;
 
-constexpr std::array<std::string_view, 10> kOwnKeys{kFraction, kMemory,      kMigProfile, kGpu,      kPolicy,
-                                                    kCompute,  kComputeMode, kPriority,   kInjected, kGpus};
 constexpr std::array<std::string_view, 3> kAliasKeys{kAliasFraction, kAliasMemory, kAliasClearml};
 constexpr const char* kGpuForm =
     "a GPU index or GPU-<uuid> as nvidia-smi -L prints it, e.g. 0 or GPU-d7dabd4b-76ee-eb23-0267-a749de0199b5";
@@ -35,12 +35,6 @@ std::unexpected<Error> refuse(std::string_view key, std::string_view message) {
   return user_error(text::cat(key, ": ", message));
 }
 
-bool is_own_key(std::string_view key) {
-  for (auto k : kOwnKeys)
-    if (key == k) return true;
-  return false;
-}
-
 // The form a key's value must take, for the length message.
 std::string_view form_of(std::string_view key) {
   if (key == kMemory) return kMemoryForm;
@@ -58,8 +52,8 @@ std::string_view form_of(std::string_view key) {
 // Our keys present in the map, in a fixed order (own keys, then enabled aliases).
 std::vector<const std::pair<const std::string, std::string>*> present_keys(const Annotations& a, bool aliases) {
   std::vector<const std::pair<const std::string, std::string>*> out;
-  for (auto k : kOwnKeys)
-    if (auto it = a.find(std::string(k)); it != a.end() && k != kInjected) out.push_back(&*it);
+  for (const auto& k : kRequestKeys)
+    if (auto it = a.find(std::string(k.annotation)); it != a.end()) out.push_back(&*it);
   if (aliases)
     for (auto k : kAliasKeys)
       if (auto it = a.find(std::string(k)); it != a.end()) out.push_back(&*it);
@@ -68,11 +62,8 @@ std::vector<const std::pair<const std::string, std::string>*> present_keys(const
 
 Result<> check_unknown_keys(const Annotations& a) {
   for (auto it = a.lower_bound(kPrefix); it != a.end() && it->first.starts_with(kPrefix); ++it)
-    if (!is_own_key(it->first))
-      return user_error(text::quote(it->first) +
-                        ": unknown gpufrac annotation; use gpufrac.io/fraction, gpufrac.io/memory, "
-                        "gpufrac.io/mig-profile, gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, "
-                        "gpufrac.io/gpu, gpufrac.io/gpus or gpufrac.io/policy");
+    if (!request_key_by_annotation(it->first) && !is_own_annotation(it->first))
+      return user_error(unknown_annotation_message(it->first));
   return {};
 }
 
@@ -314,7 +305,7 @@ Result<ComputePriority> parse_priority(std::string_view key, std::string_view va
 
 const std::string* first_request_key(const Annotations& a, bool aliases) {
   for (auto it = a.lower_bound(kPrefix); it != a.end() && it->first.starts_with(kPrefix); ++it)
-    if (it->first != kInjected) return &it->first;
+    if (!is_own_annotation(it->first)) return &it->first;
   if (aliases)
     for (auto k : kAliasKeys)
       if (auto it = a.find(std::string(k)); it != a.end()) return &it->first;

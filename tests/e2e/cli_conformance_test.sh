@@ -153,6 +153,9 @@ run "$GPUFRAC" gc --config "$E2E_TMP/fresh.yaml"
 assert_eq "$OUT" "Nothing to reclaim.
 0 bookings kept." "gc of a node without state"
 run "$GPUFRAC" cdi list --spec-dir "$E2E_TMP/none"
+assert_eq "$RC:$OUT" "1:gpufrac: --spec-dir \"$E2E_TMP/none\": No such file or directory; name a directory of CDI specs, e.g. /var/run/cdi" "cdi list names a missing directory"
+mkdir -p "$E2E_TMP/none"
+run "$GPUFRAC" cdi list --spec-dir "$E2E_TMP/none"
 assert_eq "$RC:$OUT" "0:gpufrac: no CDI device found in $E2E_TMP/none" "cdi list says where it looked"
 
 # 5. gpufrac-hook and gpufrac-runtime.

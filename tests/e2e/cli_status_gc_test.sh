@@ -29,7 +29,9 @@ assert_eq "$RC" 0 "status"
 assert_contains "$OUT" "0    9   0   MIG 1g.10gb                       MIG-7e3ba276  -     9.5 GiB   0 B       9.5 GiB   1
      [aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa]" "booked instance: reserved, usage unknown"
 assert_contains "$OUT" "A      0    9   0   web        mig-profile=1g.10gb  9.5 GiB   -     hook     $SLEEPER" "running share row"
-assert_contains "$OUT" "A      0    10  0   batch      mig-profile=1g.10gb  9.5 GiB   -     wrapper  -" "pending share row"
+assert_contains "$OUT" "B      0    10  0   batch      mig-profile=1g.10gb  9.5 GiB   -     wrapper  -" "pending share row: its own letter"
+assert_contains "$OUT" "0    10  0   MIG 1g.10gb                       MIG-6ab7d7ee  -     9.5 GiB   0 B       9.5 GiB   1
+     [bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb]" "the letter names the same container in its bar"
 assert_contains "$OUT" "pending" "pending state"
 run "$GPUFRAC" status --json
 assert_eq "$(jq -c '[.devices[] | select(.type == "mig") | [.mig.gi, .reserved, .free, (.shares | map(.state))]]' <<<"$OUT")" \

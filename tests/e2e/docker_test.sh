@@ -113,19 +113,26 @@ run docker_ run --rm --runtime gpufrac "$IMG" sh -c 'test -e /run/gpufrac && ech
 assert_eq "$RC:$OUT" "0:done" "a container without a request sees no GPU"
 assert_eq "$(ledger_count)" 0 "nothing booked"
 
-# 7. A label, a variable named like the annotation and a misspelt variable: warnings, nothing booked.
+# 7. A label: a warning. A variable named like the annotation and a misspelt variable: refused
+#    (requests.unknown: refuse, the default), warnings under requests.unknown: warn. Nothing booked.
 LOG=$E2E_TMP/gpufrac.log
 run docker_ run --rm --runtime gpufrac --label gpufrac.io/fraction=0.25 "$IMG" true
 assert_eq "$RC" 0 "a label does not stop the container: $OUT"
 assert_contains "$(grep ' warning: ' "$LOG")" 'label "gpufrac.io/fraction" is not a request: Docker does not pass labels to the runtime; use -e GPUFRAC_FRACTION=0.25' \
   "the label gets a warning"
+run docker_ run --rm --runtime gpufrac -e GPUFRAC_FRACTON=0.25 "$IMG" true
+assert_eq "$RC" 125 "a misspelt variable is refused: $OUT"
+assert_contains "$OUT" 'gpufrac: "GPUFRAC_FRACTON" in the container'"'"'s environment is not a gpufrac request (did you mean GPUFRAC_FRACTION?)' \
+  "docker shows the refusal"
+echo "requests: {unknown: warn}" >>"$GPUFRAC_CONFIG"
 run docker_ run --rm --runtime gpufrac -e gpufrac.io/fraction=0.25 -e GPUFRAC_FRACTON=0.25 "$IMG" true
-assert_eq "$RC" 0 "misnamed variables do not stop the container: $OUT"
+assert_eq "$RC" 0 "under requests.unknown: warn misnamed variables do not stop the container: $OUT"
 assert_contains "$(cat "$LOG")" '"gpufrac.io/fraction" in the container'"'"'s environment is not a gpufrac request; use GPUFRAC_FRACTION' \
   "a variable named like the annotation gets a warning"
 assert_contains "$(cat "$LOG")" '"GPUFRAC_FRACTON" in the container'"'"'s environment is not a gpufrac request (did you mean GPUFRAC_FRACTION?)' \
   "a misspelt variable gets a warning"
 assert_eq "$(ledger_count)" 0 "nothing booked for labels or misspelt variables"
+sed -i '/^requests:/d' "$GPUFRAC_CONFIG"
 
 # 8. Refusals: without --pid=host (the message says how), and a malformed value.
 run docker_ run --rm --runtime gpufrac -e GPUFRAC_FRACTION=0.25 "$IMG" true

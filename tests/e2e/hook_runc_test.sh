@@ -90,7 +90,13 @@ assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "released"
 make_bundle "$E2E_TMP/b8" 'echo ran'
 with_env "$E2E_TMP/b8" GPUFRAC_MEMROY=2Gi
 run runc run --bundle "$E2E_TMP/b8" "$P-8"
-assert_eq "$RC" 0 "a misspelt variable does not stop the container"
+assert_eq "$RC" 1 "a misspelt variable is refused (requests.unknown: refuse, the default)"
+assert_contains "$OUT" 'gpufrac-hook: \"GPUFRAC_MEMROY\" in the container'"'"'s environment is not a gpufrac request (did you mean GPUFRAC_MEMORY?)' \
+  "the hook's refusal names it"
+assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "nothing booked"
+echo "requests: {unknown: warn}" >>"$GPUFRAC_CONFIG"
+run runc run --bundle "$E2E_TMP/b8" "$P-8"
+assert_eq "$RC" 0 "under requests.unknown: warn a misspelt variable does not stop the container"
 assert_contains "$(grep "warning: \[$P-8\]" "$E2E_TMP/gpufrac.log")" '"GPUFRAC_MEMROY" in the container'"'"'s environment is not a gpufrac request (did you mean GPUFRAC_MEMORY?)' \
   "the hook's warning is in the log"
 assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "nothing booked"

@@ -1,7 +1,9 @@
 #!/bin/bash
-# The manual pages (packaging/man) match the programs: every subcommand and option `gpufrac --help`
-# lists is in gpufrac(1), every stage and option of gpufrac-hook's usage line in gpufrac-hook(8),
-# every key of etc/config.yaml in gpufrac-config(5); groff formats each page without a warning.
+# The manual pages (packaging/man) match the programs: every subcommand `gpufrac --help` lists is in
+# gpufrac(1), and every option and every choice of an option (--driver-layout prefix) in that
+# command's own entry; every stage and option of gpufrac-hook's usage line in gpufrac-hook(8), every
+# key of etc/config.yaml in gpufrac-config(5). groff formats each page without a warning (all of
+# them on), and no alternating-font macro glues words (man_glue.awk: groff does not see that).
 source "$(dirname "$0")/lib.sh"
 need_cmd man
 e2e_tmp
@@ -10,11 +12,34 @@ HOOK=$BIN_DIR/gpufrac-hook
 
 render() { MANWIDTH=200 man -l "$MAN/$1" 2>/dev/null | tr -s " "; }
 
-for page in gpufrac.1 gpufrac-hook.8 gpufrac-runtime.8 gpufrac-dra.8 gpufrac-config.5; do
+PAGES=$(cd "$MAN" && ls -- *.[1-8])
+[ "$(wc -w <<<"$PAGES")" -ge 5 ] || fail "found only these pages: $PAGES"
+for page in $PAGES; do
   run man --warnings -l "$MAN/$page"
   assert_eq "$RC" 0 "man -l $page"
   assert_eq "$(MANWIDTH=80 man --warnings -l "$MAN/$page" 2>&1 >/dev/null)" "" "groff warnings in $page"
+  assert_eq "$(groff -man -Tutf8 -ww -z "$MAN/$page" 2>&1)" "" "groff -ww warnings in $page"
 done
+run awk -f "$(dirname "$0")/man_glue.awk" $(for p in $PAGES; do echo "$MAN/$p"; done)
+assert_eq "$RC" 0 "words glued by an alternating-font macro: $OUT"
+# Every example that starts a container with podman shares the host PID namespace, which gpufrac
+# requires (a container with its own is refused): in every page and in the README.
+for page in $PAGES; do
+  while IFS= read -r line; do
+    assert_contains "$line" "--pid=host" "$page: a podman example without --pid=host"
+  done < <(MANWIDTH=200 man -l "$MAN/$page" 2>/dev/null | grep -E 'podman( [-a-z=]+)* run ' || true)
+done
+while IFS= read -r line; do
+  assert_contains "$line" "--pid=host" "README.md: a podman example without --pid=host"
+done < <(grep -E 'podman( [-a-z=]+)* run ' "$GPUFRAC_SOURCE_DIR/README.md" || true)
+# The checker itself: the line gpufrac-hook(8) once had, and what must pass.
+printf '.RB ( gpufrac.io/gpus " alone: whole GPUs)," or the same as\n' >"$E2E_TMP/glued.8"
+run awk -f "$(dirname "$0")/man_glue.awk" "$E2E_TMP/glued.8"
+assert_eq "$RC" 1 "man_glue.awk finds the glued line"
+assert_contains "$OUT" 'words glued by .RB: " alone: whole GPUs)," and "or"' "man_glue.awk names the junction"
+printf '.BR gpufrac (1),\n.IR file : line\n.BI gpu\\- N \\-mig\\- C c\n.RB ( gpufrac.io/gpus\n' >"$E2E_TMP/fine.8"
+run awk -f "$(dirname "$0")/man_glue.awk" "$E2E_TMP/fine.8"
+assert_eq "$RC" 0 "man_glue.awk passes intended glue: $OUT"
 
 # subcommands <words...>: the subcommands `gpufrac <words> --help` lists.
 subcommands() { "$GPUFRAC" "$@" --help | sed -n '/^Subcommands:/,$p' | sed -n 's/^  \([a-z][a-z-]*\) .*/\1/p'; }
@@ -22,13 +47,31 @@ subcommands() { "$GPUFRAC" "$@" --help | sed -n '/^Subcommands:/,$p' | sed -n 's
 options() { "$GPUFRAC" "$@" --help | grep -o -- '--[a-z][a-z-]*' | grep -vx -- '--help' | sort -u; }
 
 PAGE=$(render gpufrac.1)
-check_command() {
-  local opt
-  if [ "$#" -gt 0 ]; then
-    grep -qE "^ +$*( |\$)" <<<"$PAGE" || fail "gpufrac(1) does not describe '$*'"
+RAW=$(MANWIDTH=200 man -l "$MAN/gpufrac.1" 2>/dev/null)  # the indentation kept: items at 7 spaces
+# entry <words...>: the rendered entry of `gpufrac <words>` (its item line, indented 7, up to the next
+# item or section); with no words, GLOBAL OPTIONS.
+entry() {
+  if [ "$#" -eq 0 ]; then
+    sed -n '/^GLOBAL OPTIONS/,/^COMMANDS/p' <<<"$RAW"
+    return
   fi
+  awk -v want="$*" '
+    /^[^ ]/ || /^       [^ ]/ { inside = 0 }
+    /^       [^ ]/ { line = substr($0, 8); if (line == want || index(line, want " ") == 1) inside = 1 }
+    inside { print }
+  ' <<<"$RAW"
+}
+# choices <words...>: the values of every option with a fixed set ({a,b,c} in --help).
+choices() { "$GPUFRAC" "$@" --help | grep -o -- '{[a-z0-9,-]*}' | tr -d '{}' | tr ',' '\n' | sort -u; }
+check_command() {
+  local opt value text
+  text=$(entry "$@")
+  [ -n "$text" ] || fail "gpufrac(1) does not describe '$*'"
   for opt in $(options "$@"); do
-    grep -qF -- "$opt" <<<"$PAGE" || fail "gpufrac(1) lacks '${*:-gpufrac}' option $opt"
+    grep -qF -- "$opt" <<<"$text" || fail "gpufrac(1) lacks '${*:-gpufrac}' option $opt in its entry"
+  done
+  for value in $(choices "$@"); do
+    grep -qwF -- "$value" <<<"$text" || fail "gpufrac(1) lacks '${*:-gpufrac}' choice $value in its entry"
   done
 }
 walk() {

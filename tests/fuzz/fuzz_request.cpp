@@ -14,6 +14,7 @@
 #include "core/mig/mig_profile_name.hpp"
 #include "core/request/env_request.hpp"
 #include "core/request/request.hpp"
+#include "core/request/unknown_keys.hpp"
 #include "fuzz_check.hpp"
 
 using namespace gpufrac;
@@ -92,7 +93,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view records(reinterpret_cast<const char*>(data) + 1, size - 1);
   const Annotations a = by_env && (data[0] & 4) == 0 ? Annotations{} : decode(records);
   const std::vector<std::string> env = by_env ? as_env(records) : std::vector<std::string>{};
-  for (const auto& w : env_request_warnings(env)) FUZZ_CHECK(one_bounded_line(w));
+  // Names that look like a request and are none: one bounded line each; under warn the unknown
+  // annotations are dropped and none is left, under refuse the first is the refusal.
+  const auto unknown = unknown_request_names(a, env);
+  for (const auto& u : unknown) {
+    FUZZ_CHECK(one_bounded_line(u.message));
+    FUZZ_CHECK(u.annotation.empty() || a.contains(u.annotation));
+  }
+  Annotations warned = a;
+  auto lines = check_request_names(warned, env, UnknownNames::warn);
+  FUZZ_CHECK(lines && lines->size() == unknown.size());
+  FUZZ_CHECK(unknown_request_names(warned, {}).empty());
+  Annotations refused = a;
+  auto refusal = check_request_names(refused, env, UnknownNames::refuse);
+  FUZZ_CHECK(unknown.empty() ? refusal.has_value() : (!refusal && refusal.error().message == unknown[0].message));
   const bool fast = has_container_request(a, env, aliases);
   auto r = parse_container_request(a, env, aliases);
   if (!r) {

@@ -227,8 +227,8 @@ TEST(Allocator, MigInstanceWithoutCapNodesIsNotGivenOut) {
   auto inv = machine("a100-80gb-mig.yaml");
   for (auto& m : inv.gpus[0].mig_instances) m.cap_nodes.clear();
   EXPECT_EQ(refusal(req({{"gpufrac.io/mig-profile", "2g.20gb"}}), inv, {}),
-            "no idle MIG instance of profile 2g.20gb: GPU 0 gi 5 ci 0 has no capability device nodes (run nvidia-smi "
-            "once)");
+            "no idle MIG instance of profile 2g.20gb: GPU 0 gi 5 ci 0 has no capability device nodes (the host's "
+            "/proc/driver/nvidia-caps/mig-minors does not list it)");
 }
 
 TEST(Allocator, MigProfileWithPins) {

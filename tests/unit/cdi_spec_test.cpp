@@ -173,7 +173,7 @@ TEST(CdiSpec, MigInstanceWithoutCapabilityNodesIsLeftOut) {
   ASSERT_EQ(b->warnings.size(), 2u);
   EXPECT_EQ(b->warnings[0],
             "no device gpufrac.io/gpu=0:1: no idle MIG instance of profile 2g.20gb: GPU 0 gi 5 ci 0 has "
-            "no capability device nodes (run nvidia-smi once)");
+            "no capability device nodes (the host's /proc/driver/nvidia-caps/mig-minors does not list it)");
   EXPECT_EQ(device(b->spec, "all").edits.hooks.size(), 4u);  // 0:0, 0:2, 0:3 and the release
 }
 

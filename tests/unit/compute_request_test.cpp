@@ -6,6 +6,7 @@
 #include "core/request/compute_share.hpp"
 #include "core/request/env_request.hpp"
 #include "core/request/request.hpp"
+#include "core/request/unknown_keys.hpp"
 
 namespace gpufrac {
 namespace {
@@ -140,9 +141,9 @@ TEST(ComputeRequest, TheEnvironmentNamesTheVariable) {
   EXPECT_EQ(from_env({"GPUFRAC_COMPUTE=30", "GPUFRAC_COMPUTE=40"}),
             "error: GPUFRAC_COMPUTE: set twice in the container's environment (\"30\" and \"40\"); set it once");
   EXPECT_TRUE(has_container_request({}, {"GPUFRAC_PRIORITY=high"}, true));
-  auto w = env_request_warnings({"GPUFRAC_COMPUT=30", "GPUFRAC_COMPUTE=30"});
+  auto w = unknown_request_names({}, {"GPUFRAC_COMPUT=30", "GPUFRAC_COMPUTE=30"});
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_NE(w[0].find("(did you mean GPUFRAC_COMPUTE?)"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].message.find("(did you mean GPUFRAC_COMPUTE?)"), std::string::npos) << w[0].message;
   EXPECT_EQ(env_name_for("gpufrac.io/compute-mode"), "GPUFRAC_COMPUTE_MODE");
 }
 

@@ -18,6 +18,7 @@ TEST(Config, DefaultsMatchDesign) {
   EXPECT_EQ(c.allocation.compute, ComputeManagement::managed);  // a quarter GPU is a quarter of its time
   EXPECT_TRUE(c.require_host_pid);
   EXPECT_TRUE(c.aliases);
+  EXPECT_EQ(c.requests.unknown, UnknownNames::refuse);  // a typo must not start a container silently
   EXPECT_EQ(c.cdi.fractions.size(), 7u);
   EXPECT_EQ(c.ledger_path(), "/run/gpufrac/ledger.json");
 }
@@ -30,6 +31,7 @@ nvml: {backend: simulated, machine: /m.yaml}
 allocation: {policy: spread, overcommit: 1.5, max-shares-per-gpu: 8, mig-serves-fractions: true, pending-timeout: 60,
              compute: unmanaged}
 aliases: false
+requests: {unknown: warn}
 require-host-pid: false
 enforcement: driver
 mig: {mode: dynamic, gpus: {"1": static, GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee: dynamic}, idle-timeout: 30}
@@ -48,6 +50,7 @@ cdi: {output: /tmp/cdi/gpufrac.yaml, fractions: ["0.5", "0.25"], memory-shares: 
   EXPECT_EQ(c->allocation.max_shares_per_gpu, 8u);
   EXPECT_EQ(c->allocation.compute, ComputeManagement::unmanaged);
   EXPECT_FALSE(c->aliases);
+  EXPECT_EQ(c->requests.unknown, UnknownNames::warn);
   EXPECT_EQ(c->enforcement, Enforcement::driver);
   EXPECT_EQ(c->mig.mode_for(1, "GPU-x"), MigMode::static_);
   EXPECT_EQ(c->mig.mode_for(0, "GPU-aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"), MigMode::dynamic);
@@ -150,6 +153,16 @@ TEST(Config, ShippedDefaultFileParsesToDefaults) {
   EXPECT_EQ(c->mig.idle_timeout_s, d.mig.idle_timeout_s);
   EXPECT_EQ(c->enforcement, Enforcement::auto_detect);
   EXPECT_EQ(d.enforcement, Enforcement::auto_detect);
+  EXPECT_EQ(c->requests.unknown, d.requests.unknown);
+}
+
+TEST(Config, RequestsUnknownTakesRefuseOrWarn) {
+  auto bad = load_config_string("requests: {unknown: ignore}\n", "/c.yaml");
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().message, "/c.yaml:1: requests.unknown: \"ignore\" is not accepted (accepted: refuse, warn)");
+  auto key = load_config_string("requests: {unkown: warn}\n", "/c.yaml");
+  ASSERT_FALSE(key);
+  EXPECT_EQ(key.error().message, "/c.yaml:1: requests.unkown: unknown key (accepted under requests: unknown)");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "core/request/env_request.hpp"
+#include "core/request/unknown_keys.hpp"
 
 namespace gpufrac {
 namespace {
@@ -70,20 +71,79 @@ TEST(EnvRequest, FastCheck) {
   EXPECT_EQ(describe({}, {"GPUFRAC_FRACTION"}).substr(0, 30), "error: GPUFRAC_FRACTION: \"\" is");
 }
 
-TEST(EnvRequest, WarningsForNearMisses) {
-  auto w = env_request_warnings({"GPUFRAC_FRACTON=0.25", "gpufrac.io/mig-profile=1g.10gb", "GPUFRAC_DEVICES=x",
-                                 "GPUFRAC_MEMORY_LIMITS=1", "GPUFRAC_CONFIG=/x", "GPUFRAC_FRACTION=0.25",
-                                 "GPUFRAC_SOMETHING_ELSE=1", "PATH=/bin"});
+constexpr const char* kVariableList =
+    "GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, GPUFRAC_GPU, GPUFRAC_POLICY, GPUFRAC_COMPUTE, "
+    "GPUFRAC_COMPUTE_MODE, GPUFRAC_PRIORITY or GPUFRAC_GPUS";
+constexpr const char* kAnnotationList =
+    "gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile, gpufrac.io/gpu, gpufrac.io/policy, "
+    "gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority or gpufrac.io/gpus";
+
+std::vector<std::string> messages(const Annotations& a, const std::vector<std::string>& env) {
+  std::vector<std::string> out;
+  for (const auto& u : unknown_request_names(a, env)) out.push_back(u.message);
+  return out;
+}
+
+TEST(UnknownNames, NearMissesWithTheClosestKnownName) {
+  auto w =
+      messages({}, {"GPUFRAC_FRACTON=0.25", "gpufrac.io/mig-profile=1g.10gb", "GPUFRAC_DEVICES=x",
+                    "GPUFRAC_MEMORY_LIMITS=1", "GPUFRAC_CONFIG=/x", "GPUFRAC_FRACTION=0.25", "GPUFRAC_LIMITS_FILE=/l",
+                    "GPUFRAC_FAKE_CUDA_DEVICES=x", "GPUFRAC_SOMETHING_ELSE=1", "PATH=/bin"});
   ASSERT_EQ(w.size(), 3u);
-  EXPECT_EQ(w[0],
-            "\"GPUFRAC_FRACTON\" in the container's environment is not a gpufrac request (did you mean "
-            "GPUFRAC_FRACTION?); use GPUFRAC_FRACTION, GPUFRAC_MEMORY, GPUFRAC_MIG_PROFILE, GPUFRAC_GPU, "
-            "GPUFRAC_GPUS, GPUFRAC_POLICY, GPUFRAC_COMPUTE, GPUFRAC_COMPUTE_MODE or GPUFRAC_PRIORITY");
+  EXPECT_EQ(w[0], std::string("\"GPUFRAC_FRACTON\" in the container's environment is not a gpufrac request (did you "
+                              "mean GPUFRAC_FRACTION?); use ") +
+                      kVariableList);
   EXPECT_EQ(w[1],
             "\"gpufrac.io/mig-profile\" in the container's environment is not a gpufrac request; use "
             "GPUFRAC_MIG_PROFILE (or the annotation where the engine can set one)");
-  EXPECT_EQ(w[2].find("(did you mean"), std::string::npos);
+  EXPECT_EQ(w[2], std::string("\"GPUFRAC_SOMETHING_ELSE\" in the container's environment is not a gpufrac request; "
+                              "use ") +
+                      kVariableList);
   EXPECT_EQ(env_name_for("gpufrac.io/mig-profile"), "GPUFRAC_MIG_PROFILE");
+}
+
+TEST(UnknownNames, AnnotationTyposGetDidYouMean) {
+  auto w = messages({{"gpufrac.io/fracton", "0.25"},
+                     {"gpufrac.io/injected", "true"},
+                     {"gpufrac.io/memory", "4Gi"},
+                     {"gpufrac.io/zzz", "1"},
+                     {"other.io/fracton", "1"}},
+                    {});
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0], std::string("\"gpufrac.io/fracton\": unknown gpufrac annotation (did you mean "
+                              "gpufrac.io/fraction?); use ") +
+                      kAnnotationList);
+  EXPECT_EQ(w[1], std::string("\"gpufrac.io/zzz\": unknown gpufrac annotation; use ") + kAnnotationList);
+  // The parser words an unknown key the same way.
+  auto parsed = parse_request({{"gpufrac.io/prority", "high"}, {"gpufrac.io/fraction", "0.25"}}, true);
+  ASSERT_FALSE(parsed);
+  EXPECT_EQ(parsed.error().message, std::string("\"gpufrac.io/prority\": unknown gpufrac annotation (did you mean "
+                                                "gpufrac.io/priority?); use ") +
+                                        kAnnotationList);
+}
+
+TEST(UnknownNames, RefusedByDefaultWarnedAndDroppedOnRequest) {
+  Annotations a{{"gpufrac.io/fraction", "0.25"}, {"gpufrac.io/prioirty", "high"}};
+  const std::vector<std::string> env{"GPUFRAC_COMPUTE_MOD=strict"};
+  auto refused = check_request_names(a, env, UnknownNames::refuse);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().kind, ErrorKind::user);
+  EXPECT_EQ(refused.error().message, std::string("\"gpufrac.io/prioirty\": unknown gpufrac annotation (did you mean "
+                                                 "gpufrac.io/priority?); use ") +
+                                         kAnnotationList);
+  EXPECT_EQ(a.size(), 2u);  // a refusal changes nothing
+  auto warned = check_request_names(a, env, UnknownNames::warn);
+  ASSERT_TRUE(warned);
+  ASSERT_EQ(warned->size(), 2u);
+  EXPECT_NE((*warned)[1].find("(did you mean GPUFRAC_COMPUTE_MODE?)"), std::string::npos);
+  EXPECT_EQ(a, (Annotations{{"gpufrac.io/fraction", "0.25"}}));  // read without the unknown key
+  EXPECT_EQ(describe(a, env), "fraction=0.25");
+  // A long untrusted name gets no suggestion and stays bounded in the message.
+  const std::string long_name = "GPUFRAC_" + std::string(300, 'X');
+  auto w = messages({}, {long_name + "=1"});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].find("did you mean"), std::string::npos);
+  EXPECT_LT(w[0].size(), 400u);
 }
 
 }  // namespace

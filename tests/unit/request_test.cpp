@@ -18,10 +18,10 @@ constexpr const char* kSizing =
 constexpr const char* kShareKeys =
     "gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile (aliases count as these), gpufrac.io/compute or "
     "gpufrac.io/gpus";
-constexpr const char* kUnknownTail =
-    ": unknown gpufrac annotation; use gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile, "
-    "gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority, gpufrac.io/gpu, gpufrac.io/gpus or "
-    "gpufrac.io/policy";
+constexpr const char* kKnownKeys =
+    "; use gpufrac.io/fraction, gpufrac.io/memory, gpufrac.io/mig-profile, gpufrac.io/gpu, gpufrac.io/policy, "
+    "gpufrac.io/compute, gpufrac.io/compute-mode, gpufrac.io/priority or gpufrac.io/gpus";
+const std::string kUnknownTail = std::string(": unknown gpufrac annotation") + kKnownKeys;
 
 struct Case {
   const char* name;
@@ -201,7 +201,8 @@ const Case kCases[] = {
     {"unknown key",
      {{"gpufrac.io/fractoin", "0.5"}},
      true,
-     std::string("error: \"gpufrac.io/fractoin\"") + kUnknownTail},
+     std::string("error: \"gpufrac.io/fractoin\": unknown gpufrac annotation (did you mean gpufrac.io/fraction?)") +
+         kKnownKeys},
     {"unknown key beside a valid one",
      {{"gpufrac.io/fraction", "0.5"}, {"gpufrac.io/cores", "50"}},
      true,

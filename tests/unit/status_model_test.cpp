@@ -7,6 +7,7 @@
 #include "cli/status_model.hpp"
 #include "cli/status_render.hpp"
 #include "core/fs.hpp"
+#include "core/text.hpp"
 #include "nvml/simulated.hpp"
 #include "shipped_machines.hpp"
 
@@ -318,6 +319,44 @@ TEST(StatusModel, ComputeArbiterTampered) {
   EXPECT_FALSE(j["devices"][1].contains("compute_arbiter_tampered"));
   report.devices[0].compute_tampered.clear();
   EXPECT_EQ(render_status(report).find("tampered"), std::string::npos);
+}
+
+// A default compute share (a share's memory share of the time) is rarely a whole percent: the table
+// shows tenths ("11.6 %"), as it shows whole ones ("25 %"); JSON keeps the exact ppm.
+TEST(StatusModel, DefaultComputeSharesInTenthsOfAPercent) {
+  auto inv = machine("a100-40gb-x2.yaml");
+  LedgerEntry a = entry("a", inv.gpus[0].uuid, 4 * kGiB, 42, 1000);
+  a.request = "memory=4Gi";
+  a.compute_ppm = 116'415;
+  LedgerEntry b = entry("b", inv.gpus[0].uuid, 10134 * kMiB, 43, 1000);
+  b.compute_ppm = 250'000;
+  auto report = build_status(inv, LedgerState{{a, b}, {}}, AllocationConfig{}, 1125, state_of);
+  const std::string text = render_status(report);
+  EXPECT_EQ(text.find("11.6415"), std::string::npos) << text;
+  EXPECT_NE(text.find("  11.6 %  "), std::string::npos) << text;
+  EXPECT_NE(text.find("  25 %  "), std::string::npos) << text;
+  EXPECT_NE(text.find("  36.6 %  "), std::string::npos) << text;  // the GPU: 366'415 ppm
+  EXPECT_EQ(status_json(report)["devices"][0]["shares"][0]["compute"], 116'415);
+}
+
+// Letters name containers across the node: a container booked on two GPUs (two CDI devices) is the
+// same letter on both, and a container on the second GPU alone gets the next letter, not A again.
+TEST(StatusModel, ShareLettersArePerContainerAcrossTheNode) {
+  auto inv = machine("a100-40gb-x2.yaml");
+  LedgerEntry x0 = entry("x", inv.gpus[0].uuid, 10134 * kMiB, 42, 1000);
+  x0.device_key = "gpufrac.io/gpu=0-0.25";
+  LedgerEntry x1 = entry("x", inv.gpus[1].uuid, 10134 * kMiB, 42, 1000);
+  x1.device_key = "gpufrac.io/gpu=1-0.25";
+  x1.gpu_index = 1;
+  LedgerEntry y = entry("y", inv.gpus[1].uuid, 10134 * kMiB, 43, 1000);
+  y.gpu_index = 1;
+  auto report = build_status(inv, LedgerState{{x0, x1, y}, {}}, AllocationConfig{}, 1125, state_of);
+  const auto lines = text::split(render_status(report), '\n');
+  EXPECT_EQ(lines[2], "     [aaaaaaaaaaaaaaa.............................................]");
+  EXPECT_EQ(lines[4], "     [aaaaaaaaaaaaaaabbbbbbbbbbbbbbb..............................]");
+  std::vector<std::string> labels;
+  for (std::size_t i = 7; i < lines.size() && !lines[i].empty(); ++i) labels.push_back(lines[i].substr(0, 2));
+  EXPECT_EQ(labels, (std::vector<std::string>{"A ", "A ", "B "}));
 }
 
 TEST(StatusModel, Ages) {
