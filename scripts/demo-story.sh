@@ -3,7 +3,8 @@
 #   1. the node's GPUs (gpufrac info)                 4. a fifth 0.25 share is refused
 #   2. the CDI spec (gpufrac cdi generate)            5. a CUDA program stops at its limit
 #   3. four containers with gpufrac.io/fraction=0.25  6. gpufrac status: shares and live usage
-#   7. (a simulated node) two busy containers with gpufrac.io/compute 30 and 70, and what each got
+#   7. clean up                                       8. (a simulated node) two busy containers with
+#      gpufrac.io/compute 30 and 70, and gpufrac status with what each got (ACHIEVED)
 # started with runc and gpufrac-hook. Without an NVIDIA driver it runs on a simulated A100-40GB
 # with a simulated driver install (gpufrac-hook mounts its libraries into the containers, as it
 # mounts the real driver's on a GPU node); with one, on GPU 0 of the real node.

@@ -6,6 +6,7 @@ struct gf_table gf_ptrs, gf_handles, gf_arrays, gf_mipmaps, gf_pools;
 
 #define GF_SIZE_BITS 56 /* table values: (limit index + 1) << 56 | bytes */
 static int g_log_track;
+static int g_log_refusal; /* the refusal line, once per process */
 
 /* This thread's view of the other processes' usage (gf_region.h); the shim is preloaded, so its
  * TLS is in the static block. */
@@ -13,6 +14,7 @@ static __thread struct gf_usage_cache g_cache __attribute__((tls_model("initial-
 
 void gf_charge_after_fork(void) {
   g_cache.valid = 0; /* the forking thread's view; the child has its own slot */
+  g_log_refusal = 0;
   gf_table_forget(&gf_ptrs);
   gf_table_forget(&gf_handles);
   gf_table_forget(&gf_arrays);
@@ -30,7 +32,9 @@ CUresult gf_reserve(int idx, uint64_t n, const char* api) {
   if (gf_reclaim_thorough() > 0 && gf_region_reserve(r, s, (unsigned)idx, n, limit, &in_use, &g_cache) == 0) {
     return CUDA_SUCCESS;
   }
-  gf_log_refusal(api, n, idx, in_use);
+  const struct gf_device_limit* d = &gf_g.cfg.devices[idx];
+  gf_log_once(&g_log_refusal, "%s of %llu refused: limit %llu on %s, %llu in use by this container", api,
+              (unsigned long long)n, (unsigned long long)d->limit, d->uuid, (unsigned long long)in_use);
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 

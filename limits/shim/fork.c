@@ -1,6 +1,6 @@
 /* The top of the shim's process state: the constructor and the fork handlers, which give a child its
  * own identity, no slot, no pointers, no lease and no launches of its parent. Calls down into every
- * module (state.c, charge.c, the compute gate, the loaders, the messages); nothing calls up into it. */
+ * module (state.c, charge.c, the compute gate, the loaders); nothing calls up into it. */
 #include <pthread.h>
 
 #include "gf_charge.h"
@@ -18,7 +18,6 @@ static void after_fork_parent(void) {
 static void after_fork_child(void) {
   gf_state_after_fork_child();
   gf_charge_after_fork();
-  gf_log_after_fork();
   gf_real_after_fork();
   gf_compute_after_fork();
 }

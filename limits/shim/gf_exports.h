@@ -60,4 +60,11 @@ GF_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* graph);
 GF_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
 GF_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
 
+/* ---- intercept_table.c: name -> wrapper, for dlsym and cuGetProcAddress ---- */
+/* The table names every wrapper above, cuGetProcAddress's own included, and cuGetProcAddress looks
+ * wrappers up in it: the one pair of files in the shim that refer to each other. */
+void* gf_wrapper_by_name(const char* name);
+/* The wrapper standing in for a real driver function pointer, or NULL. */
+void* gf_wrapper_by_real(void* real);
+
 #endif /* GPUFRAC_SHIM_GF_EXPORTS_H */

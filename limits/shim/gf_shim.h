@@ -105,13 +105,5 @@ int gf_nvml_index(nvmlDevice_t dev);
 /* ---- log.c ---- */
 /* Writes one "gpufrac: ..." line on stderr the first time *once is seen 0. */
 void gf_log_once(int* once, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The refusal line, once per process. */
-void gf_log_refusal(const char* api, uint64_t n, int idx, uint64_t in_use);
-void gf_log_after_fork(void);
-
-/* ---- intercept_table.c: name -> wrapper, for dlsym and cuGetProcAddress ---- */
-void* gf_wrapper_by_name(const char* name);
-/* The wrapper standing in for a real driver function pointer, or NULL. */
-void* gf_wrapper_by_real(void* real);
 
 #endif /* GPUFRAC_SHIM_GF_SHIM_H */
