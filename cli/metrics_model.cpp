@@ -64,6 +64,8 @@ std::vector<Family> compute_families(const StatusReport& r) {
   Family share("gpufrac_share_compute_booked_ratio", Type::gauge, "Share of the GPU's time booked by one share");
   Family achieved("gpufrac_share_compute_achieved_ratio", Type::gauge,
                   "Share of the GPU's time one share's work held over the last 10 s");
+  Family tampered("gpufrac_gpu_compute_arbiter_tampered", Type::gauge,
+                  "1 when the GPU's compute arbiter was tampered with (see gpufrac status)");
   auto ratio = [](std::uint64_t ppm) { return static_cast<double>(ppm) / kWholeGpuComputePpm; };
   auto add_share = [&](const ShareStatus& s) {
     if (s.entry.compute_ppm != 0) share.add_double(share_labels(s.entry), ratio(s.entry.compute_ppm));
@@ -73,11 +75,12 @@ std::vector<Family> compute_families(const StatusReport& r) {
     if (!d.mig && !d.mig_mode) {
       booked.add_double(device_labels(d, d.uuid), ratio(d.compute_booked));
       free.add_double(device_labels(d, d.uuid), ratio(d.compute_free));
+      if (d.compute_booked != 0) tampered.add(device_labels(d, d.uuid), d.compute_tampered.empty() ? 0 : 1);
     }
     for (const auto& s : d.shares) add_share(s);
   }
   for (const auto& s : r.unknown) add_share(s);
-  return {booked, free, share, achieved};
+  return {booked, free, share, achieved, tampered};
 }
 
 // SM sharing, on a node with a GPU in SM mode: per GPU, how its shares divide it, and per GPU in MPS

@@ -59,11 +59,29 @@ ComputeAchievedOf compute_achieved(const Config& cfg) {
     auto [it, fresh] = cache->try_emplace(e.device_uuid);
     if (fresh)
       if (auto v = limits::read_arbiter(compute_arbiter_path(cfg, e.device_uuid))) it->second = std::move(*v);
-    if (!it->second) return std::nullopt;
+    if (!it->second || !it->second->tampered.empty()) return std::nullopt;  // not to be believed
     for (const auto& s : it->second->slots)
       if (s.key == container_key(e)) return s.achieved_ppm();
     return std::nullopt;
   };
+}
+
+// Why a GPU's compute arbiter looks tampered with (DeviceStatus::compute_tampered): what the host's
+// checks of its lease file find, and the reports of containers whose processes ran unarbitrated past
+// their bound (in their own usage regions, which the tamperer cannot write).
+void mark_tampered(const Config& cfg, StatusReport& r) {
+  for (auto& d : r.devices) {
+    if (d.mig || d.mig_mode || d.compute_booked == 0) continue;
+    if (auto v = limits::read_arbiter(compute_arbiter_path(cfg, d.uuid))) d.compute_tampered = v->tampered;
+    for (const auto& s : d.shares) {
+      auto usage = limits::read_region_usage(container_files(cfg, container_key(s.entry)).usage, cfg.proc_root);
+      if (!usage) continue;
+      for (const auto& u : usage->devices)
+        if (u.uuid == d.uuid && u.compute_bypassed)
+          d.compute_tampered.push_back("container " + container_key(s.entry) +
+                                       " waited past its bound and ran unarbitrated");
+    }
+  }
 }
 
 // Where the driver holds a share's limit, what it counts for the cgroup (currentUsed) is the usage:
@@ -140,6 +158,7 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
       v.inventory, v.ledger, cfg.allocation, now, [&](const LedgerEntry& e) { return share_state(e, cfg, now); },
       driver_usage(cfg, v.ledger, live_usage(cfg)), compute_achieved(cfg));
   add_mps_states(cfg, v);
+  mark_tampered(cfg, v.report);
   return v;
 }
 

@@ -182,6 +182,7 @@ nlohmann::json status_json(const StatusReport& r) {
       j["compute_mode"] = d.sm_mode ? "sm" : "time";  // sm: the ppm are of the GPU's SMs
       if (d.sm_mode) j["mps"] = mps_json(d);
     }
+    if (!d.compute_tampered.empty()) j["compute_arbiter_tampered"] = d.compute_tampered;
     if (d.idle_s) {
       j["state"] = "idle";
       j["idle_s"] = *d.idle_s;

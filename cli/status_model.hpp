@@ -45,6 +45,9 @@ struct DeviceStatus {
   // The GPU's time (GPUs not in MIG mode): ppm booked by its shares, and what a new share may still
   // book (0 while the GPU is used whole).
   std::uint64_t compute_booked = 0, compute_free = 0;
+  // Why the GPU's compute arbiter looks tampered with, one line each (limits/host/arbiter_checks.hpp
+  // and the containers' own reports); empty when nothing says so.
+  std::vector<std::string> compute_tampered;
   // A MIG device (a compute instance): its GPU instance's profile and what the bookings of all its
   // compute instances hold of that GPU instance's memory (total: the GPU instance's memory; free:
   // what is left to this compute instance, 0 once it is booked), its SMs (0: unknown), and whether

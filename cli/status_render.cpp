@@ -179,6 +179,9 @@ std::string render_devices(const StatusReport& r, const StatusStyle& st, const L
   for (std::size_t i = 0; i < r.devices.size(); ++i) {
     out += lines[i + 1] + "\n";
     if (!r.devices[i].mig_mode) out += "     " + bar(r.devices[i], st, letters_of(r.devices[i], letters)) + "\n";
+    if (const auto& why = r.devices[i].compute_tampered; !why.empty())
+      out += "     " + paint(st, "31", "compute arbiter tampered with: " + why.front()) +
+             (why.size() > 1 ? text::cat(" (and ", why.size() - 1, " more)") : "") + "\n";
   }
   return out;
 }

@@ -3,7 +3,10 @@
 #   1. the node's GPUs (gpufrac info)                 4. a fifth 0.25 share is refused
 #   2. the CDI spec (gpufrac cdi generate)            5. a CUDA program stops at its limit
 #   3. four containers with gpufrac.io/fraction=0.25  6. gpufrac status: shares and live usage
-#   8. a burst and its reclaim (gpufrac.io/memory-limit above the request), in gpufrac status
+#   7. clean up                                       8. a burst and its reclaim (gpufrac.io/memory-limit
+#      above the request), in gpufrac status
+#   9. (a simulated node) two busy containers with gpufrac.io/compute 30 and 70, and gpufrac status
+#      with what each got (ACHIEVED)
 # started with runc and gpufrac-hook. Without an NVIDIA driver it runs on a simulated A100-40GB
 # with a simulated driver install (gpufrac-hook mounts its libraries into the containers, as it
 # mounts the real driver's on a GPU node); with one, on GPU 0 of the real node.
@@ -16,6 +19,7 @@ BIN=${GPUFRAC_BIN_DIR:-$BUILD/bin}
 SHIM=${GPUFRAC_SHIM_DIR:-$BUILD/bin}/libgpufrac-limits.so
 GPUFRAC=$BIN/gpufrac
 PROGRAM=$BUILD/bin/alloc_until_limit
+BUSY=$BUILD/bin/busy_loop
 DEMO=$(mktemp -d /tmp/gpufrac-demo.XXXXXX)
 IDS=()
 
@@ -56,6 +60,8 @@ if [ "$MODE" = simulated ]; then
   echo "No NVIDIA driver on this node: the story runs on a simulated A100-SXM4-40GB."
   "$GPUFRAC" simulate init-root --machine "$SRC/nvml/machines/a100-40gb-x1.yaml" --root "$ROOT" \
     --driver-kit "$BUILD/fakes/driver-kit" >/dev/null
+  SIMGPU=$DEMO/sim-gpu # the simulated GPU's time, shared by the containers (tests/fakes/cuda/README.md)
+  "$BUILD/fakes/fake_gpu_tool" init "$SIMGPU"
 fi
 source "$SRC/scripts/demo-bundle.sh"
 
@@ -104,5 +110,23 @@ show "$GPUFRAC" status
 step "8. Burstable memory: demo-burst (request 10Gi, limit 30Gi) borrows what no request holds;
      demo-owner (request 20Gi) needs it back, and the reclaimer stops demo-burst's process"
 source "$SRC/scripts/demo-burst.sh"
+
+if [ "$MODE" = simulated ]; then
+  step "9. A share of the GPU's time: two containers with gpufrac.io/compute 30 and 70, both busy
+     (each launches 500 us kernels without ever waiting; alone, either would take the whole GPU)"
+  exec 3<>"$DEMO/stdin"
+  start_container demo-busy-30 "exec /bin/busy_loop 13" '{"gpufrac.io/compute": "30"}'
+  start_container demo-busy-70 "exec /bin/busy_loop 13" '{"gpufrac.io/compute": "70"}'
+  sleep 12
+  show "$GPUFRAC" status
+  "$GPUFRAC" status --json | jq -r '[.devices[].shares[] | select(.container_id | startswith("demo-busy-"))
+    | "\(.container_id) \((.compute_achieved_ppm // 0) / 10000) %"] | "ACHIEVED over the last 10 s: " + join(", ")'
+  wait_for_line "$DEMO/demo-busy-70.log" "^busy_loop:"
+  wait_for_line "$DEMO/demo-busy-30.log" "^busy_loop:"
+  cat "$DEMO/demo-busy-30.log" "$DEMO/demo-busy-70.log"
+  exec 3>&-
+  for id in "${IDS[@]}"; do runc delete -f "$id" >/dev/null 2>&1 || true; done
+  IDS=()
+fi
 echo
 echo "Done ($MODE node; $(printf '%s' "$GPU") had $((TOTAL / 1024 / 1024)) MiB)."

@@ -3,19 +3,20 @@
 #include <filesystem>
 
 #include "core/plan/plan.hpp"
+#include "gpufrac/arbiter_abi.h"
 #include "limits/host/arbiter_file.hpp"
 
 namespace gpufrac {
 
 namespace {
 
-// Every arbiter file of the node (one per GPU that ever had a compute share).
+// Every arbiter of the node (one per GPU that ever had a compute share), by its lease file's path.
 std::vector<std::string> arbiters(const Config& cfg) {
   std::vector<std::string> out;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(cfg.state_dir + "/compute", ec)) {
     const std::string name = e.path().filename();
-    if (!name.starts_with(".")) out.push_back(e.path());
+    if (!name.starts_with(".") && !name.ends_with(GPUFRAC_ARBITER_SLOTS_SUFFIX)) out.push_back(e.path());
   }
   return out;
 }
@@ -24,7 +25,7 @@ std::vector<std::string> arbiters(const Config& cfg) {
 
 Result<> attach_compute_slots(const Config& cfg, const std::string& container_key, limits::LimitFile& file) {
   for (auto& d : file.devices) {
-    if (d.compute_ppm == 0) continue;
+    if (d.compute_ppm == 0 || d.compute_ppm >= GPUFRAC_ARBITER_WHOLE) continue;  // a whole GPU: not arbitrated
     const std::string path = compute_arbiter_path(cfg, d.uuid);
     if (auto r = limits::ensure_arbiter(path, d.uuid); !r) return r;
     auto token = limits::attach_arbiter_slot(path, container_key, d.compute_ppm, d.compute_mode, d.priority);

@@ -13,7 +13,8 @@
 
 namespace gpufrac {
 
-// For each device of the limit file with a compute share: creates the GPU's arbiter if needed
+// For each device of the limit file with a compute share smaller than the whole GPU (a whole GPU is
+// never arbitrated: no slot, no arbiter line): creates the GPU's arbiter if needed
 // (fully allocated: a full state directory refuses here, in one line) and sets up the container's
 // slot, recording its token in the device's compute_token (the limit file's arbiter line).
 Result<> attach_compute_slots(const Config& cfg, const std::string& container_key, limits::LimitFile& file);

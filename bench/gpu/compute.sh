@@ -10,6 +10,11 @@
 #   2. A small inference loop (three 512 x 512 layers every 20 ms) beside a batch matmul loop: its
 #      step latency p50/p99 alone, beside the batch at normal priority, and with priority: high,
 #      and what the batch completed meanwhile.
+#   3. A training-shaped loop (an MLP's forward, backward, Adam step and loss.item() each iteration)
+#      and a launch-bound decode loop (about 100 small kernels per token, no CUDA graphs, .item() per
+#      token): each alone on a share (compute 30: nothing else on the GPU) against the same program
+#      run on the host without gpufrac (PASS at a ratio of 0.98 or more), and the two at 30/70 by
+#      completed iterations or tokens (PASS within 2 points).
 # Reads GPU state only (nvidia-smi -L); changes no GPU setting. Prints a summary and writes it to
 # OUT_DIR/summary.txt.
 # Usage: bench/gpu/compute.sh [build-dir] [OUT_DIR]    OUT_DIR: $OUT, else a temporary directory.
@@ -142,6 +147,42 @@ latency() {
 latency
 latency normal
 latency high
+
+# alone WHAT KEY: the loop alone on a share (compute 30) and on the host without gpufrac; the ratio.
+alone() {
+  local what=$1 key=$2 t with without
+  t=$(awk -v n="$(mono)" 'BEGIN{printf "%.3f", n + 20}')
+  start "$what" managed "$TORCH $what --start $t --seconds $WINDOW" gpufrac.io/compute=30 gpufrac.io/gpu=0
+  wait
+  with=$(result "$what" "$key")
+  t=$(awk -v n="$(mono)" 'BEGIN{printf "%.3f", n + 20}')
+  CUDA_VISIBLE_DEVICES=0 $TORCH "$what" --start "$t" --seconds "$WINDOW" >"$WORK/$what-host.out" 2>&1 || true
+  without=$(tail -1 "$WORK/$what-host.out" | jq -r ".$key" 2>/dev/null || echo "?")
+  awk -v a="$with" -v b="$without" -v w="$what" -v k="$key" -v s="$WINDOW" 'BEGIN {
+    if (b + 0 == 0) { printf "FAIL  %s alone: nothing completed without gpufrac\n", w; exit 1 }
+    r = a / b; ok = r >= 0.98
+    printf "%s  %s alone on a share (compute 30): %.1f %s/s with gpufrac, %.1f without: x%.3f\n",
+      (ok ? "PASS" : "FAIL"), w, a / s, k, b / s, r; exit !ok }' >"$WORK/line" || STATUS=1
+  note "$(cat "$WORK/line")"
+}
+# shares WHAT KEY: the loop at 30/70 (compute shares); the ratio by completed iterations or tokens.
+shares() {
+  local what=$1 key=$2 t
+  t=$(awk -v n="$(mono)" 'BEGIN{printf "%.3f", n + 20}')
+  start "$what-30" managed "$TORCH $what --start $t --seconds $WINDOW" gpufrac.io/compute=30 gpufrac.io/gpu=0
+  start "$what-70" managed "$TORCH $what --start $t --seconds $WINDOW" gpufrac.io/compute=70 gpufrac.io/gpu=0
+  wait
+  awk -v a="$(result "$what-30" "$key")" -v b="$(result "$what-70" "$key")" -v w="$what" -v k="$key" 'BEGIN {
+    if (a + b == 0) { printf "FAIL  %s 30/70: nothing completed\n", w; exit 1 }
+    r = 100 * a / (a + b); d = r - 30; if (d < 0) d = -d; ok = d <= 2
+    printf "%s  %s 30/70: %.2f/%.2f by completed %s (%d and %d in the window)\n", (ok ? "PASS" : "FAIL"), w, r,
+      100 - r, k, a, b; exit !ok }' >"$WORK/line" || STATUS=1
+  note "$(cat "$WORK/line")"
+}
+alone train iterations
+alone decode tokens
+shares train iterations
+shares decode tokens
 
 {
   echo "gpufrac compute shares on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader -i 0), $(date '+%Y-%m-%d %H:%M:%S')"

@@ -78,11 +78,17 @@ std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, con
   std::vector<EditMount> out;
   for (const auto& g : grants) {
     if (!is_time_share(g.compute_ppm, g.compute_mode)) continue;  // an SM share has no arbiter
-    EditMount m{compute_arbiter_path(cfg, g.device_uuid),
-                std::string(GPUFRAC_CONTAINER_COMPUTE) + "/" + g.device_uuid,
-                "bind",
-                {"nosuid", "nodev", "noexec", "bind"}};
-    if (std::find(out.begin(), out.end(), m) == out.end()) out.push_back(std::move(m));
+    if (g.compute_ppm >= GPUFRAC_ARBITER_WHOLE) continue;           // a whole GPU: not arbitrated
+    const std::string host = compute_arbiter_path(cfg, g.device_uuid);
+    const std::string inside = std::string(GPUFRAC_CONTAINER_COMPUTE) + "/" + g.device_uuid;
+    EditMount lease{host, inside, "bind", {"nosuid", "nodev", "noexec", "bind"}};
+    EditMount slots{host + GPUFRAC_ARBITER_SLOTS_SUFFIX,
+                    inside + GPUFRAC_ARBITER_SLOTS_SUFFIX,
+                    "bind",
+                    {"ro", "nosuid", "nodev", "noexec", "bind"}};
+    if (std::find(out.begin(), out.end(), lease) != out.end()) continue;
+    out.push_back(std::move(lease));
+    out.push_back(std::move(slots));
   }
   return out;
 }

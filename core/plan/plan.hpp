@@ -24,12 +24,14 @@ struct ContainerFiles {
 };
 ContainerFiles container_files(const Config& cfg, const std::string& container_key);
 
-// The compute arbiter of a GPU (include/gpufrac/arbiter_abi.h): <state-dir>/compute/<uuid> on
-// the host, GPUFRAC_CONTAINER_COMPUTE/<uuid> in a container (the shim finds it beside its region).
+// The compute arbiter of a GPU (include/gpufrac/arbiter_abi.h): its lease file
+// <state-dir>/compute/<uuid> on the host, GPUFRAC_CONTAINER_COMPUTE/<uuid> in a container (the shim
+// finds it beside its region), and its slots file beside it (<uuid>.slots).
 std::string compute_arbiter_path(const Config& cfg, const std::string& device_uuid);
-// The arbiter of each granted device with a compute share (compute_ppm > 0), bound read-write
-// (nosuid, nodev, noexec) into the container (hook, wrapper, DRA claims, and the CDI hook beside
-// the limit file). Grants of the same device share one.
+// The arbiter of each granted device with a compute share smaller than the whole GPU (0 < compute_ppm
+// < 1000000: a whole GPU is never arbitrated): the lease file bound read-write, the slots file
+// read-only (both nosuid, nodev, noexec) into the container (hook, wrapper, DRA claims, and the CDI
+// hook beside the limit file). Grants of the same device share them.
 std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, const Config& cfg);
 
 // Device nodes of the granted GPUs / MIG instances plus the control nodes, with explicit numbers and

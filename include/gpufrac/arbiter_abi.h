@@ -1,20 +1,36 @@
 /* The compute arbiter of one GPU (docs/architecture.md "Compute share"): shared memory beside the
  * usage regions that gives the containers with a compute share on that GPU a weighted share of its
- * time. The host creates one file per GPU, <state-dir>/compute/<GPU uuid>, fully allocated
- * (posix_fallocate: a full tmpfs is a one-line refusal, never a SIGBUS), and bind-mounts it
- * read-write at GPUFRAC_CONTAINER_COMPUTE/<GPU uuid> into every container with a compute share on
- * that GPU. The shim finds it at <directory of the limit file's region>/compute/<uuid of the
- * compute line>, and its slot by the token of the limit file's line
+ * time. Two files per GPU, both created by the host fully allocated (posix_fallocate: a full tmpfs is
+ * a one-line refusal, never a SIGBUS):
+ *   <state-dir>/compute/<GPU uuid>.slots  the slots file: what the host decides (params, slot states,
+ *       weights, modes, priorities, tokens, keys); mode 0644, bound READ-ONLY at
+ *       GPUFRAC_CONTAINER_COMPUTE/<uuid>.slots, opened O_RDONLY and mapped PROT_READ by the shim;
+ *   <state-dir>/compute/<GPU uuid>        the lease file: what the shims must write (the lease, the
+ *       queue's virtual times, heartbeats, charges); mode 0666, bound read-write at
+ *       GPUFRAC_CONTAINER_COMPUTE/<uuid>.
+ * The shim finds both beside its usage region (<directory of the region>/compute/<uuid of the
+ * compute line>) and its slot by the token of the limit file's line
  *     arbiter <uuid> <token: 16 hex digits>
- * (after the device's compute line; limits_abi.h item 1).
+ * (after the device's compute line; limits_abi.h item 1). A device whose weight is the whole GPU
+ * (1000000) is never arbitrated: the host sets up no slot for it and the shim skips its line.
  *
- * Slots. The host claims one slot per container and GPU when it books the share (CAS state
- * FREE -> SETUP, writes key, token, weight, flags, created_s, vtime = vclock, then state ACTIVE)
- * and frees it when the booking is released (poststop, a rolled-back start, `gpufrac gc`: state
- * ACTIVE -> FREE by CAS, the shim-written fields zeroed first). A slot left in SETUP by a killed
- * host process is freed by gc once its key has no booking. The shim never claims or frees slots.
+ * Trust. Every container with a share on the GPU can write the lease file, none can write the slots
+ * file. So weights, modes and priorities cannot be forged; a tenant that writes the lease file can
+ * hold the lease word, fake virtual times, heartbeats, busy marks and charges. What it gains is
+ * bounded by the waiting bound below: a waiting process that the lease has not reached within it
+ * runs its launches ungated (what the GPU's own time-slicing gives it), says so once on stderr,
+ * reports it in its slot of its own container's usage region (limits_abi.h, compute_bypassed: the
+ * tenant cannot erase it), and gates again once it claims the lease through the protocol. A lease file cut short
+ * under a mapping (ftruncate) is taken over by the shim's SIGBUS handler: private zero pages, the
+ * device no longer arbitrated, said once and reported the same way.
  *
- * The lease: one word, changed only by CAS, every change taking the epoch one further:
+ * Slots (slots file). The host claims one slot per container and GPU when it books the share (CAS
+ * state FREE -> SETUP, resets the slot's lane in the lease file (vtime = vclock), writes key, token,
+ * weight, flags, created_s, then state ACTIVE) and frees it when the booking is released (poststop,
+ * a rolled-back start, `gpufrac gc`: ACTIVE -> SETUP by CAS, lane zeroed, FREE). A slot left in SETUP
+ * by a killed host process is freed by gc once its key has no booking. The shim never writes it.
+ *
+ * The lease: one word of the lease file, changed only by CAS, every change taking the epoch on:
  *     bits 0..9   holder: slot index + 1, 0 = nobody
  *     bit 10      claimed: a process holds it (0 with a holder: designated to that slot)
  *     bits 11..31 epoch (21 bits, wrapping)
@@ -27,66 +43,94 @@
  *
  * Rules (no lock anywhere; a process killed at any instruction leaves at most a lease that
  * expires):
- *   - Admission. A process launches (a kernel, a cooperative launch, a graph) only while the
- *     lease word equals the word it claimed (the fencing token: any other process's change moves
- *     the epoch), before the deadline, with no valid preemption request, and with fewer than
- *     K of its own launches not yet known complete (an event recorded after each,
- *     CU_EVENT_DISABLE_TIMING, retired in order with cuEventQuery): K = inflight_us / d + 1 (2 to
- *     64), d the launches' duration as the holder measures it (the interval between completions
- *     it waits for), so the work in flight stays under max(inflight_us, one launch) plus one
- *     launch: the in-flight bound. At each
- *     admission it stores active_ns.
- *     Launches on a capturing stream are not gated (the graph's launch is).
+ *   - Solo. A holder that found no other runnable slot when it claimed or renewed, and no other
+ *     high-priority slot set up on the GPU, is solo: it admits launches with no driver call of its
+ *     own but one event every stride launches per stream (stride = K / 8, at most 128, K = lease_ms / d
+ *     + 1 up to 1024: a lease's worth of its launches), counted as in gated admission: about one
+ *     event record and one query per 128 launches, and its work in flight stays about one lease per stream. At the
+ *     end of a solo lease with a competitor runnable it waits for those events (charged) before it
+ *     releases; what it leaves unmarked is an eighth of a lease per stream.
+ *   - Gated admission (not solo). A process launches (a kernel, a cooperative launch, a graph) only
+ *     while the lease word equals the word it claimed (the fencing token: any other process's
+ *     change moves the epoch), before the deadline, with no valid preemption request, and with
+ *     fewer than K launches not yet known complete on the launch's stream (an event recorded after
+ *     each, CU_EVENT_DISABLE_TIMING, retired in order per stream): K = inflight_us / d + 1 (2 to
+ *     64; 1 when d is ten inflight_us or more), d the stream's launches' duration as the holder
+ *     measures it,
+ *     so a stream's work in flight stays under max(inflight_us, one launch) plus one launch, and a
+ *     long kernel on one stream never holds back launches on another. At each admission it stores
+ *     active_ns. Launches on a capturing stream are not gated (the graph's launch is).
+ *   - Busy. A holder waiting for its own GPU work (in the gate, draining, in cuStreamSynchronize,
+ *     cuCtxSynchronize, cuEventSynchronize) sets busy = epoch + 1 and busy_until_ns = now + what it
+ *     estimates its work in flight still takes (at most busy_ms; the most while it has not measured
+ *     its launches yet). A gated holder also moves busy_until_ns on at its admissions (by what its
+ *     launch's stream has in flight). It is not idle before busy_until_ns.
  *   - End of a lease (deadline reached, or a valid preemption request). The holder picks the
  *     next slot: among runnable slots (below), high-priority slots whose vtime is at most
  *     vclock + credit (credit_ms of their own GPU time) first, then the least vtime, then the
  *     lowest index. A fair holder whose own vtime, charged so far, is not above the pick's (or
  *     that finds no other runnable slot) renews: CAS to itself with a new deadline, charges the
- *     time since its start and starts again (no drain: a container alone keeps the GPU). Else it
+ *     time since its start and starts again (solo again when nobody else is runnable). Else it
  *     stops admitting, waits for its launches in flight (the overrun is charged), then CAS to
  *     DESIGNATED(pick) or FREE, charges lease start .. now, increments `changes` and wakes every
  *     waiter (futex on `changes`). A strict holder always releases, and its slot's not_before
  *     becomes max(not_before, start - charge) + charge x 1e6 / weight: never more than its share,
  *     alone or not (a start up to one lease late is made good; idle time earns nothing).
  *   - Claim. A waiting process may CAS FREE, DESIGNATED(its slot), or a DESIGNATED past its
- *     deadline to HELD(its slot) with deadline now + lease_ms. It stores now into its slot's
- *     claimed_ns, then writes start_ns, active_ns, holder_pid and, last, info_epoch = epoch + 1 (a reader trusts those
- * fields only while info_epoch matches the lease's epoch), raises vclock to its slot's vtime (CAS max), and clears a
- * preemption request of its own. A process that designated its own slot (another process of the container waits) does
- * not claim that designation itself.
+ *     deadline to HELD(its slot) with deadline now + lease_ms. It stores now into its lane's
+ *     claimed_ns, then writes start_ns, active_ns, busy_until_ns = now, holder_pid and, last,
+ *     info_epoch = epoch + 1 (a
+ *     reader trusts those fields only while info_epoch matches the lease's epoch), raises vclock to
+ *     its slot's vtime (CAS max), and clears a preemption request of its own. A process that
+ *     designated its own slot (another process of the container waits) does not claim that
+ *     designation itself.
  *   - Takeover. A waiting process may CAS HELD(s) to HELD(its slot) when the holder is past
- *     deadline + grace_ms (killed, stopped, or stuck in a kernel longer than the lease), or idle:
- *     info_epoch matches, busy does not (busy = epoch + 1 while the holder waits for its own GPU
- *     work: in the launch gate, in cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize) and
- *     active_ns is more than idle_us old. Like a release, a takeover goes to the slot the queue
- *     picks next: when that is another slot, the taker CASes to DESIGNATED(pick) and waits.
- *     The process that ends a lease by CAS (release, renewal or takeover) charges it, so each
- *     lease is charged once; a taker charges s for start_ns ..
- *     active_ns when info_epoch matches, else nothing. A holder that finds its word gone charges
- *     nothing and waits again.
- *   - Runnable. A waiting process stores now into its slot's seen_ns at least every heartbeat_us;
+ *     deadline + grace_ms, and, while it is busy and its published pid names a live process
+ *     (kill(pid, 0); in the host PID namespace gpufrac requires, a killed holder is seen at once),
+ *     also past min(busy_until_ns, active_ns + busy_ms) + grace_ms (killed, stopped, or stuck in
+ *     work longer than it announced); or when it is idle: info_epoch matches, busy does not,
+ *     active_ns is more than idle_us old and busy_until_ns (at most busy_ms past active_ns) has
+ *     passed, or its pid names no process. Like a release, a takeover
+ *     goes to the slot the queue picks next: when that is another slot, the taker CASes to
+ *     DESIGNATED(pick) and waits. The process that ends a lease by CAS (release, renewal or
+ *     takeover) charges it, so each lease is charged once; a taker charges s for start_ns ..
+ *     active_ns when info_epoch matches, else nothing.
+ *   - Debt. A holder that finds its word gone after waiting for its own GPU work charges itself
+ *     from the start of that wait to the completion it observed (the taker charged it only up to
+ *     active_ns): a kernel that runs past its lease is paid for by its owner, before its next lease.
+ *   - Runnable. A waiting process stores now into its lane's seen_ns at least every heartbeat_us;
  *     a slot is runnable while seen_ns is less than runnable_us old and newer than its claimed_ns
- *     (a process of it waits since the slot last got the lease; strict: also past not_before). A slot that becomes
- * runnable after being idle takes vtime = max(vtime, vclock): start-time fair queuing; idle time earns no credit. One
- * that stayed runnable is kept within one lease of its own weight behind vclock (lease_ms x 1e9 / weight): in the
- * queue's order it cannot lag more, so a larger lag comes from leases taken over out of turn.
+ *     (a process of it waits since the slot last got the lease; strict: also past not_before). A
+ *     slot that becomes runnable after being idle takes vtime = max(vtime, vclock): start-time fair
+ *     queuing; idle time earns no credit. One that stayed runnable is kept within one lease and its
+ *     overrun of its own weight behind vclock ((lease_ms + busy_ms) x 1e9 / weight): in the queue's
+ *     order it cannot lag more, so a larger lag comes from leases taken over out of turn.
  *   - Preemption. A high-priority waiting process whose slot is within its credit sets preempt =
  *     slot + 1 (CAS from 0, or from a request that is no longer valid). A normal-priority holder
  *     that finds a valid request (a high-priority, runnable slot other than its own) ends its
  *     lease at its next admission (a kernel boundary): the requester waits at most for the
- *     holder's launches in flight (the in-flight bound plus the launch running). The requester is still charged.
+ *     holder's launches in flight (the in-flight bound plus the launch running). The requester is
+ *     still charged.
  *   - Charge of n ns to a slot of weight w ppm ending at t: vtime += n x 1000 / w (wrapping;
  *     compared as signed differences), charged_ns += n, leases += 1, history bucket of second
  *     t (CLOCK_MONOTONIC seconds mod 2^24, 16 buckets: second << 40 | ns) += n. `gpufrac status`
  *     sums the buckets of the last 10 whole seconds: the share's achieved compute.
  *   - Waiting is a futex wait on `changes` with a timeout (heartbeat, deadline + grace, or the
  *     holder's idle time, whichever is first); nothing waits on a lock.
- *   - Every value read from the file is checked before use (indices against slot_count and
- *     slot_high_water, weights clamped to 1..1000000, times compared as wrapping differences,
- *     the params clamped to their ranges): a container that writes garbage into the file can
- *     upset the shares of that GPU but cannot crash or hang another container's shim or the host.
+ *   - Bound. A process that waits for the lease (not for its own work, not paced by strict mode)
+ *     longer than
+ *         4 x (lease_ms + grace_ms) + busy_ms + credit_ms + c x (1000000 - w) / w
+ *     (c: what its own last lease was charged, at most 2 s; w: its weight from the slots file, at
+ *     least 10000) stops waiting: the queue could not have kept a runnable slot of that weight
+ *     waiting so long (660 ms + 2.3 c at weight 30 %). Its launches on the device then pass
+ *     ungated; it keeps its heartbeat, tries to claim the lease at most every lease_ms, and gates
+ *     again once it has claimed it.
+ *   - Every value read from the lease file is checked before use (indices against slot_count and
+ *     the slots file's high-water mark, times compared as wrapping differences, charges read from
+ *     it at most 2 s); weights, flags and params come from the slots file only.
  *
- * The layout is versioned: a reader refuses another magic, version, size or slot count. */
+ * The layout is versioned: a reader refuses another magic, version, size or slot count (a shim of
+ * version 1 meeting these files says its arbiter is unusable, in one line, and runs unarbitrated). */
 #ifndef GPUFRAC_ARBITER_ABI_H
 #define GPUFRAC_ARBITER_ABI_H
 
@@ -97,12 +141,15 @@
 extern "C" {
 #endif
 
-#define GPUFRAC_ARBITER_MAGIC 0x42524147u /* "GARB" little-endian */
-#define GPUFRAC_ARBITER_VERSION 1u
+#define GPUFRAC_ARBITER_MAGIC 0x42524147u       /* "GARB" little-endian: the lease file */
+#define GPUFRAC_ARBITER_SLOTS_MAGIC 0x53524147u /* "GARS": the slots file */
+#define GPUFRAC_ARBITER_VERSION 2u              /* 2: slots in their own read-only file */
 #define GPUFRAC_ARBITER_SLOTS 256
 #define GPUFRAC_ARBITER_HISTORY 16  /* seconds of charges kept per slot */
 #define GPUFRAC_ARBITER_WINDOW_S 10 /* the window `gpufrac status` reports */
 #define GPUFRAC_ARBITER_KEY 128
+#define GPUFRAC_ARBITER_WHOLE 1000000u /* a weight of the whole GPU: never arbitrated */
+#define GPUFRAC_ARBITER_SLOTS_SUFFIX ".slots"
 #define GPUFRAC_CONTAINER_COMPUTE "/run/gpufrac/compute"
 
 #define GPUFRAC_ARBITER_FREE 0u
@@ -119,8 +166,10 @@ struct gpufrac_arbiter_params {
   uint32_t idle_us;      /* 2000 [100, 1000000]: a holder idle this long may be taken over */
   uint32_t heartbeat_us; /* 2000 [100, 100000]: how often a waiting process says so */
   uint32_t runnable_us;  /* 10000 [heartbeat x 2, 1000000]: a slot seen this recently is runnable */
-  uint32_t inflight_us;  /* 2000 [100, 1000000]: GPU time a holding process may have in flight */
+  uint32_t inflight_us;  /* 2000 [100, 1000000]: GPU time a gated stream may have in flight */
   uint32_t credit_ms;    /* 100 [0, 10000]: how far ahead of vclock high priority still preempts */
+  uint32_t busy_ms;      /* 280 [0, 2000]: the longest wait for its own work a busy holder announces */
+  uint32_t pad[3];
 };
 
 static inline uint64_t gpufrac_lease_word(uint32_t holder, uint32_t claimed, uint32_t epoch, uint32_t deadline_ms) {
@@ -140,8 +189,8 @@ static inline uint32_t gpufrac_lease_deadline(uint64_t w) {
   return (uint32_t)(w >> 32);
 }
 
+/* ---- The slots file (read-only in containers) ---- */
 struct gpufrac_arbiter_slot {
-  /* Written by the host. */
   uint32_t state; /* atomic: FREE, SETUP, ACTIVE */
   uint32_t flags; /* STRICT, HIGH */
   uint32_t weight_ppm;
@@ -150,28 +199,39 @@ struct gpufrac_arbiter_slot {
   uint64_t created_s;            /* CLOCK_REALTIME seconds at setup (gc leaves young slots alone) */
   char key[GPUFRAC_ARBITER_KEY]; /* the container key (<state-dir>/containers/<key>) */
   uint64_t pad1[4];
-  /* Written by the shims (and zeroed by the host at setup and release). */
-  uint64_t vtime;         /* atomic: virtual time, ns x 1000 / weight, wrapping */
-  uint64_t seen_ns;       /* atomic: a process of the slot last waited for the lease then */
-  uint64_t not_before_ns; /* atomic: a strict slot is not runnable before then */
-  uint64_t charged_ns;    /* atomic: GPU time charged, ever */
-  uint64_t leases;        /* atomic: leases charged, ever */
-  uint64_t claimed_ns;    /* atomic: a process of the slot last claimed the lease then */
-  uint64_t pad2[2];
-  uint64_t history[GPUFRAC_ARBITER_HISTORY]; /* atomic: (second mod 2^24) << 40 | ns charged */
 };
 
-struct gpufrac_arbiter {
-  /* Written by the host at creation. */
-  uint32_t magic; /* GPUFRAC_ARBITER_MAGIC */
+struct gpufrac_arbiter_slots {
+  uint32_t magic; /* GPUFRAC_ARBITER_SLOTS_MAGIC */
   uint32_t version;
-  uint32_t size;       /* sizeof(struct gpufrac_arbiter) */
+  uint32_t size;       /* sizeof(struct gpufrac_arbiter_slots) */
   uint32_t slot_count; /* GPUFRAC_ARBITER_SLOTS */
   struct gpufrac_arbiter_params params;
   uint32_t slot_high_water; /* atomic: slots at or above it were never set up */
   uint32_t pad0[3];
   char uuid[96]; /* informational: the GPU */
-  uint64_t pad3[4];
+  uint64_t pad1[10];
+  struct gpufrac_arbiter_slot slots[GPUFRAC_ARBITER_SLOTS];
+};
+
+/* ---- The lease file (read-write in containers) ---- */
+struct gpufrac_arbiter_lane { /* slot i's queue state, written by the shims (reset by the host) */
+  uint64_t vtime;             /* atomic: virtual time, ns x 1000 / weight, wrapping */
+  uint64_t seen_ns;           /* atomic: a process of the slot last waited for the lease then */
+  uint64_t not_before_ns;     /* atomic: a strict slot is not runnable before then */
+  uint64_t charged_ns;        /* atomic: GPU time charged, ever */
+  uint64_t leases;            /* atomic: leases charged, ever */
+  uint64_t claimed_ns;        /* atomic: a process of the slot last claimed the lease then */
+  uint64_t pad[2];
+  uint64_t history[GPUFRAC_ARBITER_HISTORY]; /* atomic: (second mod 2^24) << 40 | ns charged */
+};
+
+struct gpufrac_arbiter {
+  uint32_t magic; /* GPUFRAC_ARBITER_MAGIC */
+  uint32_t version;
+  uint32_t size;       /* sizeof(struct gpufrac_arbiter) */
+  uint32_t slot_count; /* GPUFRAC_ARBITER_SLOTS */
+  uint64_t pad0[22];
   /* The lease (one cache line). */
   uint64_t lease;      /* atomic: the word above */
   uint32_t changes;    /* atomic: futex word, +1 at each release and takeover */
@@ -182,20 +242,24 @@ struct gpufrac_arbiter {
   uint64_t active_ns;  /* atomic: the holder's last admission or wait */
   uint32_t holder_pid; /* atomic: informational (tests, diagnostics); never used for liveness */
   uint32_t pad1;
-  uint64_t vclock; /* atomic: the vtime of the slot that claimed last (CAS max) */
-  uint64_t pad2;
-  struct gpufrac_arbiter_slot slots[GPUFRAC_ARBITER_SLOTS];
+  uint64_t vclock;        /* atomic: the vtime of the slot that claimed last (CAS max) */
+  uint64_t busy_until_ns; /* atomic: while busy, when the holder expects its work to be done */
+  struct gpufrac_arbiter_lane lanes[GPUFRAC_ARBITER_SLOTS];
 };
 
 #ifdef __cplusplus
 }
-static_assert(sizeof(gpufrac_arbiter_slot) == 384, "slot layout is ABI");
-static_assert(sizeof(gpufrac_arbiter) == 256 + 384 * GPUFRAC_ARBITER_SLOTS, "arbiter layout is ABI");
-static_assert(offsetof(gpufrac_arbiter, lease) == 192 && offsetof(gpufrac_arbiter, slots) == 256, "lease line");
+static_assert(sizeof(gpufrac_arbiter_slot) == 192, "slot layout is ABI");
+static_assert(sizeof(gpufrac_arbiter_slots) == 256 + 192 * GPUFRAC_ARBITER_SLOTS, "slots file layout is ABI");
+static_assert(sizeof(gpufrac_arbiter_lane) == 192, "lane layout is ABI");
+static_assert(sizeof(gpufrac_arbiter) == 256 + 192 * GPUFRAC_ARBITER_SLOTS, "lease file layout is ABI");
+static_assert(offsetof(gpufrac_arbiter, lease) == 192 && offsetof(gpufrac_arbiter, lanes) == 256, "lease line");
 #else
-_Static_assert(sizeof(struct gpufrac_arbiter_slot) == 384, "slot layout is ABI");
-_Static_assert(sizeof(struct gpufrac_arbiter) == 256 + 384 * GPUFRAC_ARBITER_SLOTS, "arbiter layout is ABI");
-_Static_assert(offsetof(struct gpufrac_arbiter, lease) == 192 && offsetof(struct gpufrac_arbiter, slots) == 256,
+_Static_assert(sizeof(struct gpufrac_arbiter_slot) == 192, "slot layout is ABI");
+_Static_assert(sizeof(struct gpufrac_arbiter_slots) == 256 + 192 * GPUFRAC_ARBITER_SLOTS, "slots file layout is ABI");
+_Static_assert(sizeof(struct gpufrac_arbiter_lane) == 192, "lane layout is ABI");
+_Static_assert(sizeof(struct gpufrac_arbiter) == 256 + 192 * GPUFRAC_ARBITER_SLOTS, "lease file layout is ABI");
+_Static_assert(offsetof(struct gpufrac_arbiter, lease) == 192 && offsetof(struct gpufrac_arbiter, lanes) == 256,
                "the lease has its own cache line");
 #endif
 

@@ -1,6 +1,8 @@
-// The compute arbiter of one GPU (gpufrac/arbiter_abi.h), host side: created fully allocated before
+// The compute arbiter of one GPU (gpufrac/arbiter_abi.h), host side: its two files (the slots file
+// <path>.slots, read-only in containers, and the lease file <path>) created fully allocated before
 // the first container with a compute share on the GPU starts, a slot set up per container at booking
-// and freed at release, read by `gpufrac status` and `gpufrac metrics`, swept by `gpufrac gc`.
+// and freed at release, read (with the checks that tell a tampered lease file) by `gpufrac status`
+// and `gpufrac metrics`, swept by `gpufrac gc`. Every function takes the lease file's path.
 #pragma once
 
 #include <cstdint>
@@ -12,10 +14,15 @@
 
 namespace gpufrac::limits {
 
-// Creates path (mode 0666, so a non-root container user can map it read-write) for gpu_uuid unless a
-// valid arbiter is there: written in a temporary file, fully allocated (posix_fallocate: a full tmpfs
-// fails here, in one line, never as a SIGBUS in a container), then linked in place; an existing file
-// that is not a valid arbiter is replaced (containers that mapped it keep their copy).
+// The slots file of the arbiter whose lease file is path.
+std::string arbiter_slots_path(const std::string& path);
+
+// Creates the slots file (mode 0644) and the lease file path (mode 0666, so a non-root container user
+// can map it read-write) for gpu_uuid unless valid ones are there: each written in a temporary file,
+// fully allocated (posix_fallocate: a full tmpfs fails here, in one line, never as a SIGBUS in a
+// container), then linked in place. A slots file that is not valid is replaced (containers that
+// mapped it keep their copy); a lease file of the right size whose header was overwritten gets its
+// header back in place (the containers of the GPU keep one arbiter), one of another size is replaced.
 Result<> ensure_arbiter(const std::string& path, const std::string& gpu_uuid);
 
 // Sets up the container's slot (the one already holding key, which keeps its token, or a free one
@@ -48,9 +55,16 @@ struct ArbiterView {
   std::uint32_t holder = 0;            // slot + 1 holding or designated the lease, 0 none
   bool claimed = false;
   std::uint32_t holder_pid = 0;  // informational
+  // What no shim following the protocol writes into the lease file (arbiter_abi.h), one line each:
+  // a header overwritten, a holder or preemption request naming no slot or a slot that cannot make
+  // it, a deadline or busy end farther ahead than any process announces, charges beyond the time
+  // that passed. Empty for an arbiter nobody tampered with. Its slots' figures are then not shown.
+  std::vector<std::string> tampered;
 };
 
 // Reads the arbiter without writing; the history window is taken at now_ns (CLOCK_MONOTONIC; 0: now).
+// A valid slots file with a tampered lease file reads (tampered says how), a missing or invalid
+// slots file is an error.
 Result<ArbiterView> read_arbiter(const std::string& path, std::uint64_t now_ns = 0);
 
 // Frees the slots whose key is not in keep and that were set up more than min_age_s ago (gc: slots of

@@ -68,9 +68,11 @@ Result<bool> check_header(const gpufrac_region* r, const std::string& path) {
 }
 
 void add_slot(const gpufrac_slot& s, bool live, RegionUsage& out) {
+  const std::uint32_t bypassed = __atomic_load_n(&s.compute_bypassed, __ATOMIC_SEQ_CST);
   for (int d = 0; d < GPUFRAC_MAX_DEVICES; d++) {
     const std::uint64_t v = load64(&s.used[d]);
     (live ? out.devices[d].used : out.devices[d].stale) += v;
+    if ((bypassed >> d & 1u) != 0) out.devices[d].compute_bypassed = true;
   }
 }
 

@@ -28,6 +28,9 @@ struct DeviceUsage {
   std::uint64_t limit = 0;  // from the region header
   std::uint64_t used = 0;   // bytes held by live processes
   std::uint64_t stale = 0;  // bytes still recorded for dead processes, until a reclaim
+  // A process of the container ran launches on this device unarbitrated: the GPU's compute arbiter
+  // kept it waiting past its bound (limits_abi.h compute_bypassed; the arbiter was tampered with).
+  bool compute_bypassed = false;
   bool operator==(const DeviceUsage&) const = default;
 };
 

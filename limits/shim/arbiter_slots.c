@@ -1,5 +1,6 @@
-/* Slots of the arbiter (arbiter_abi.h, "Slots"): the host sets one up per container and GPU and
- * frees it at release, each step a CAS on the slot's state; the shim looks its own up by token. */
+/* Slots of the arbiter (arbiter_abi.h, "Slots"): the host sets one up per container and GPU in the
+ * slots file and frees it at release, each step a CAS on the slot's state, resetting the slot's lane
+ * in the lease file (when it has one: m->lease may be NULL); the shim looks its own up by token. */
 #include <string.h>
 
 #include "gf_arbiter.h"
@@ -12,8 +13,10 @@ static int key_is(const struct gpufrac_arbiter_slot* s, const char* key) {
   return strncmp(s->key, key, GPUFRAC_ARBITER_KEY) == 0 && s->key[GPUFRAC_ARBITER_KEY - 1] == '\0';
 }
 
-/* The shim-written fields back to zero; vtime joins the others' (a new slot has no credit). */
-static void reset(struct gpufrac_arbiter* a, struct gpufrac_arbiter_slot* s) {
+/* The lane back to zero; vtime joins the others' (a new slot has no credit). */
+static void reset(struct gpufrac_arbiter* a, unsigned i) {
+  if (a == NULL) return; /* no usable lease file: the slot is freed all the same */
+  struct gpufrac_arbiter_lane* s = &a->lanes[i];
   __atomic_store_n(&s->vtime, __atomic_load_n(&a->vclock, __ATOMIC_SEQ_CST), __ATOMIC_SEQ_CST);
   __atomic_store_n(&s->seen_ns, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&s->not_before_ns, 0, __ATOMIC_SEQ_CST);
@@ -23,9 +26,10 @@ static void reset(struct gpufrac_arbiter* a, struct gpufrac_arbiter_slot* s) {
   for (int k = 0; k < GPUFRAC_ARBITER_HISTORY; k++) __atomic_store_n(&s->history[k], 0, __ATOMIC_SEQ_CST);
 }
 
-static void fill(struct gpufrac_arbiter* a, struct gpufrac_arbiter_slot* s, const char* key, uint64_t token,
-                 uint32_t weight, uint32_t flags, uint64_t created_s) {
-  reset(a, s);
+static void fill(struct gf_arb* m, unsigned i, const char* key, uint64_t token, uint32_t weight, uint32_t flags,
+                 uint64_t created_s) {
+  struct gpufrac_arbiter_slot* s = &m->slots->slots[i];
+  reset(m->lease, i);
   memset(s->key, 0, sizeof s->key);
   strncpy(s->key, key, sizeof s->key - 1);
   s->weight_ppm = weight;
@@ -36,7 +40,7 @@ static void fill(struct gpufrac_arbiter* a, struct gpufrac_arbiter_slot* s, cons
 }
 
 /* A free slot below the high-water mark, or a new one above it; -1 when all are taken. */
-static int claim_free(struct gpufrac_arbiter* a) {
+static int claim_free(struct gpufrac_arbiter_slots* a) {
   for (;;) {
     unsigned hw = gf_arbiter_slots_in_use(a);
     for (unsigned i = 0; i < hw; i++) {
@@ -49,8 +53,9 @@ static int claim_free(struct gpufrac_arbiter* a) {
   }
 }
 
-int gf_arbiter_setup(struct gpufrac_arbiter* a, const char* key, uint64_t token, uint32_t weight_ppm, uint32_t flags,
+int gf_arbiter_setup(struct gf_arb* m, const char* key, uint64_t token, uint32_t weight_ppm, uint32_t flags,
                      uint64_t created_s) {
+  struct gpufrac_arbiter_slots* a = m->slots;
   unsigned hw = gf_arbiter_slots_in_use(a);
   for (unsigned i = 0; i < hw; i++) {
     struct gpufrac_arbiter_slot* s = &a->slots[i];
@@ -63,32 +68,33 @@ int gf_arbiter_setup(struct gpufrac_arbiter* a, const char* key, uint64_t token,
     }
   }
   int i = claim_free(a);
-  if (i >= 0) fill(a, &a->slots[i], key, token, weight_ppm, flags, created_s);
+  if (i >= 0) fill(m, (unsigned)i, key, token, weight_ppm, flags, created_s);
   return i;
 }
 
-int gf_arbiter_release(struct gpufrac_arbiter* a, unsigned i) {
+int gf_arbiter_release(struct gf_arb* m, unsigned i) {
   if (i >= GPUFRAC_ARBITER_SLOTS) return 0;
-  struct gpufrac_arbiter_slot* s = &a->slots[i];
+  struct gpufrac_arbiter_slot* s = &m->slots->slots[i];
   uint32_t st = __atomic_load_n(&s->state, __ATOMIC_SEQ_CST);
   if (st == GPUFRAC_ARBITER_FREE || !cas32(&s->state, st, GPUFRAC_ARBITER_SETUP)) return 0;
-  reset(a, s);
+  reset(m->lease, i);
   s->token = 0;
   memset(s->key, 0, sizeof s->key);
   __atomic_store_n(&s->state, GPUFRAC_ARBITER_FREE, __ATOMIC_SEQ_CST);
   return 1;
 }
 
-unsigned gf_arbiter_release_key(struct gpufrac_arbiter* a, const char* key) {
-  unsigned hw = gf_arbiter_slots_in_use(a), n = 0;
+unsigned gf_arbiter_release_key(struct gf_arb* m, const char* key) {
+  unsigned hw = gf_arbiter_slots_in_use(m->slots), n = 0;
   for (unsigned i = 0; i < hw; i++) {
-    if (__atomic_load_n(&a->slots[i].state, __ATOMIC_SEQ_CST) != GPUFRAC_ARBITER_FREE && key_is(&a->slots[i], key))
-      n += (unsigned)gf_arbiter_release(a, i);
+    const struct gpufrac_arbiter_slot* s = &m->slots->slots[i];
+    if (__atomic_load_n(&s->state, __ATOMIC_SEQ_CST) != GPUFRAC_ARBITER_FREE && key_is(s, key))
+      n += (unsigned)gf_arbiter_release(m, i);
   }
   return n;
 }
 
-int gf_arbiter_find_token(const struct gpufrac_arbiter* a, uint64_t token) {
+int gf_arbiter_find_token(const struct gpufrac_arbiter_slots* a, uint64_t token) {
   unsigned hw = gf_arbiter_slots_in_use(a);
   for (unsigned i = 0; i < hw && token != 0; i++) {
     const struct gpufrac_arbiter_slot* s = &a->slots[i];

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <time.h>
 
-#include "gf_shim.h"
+#include "gf_burst.h"
 
 #define GF_RECLAIM_WAIT_MS 15000 /* how long an asker waits for the reclaimer's answer */
 #define GF_RECLAIM_ASKS 3        /* requests per allocation */
@@ -81,11 +81,11 @@ static int ask_reclaim(int idx, uint64_t n) {
   return 0;
 }
 
-int gf_after_oom(int idx, uint64_t n, const char* api, struct gf_oom_state* st) {
+int gf_after_oom(int idx, uint64_t n, uint64_t in_use, const char* api, struct gf_oom_state* st) {
   if (idx < 0 || gf_g.region == NULL) return 0;
   const struct gf_device_limit* d = &gf_g.cfg.devices[idx];
   const uint64_t request = d->request != 0 ? d->request : d->limit;
-  if (st->asks < GF_RECLAIM_ASKS && gf_reclaimer_alive() && gf_in_use(idx) <= request) {
+  if (st->asks < GF_RECLAIM_ASKS && gf_reclaimer_alive() && in_use <= request) {
     st->asks++;
     int answer = ask_reclaim(idx, n);
     if (answer == GPUFRAC_RECLAIM_FREED || answer == GPUFRAC_RECLAIM_RETRY) return 1;

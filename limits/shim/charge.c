@@ -1,12 +1,12 @@
 /* The shape every counted allocation and free shares: decide whether the bytes count, reserve
  * them before the driver call, settle after it, and remember what this process charged. */
-#include "gf_exports.h"
-#include "gf_shim.h"
+#include "gf_charge.h"
 
 struct gf_table gf_ptrs, gf_handles, gf_arrays, gf_mipmaps, gf_pools;
 
 #define GF_SIZE_BITS 56 /* table values: (limit index + 1) << 56 | bytes */
 static int g_log_track;
+static int g_log_refusal; /* the refusal line, once per process */
 
 /* This thread's view of the other processes' usage (gf_region.h); the shim is preloaded, so its
  * TLS is in the static block. */
@@ -14,6 +14,12 @@ static __thread struct gf_usage_cache g_cache __attribute__((tls_model("initial-
 
 void gf_charge_after_fork(void) {
   g_cache.valid = 0; /* the forking thread's view; the child has its own slot */
+  g_log_refusal = 0;
+  gf_table_forget(&gf_ptrs);
+  gf_table_forget(&gf_handles);
+  gf_table_forget(&gf_arrays);
+  gf_table_forget(&gf_mipmaps);
+  gf_table_forget(&gf_pools);
 }
 
 enum { GF_RESERVED = 0, GF_OVER_LIMIT = 1, GF_NO_LEND = 2 };
@@ -61,9 +67,11 @@ CUresult gf_reserve(int idx, uint64_t n, const char* api) {
   if (why == GF_RESERVED) return CUDA_SUCCESS;
   if (why == GF_NO_LEND) {
     gf_log_no_lend(api, n, idx, in_use);
-  } else {
-    gf_log_refusal(api, n, idx, in_use);
+    return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  const struct gf_device_limit* d = &gf_g.cfg.devices[idx];
+  gf_log_once(&g_log_refusal, "%s of %llu refused: limit %llu on %s, %llu in use by this container", api,
+              (unsigned long long)n, (unsigned long long)d->limit, d->uuid, (unsigned long long)in_use);
   return CUDA_ERROR_OUT_OF_MEMORY;
 }
 

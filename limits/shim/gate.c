@@ -1,198 +1,167 @@
-/* The launch gate (docs/architecture.md "Compute share"): per device, the arbiter mapped on first
- * use and this process's lease (lease.c, lease_hold.c). A launch passes at once while the process
- * holds the lease and has room in flight (gf_lease_admits, one clock read); otherwise one thread
- * at a time ends, drains, renews or acquires the lease under a process-local mutex (no lock is
- * shared with another process). A device whose arbiter is unusable is not arbitrated, said once. */
-#include <stdio.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
+/* The launch gate (docs/architecture.md "Compute share", arbiter_abi.h): a launch passes at once
+ * while the process holds the lease and its stream has room in flight (gf_lease_admits, one clock
+ * read, the stream's count); solo, that is all, with a mark every stride launches. Otherwise one
+ * thread at a time ends, drains, renews or acquires the lease under a process-local mutex (no lock
+ * is shared with another process), and a process kept waiting past its bound runs ungated until the
+ * arbiter hands it the lease again. */
+#include <time.h>
 
 #include "gf_compute.h"
-#include "gf_table.h"
 
-#define GF_DEV_UNSET 0
-#define GF_DEV_GATED 1
-#define GF_DEV_PASS 2
+#define GF_TOUCH_NS 100000 /* active_ns is stored at most this often (idle_us is 2 ms) */
 
-struct gf_compute_dev {
-  int state;   /* atomic: GF_DEV_* */
-  int waiting; /* atomic: threads of this process waiting for its GPU work (gate, synchronise) */
-  pthread_mutex_t mu;
-  struct gf_lease lease;
-  struct gf_flight flight;
-  const char* uuid; /* the limit file's */
-  int logged;
-};
-
-static struct gf_compute_dev g_dev[GPUFRAC_MAX_DEVICES];
-static pthread_mutex_t g_setup_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct gf_table g_capturing; /* streams of this process that capture */
-static int g_captures;              /* atomic: their number */
-static __thread uint64_t t_admitted __attribute__((tls_model("initial-exec"))); /* this thread's last admission */
-
-/* <directory of the region>/compute/<uuid>: GPUFRAC_CONTAINER_COMPUTE in a container. */
-static void arbiter_path(char* out, size_t len, const char* uuid) {
-  const char* region = gf_g.cfg.region;
-  const char* slash = strrchr(region, '/');
-  int dir = slash != NULL ? (int)(slash - region) : 0;
-  snprintf(out, len, "%.*s/compute/%s", dir, region, uuid);
+static uint64_t budget_ns(const struct gf_compute_dev* d, int solo) {
+  return solo ? (uint64_t)d->lease.p.lease_ms * 1000000u : (uint64_t)d->lease.p.inflight_us * 1000u;
 }
 
-/* 0: arbitrated; -1: not (no compute line, or unusable: said once). */
-static int open_arbiter(struct gf_compute_dev* d, const struct gf_device_limit* dl) {
-  char path[GF_PATH_MAX + 128], err[512];
-  d->uuid = dl->uuid;
-  if (dl->compute_ppm == 0) return -1;
-  if (dl->compute_token == 0) {
-    gf_log_once(&d->logged,
-                "limit file %s: compute share on %s without an arbiter line; launches on %s are not "
-                "arbitrated",
-                gf_g.limit_path, dl->uuid, dl->uuid);
-    return -1;
+/* CLOCK_MONOTONIC_COARSE: a few ns where the precise clock costs about 20 on the launch path, but it
+ * moves by ticks (1-4 ms). A solo holder reads it (nobody waits on it): it admits at most a tick past
+ * its deadline (well within grace_ms), stores active_ns once per tick, and says its work in flight may
+ * last a lease (busy_until_ns), so a competitor that appears does not take it for idle meanwhile. */
+static uint64_t coarse_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* An admission at t (coarse when solo, else precise): the holder is active (active_ns, the precise
+ * clock), and says when the work it has in flight should be done (busy_until_ns, at most busy_ms
+ * ahead; gated, by what the launch's stream has in flight): idle only after that. Stored at most
+ * every GF_TOUCH_NS. */
+static void touch(struct gf_compute_dev* d, struct gf_stream* s, int solo, uint64_t t) {
+  if (t - __atomic_load_n(&d->touched_ns, __ATOMIC_RELAXED) < GF_TOUCH_NS) return;
+  __atomic_store_n(&d->touched_ns, t, __ATOMIC_RELAXED);
+  uint64_t now = solo ? gf_now_ns() : t;
+  gf_lease_touch(&d->lease, now);
+  uint64_t cap = (uint64_t)d->lease.p.busy_ms * 1000000u, ahead = (uint64_t)d->lease.p.lease_ms * 1000000u;
+  if (!solo) {
+    uint64_t n = __atomic_load_n(&s->seq, __ATOMIC_RELAXED) - __atomic_load_n(&s->done, __ATOMIC_RELAXED) + 1;
+    uint64_t dur = __atomic_load_n(&s->launch_ns, __ATOMIC_RELAXED);
+    ahead = dur != 0 && n * dur < cap ? n * dur : cap;
   }
-  arbiter_path(path, sizeof path, dl->uuid);
-  struct gpufrac_arbiter* a = gf_arbiter_map(path, err, sizeof err);
-  if (a != NULL && gf_lease_init(&d->lease, a, dl->compute_token, dl->compute_ppm, dl->compute_strict,
-                                 dl->priority_high, (uint32_t)getpid(), err, sizeof err) == 0) {
-    pthread_mutex_init(&d->mu, NULL);
-    gf_flight_init(&d->flight, (uint64_t)d->lease.p.inflight_us * 1000);
-    return 0;
-  }
-  if (a != NULL) munmap(a, sizeof *a);
-  gf_log_once(&d->logged, "compute arbiter %s: %s; launches on %s are not arbitrated", path, err, dl->uuid);
-  return -1;
+  if (ahead > cap) ahead = cap;
+  uint64_t until = now + ahead, cur = __atomic_load_n(&d->lease.arb->busy_until_ns, __ATOMIC_RELAXED);
+  if ((int64_t)(until - cur) > 0) __atomic_store_n(&d->lease.arb->busy_until_ns, until, __ATOMIC_RELAXED);
 }
 
-static int setup(unsigned idx) {
-  struct gf_compute_dev* d = &g_dev[idx];
-  pthread_mutex_lock(&g_setup_mu);
-  int st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
-  if (st == GF_DEV_UNSET) {
-    st = open_arbiter(d, &gf_g.cfg.devices[idx]) == 0 ? GF_DEV_GATED : GF_DEV_PASS;
-    __atomic_store_n(&d->state, st, __ATOMIC_RELEASE);
-  }
-  pthread_mutex_unlock(&g_setup_mu);
-  return st;
-}
-
-/* The device of the calling thread's context when it is arbitrated, else NULL. */
-static struct gf_compute_dev* gated_device(void) {
-  CUresult err;
-  int idx = gf_current_index(&err);
-  if (idx < 0 || idx >= (int)gf_g.cfg.device_count) return NULL;
-  struct gf_compute_dev* d = &g_dev[idx];
-  int st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
-  if (GF_UNLIKELY(st == GF_DEV_UNSET)) st = setup((unsigned)idx);
-  return st == GF_DEV_GATED ? d : NULL;
-}
-
-/* The holder waits for its own GPU work: not idle (counted, several threads may wait). */
+/* The holder waits for its own GPU work: busy (counted, several threads may wait), announcing what
+ * its launches in flight still take. The last to stop charges the work that outlived a lease taken
+ * over meanwhile (debt). */
 static void wait_begin(struct gf_compute_dev* d) {
-  if (__atomic_fetch_add(&d->waiting, 1, __ATOMIC_SEQ_CST) == 0) gf_lease_busy(&d->lease, 1);
+  if (__atomic_fetch_add(&d->waiting, 1, __ATOMIC_SEQ_CST) != 0) return;
+  struct gf_lease* l = &d->lease;
+  uint64_t cap = (uint64_t)l->p.busy_ms * 1000000u, expect = gf_streams_pending_ns(&d->streams, cap);
+  if (expect > cap) expect = cap; /* a launch not measured yet may be long: the most */
+  d->wait_from = gf_now_ns();
+  d->wait_held = gf_lease_busy(l, 1, expect) != 0;
 }
 static void wait_end(struct gf_compute_dev* d) {
-  if (__atomic_fetch_sub(&d->waiting, 1, __ATOMIC_SEQ_CST) == 1) gf_lease_busy(&d->lease, 0);
+  if (__atomic_fetch_sub(&d->waiting, 1, __ATOMIC_SEQ_CST) != 1) return;
+  gf_lease_busy(&d->lease, 0, 0);
+  if (d->wait_held) gf_lease_debt(&d->lease, d->wait_from);
 }
 
-/* gf_lease_end's drain: every launch in flight completes; the lease stays held meanwhile. */
+static void extend(void* arg) {
+  struct gf_compute_dev* d = arg;
+  gf_lease_extend(&d->lease, gf_now_ns());
+}
+
+/* gf_lease_end's drain: every marked launch in flight completes; the lease stays held meanwhile. */
 static void drain(void* arg) {
   struct gf_compute_dev* d = arg;
   wait_begin(d);
-  while (gf_flight_count(&d->flight) > 0) {
-    gf_lease_extend(&d->lease, gf_now_ns());
-    gf_flight_wait_oldest(&d->flight);
-  }
+  gf_streams_drain(&d->streams, extend, d);
   wait_end(d);
 }
 
-static void disable(struct gf_compute_dev* d) {
-  gf_lease_drop(&d->lease);
-  __atomic_store_n(&d->state, GF_DEV_PASS, __ATOMIC_RELEASE);
-  gf_log_once(&d->logged, "compute arbiter of %s: this container's slot is gone; launches on %s are not arbitrated",
-              d->uuid, d->uuid);
-}
-
-/* 1 when admitted, 0 when the device stopped being arbitrated. */
-static int gate_slow(struct gf_compute_dev* d) {
+/* Under d->mu: 1 admitted, 0 waited, ended, renewed or acquired (look again), -1 not gated now. */
+static int gate_step(struct gf_compute_dev* d, struct gf_stream* s, CUstream stream, int ptsz) {
   struct gf_lease* l = &d->lease;
-  int admitted = 0;
-  pthread_mutex_lock(&d->mu);
-  while (!admitted && __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == GF_DEV_GATED) {
-    uint64_t now = gf_now_ns();
-    enum gf_lease_state s = gf_lease_state(l, now);
-    if (s == GF_LEASE_HOLD && gf_flight_room(&d->flight)) {
-      gf_lease_touch(l, now);
-      admitted = 1;
-    } else if (s == GF_LEASE_HOLD) {
-      wait_begin(d);
-      gf_flight_wait_oldest(&d->flight);
-      wait_end(d);
-    } else if (s == GF_LEASE_END) {
-      gf_lease_end(l, drain, d);
-    } else if (gf_lease_acquire(l) != 0) {
-      disable(d);
-    }
-  }
-  pthread_mutex_unlock(&d->mu);
-  return admitted;
-}
-
-struct gf_compute_dev* gf_gate_enter(void) {
-  if (__atomic_load_n(&g_captures, __ATOMIC_RELAXED) != 0) return NULL;
-  struct gf_compute_dev* d = gated_device();
-  if (d == NULL) return NULL;
   uint64_t now = gf_now_ns();
-  if (GF_LIKELY(gf_lease_admits(&d->lease, now) && gf_flight_room(&d->flight))) {
-    gf_lease_touch(&d->lease, now);
-    t_admitted = now;
-    return d;
+  enum gf_lease_state st = gf_lease_state(l, now);
+  int solo = __atomic_load_n(&l->solo, __ATOMIC_RELAXED);
+  if (st == GF_LEASE_HOLD && gf_stream_room(s, budget_ns(d, solo), solo)) {
+    touch(d, s, solo, now);
+    return 1;
   }
-  if (!gate_slow(d)) return NULL;
-  t_admitted = gf_now_ns();
-  return d;
+  if (st == GF_LEASE_HOLD) {
+    wait_begin(d);
+    gf_stream_wait_oldest(s, stream, ptsz);
+    wait_end(d);
+  } else if (st == GF_LEASE_END) {
+    gf_lease_end(l, drain, d);
+    d->probation = 0; /* it ended a lease itself: the arbiter works */
+  } else if (d->probation) {
+    gf_compute_bypass(d); /* back from a bypass, the lease lost before its end: no second wait */
+    return -1;
+  } else {
+    int r = gf_lease_acquire(l);
+    if (r < 0) gf_compute_disable(d);
+    if (r > 0) gf_compute_bypass(d);
+    if (r != 0) return -1;
+  }
+  return 0;
 }
 
-void gf_gate_exit(struct gf_compute_dev* d, CUresult rc, CUstream stream, int ptsz) {
-  if (d != NULL && rc == CUDA_SUCCESS) gf_flight_push(&d->flight, stream, ptsz, t_admitted);
+static int gate_slow(struct gf_compute_dev* d, struct gf_stream* s, CUstream stream, int ptsz) {
+  int r = 0;
+  pthread_mutex_lock(&d->mu);
+  while (r == 0 && __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == GF_DEV_GATED) r = gate_step(d, s, stream, ptsz);
+  pthread_mutex_unlock(&d->mu);
+  return r > 0;
+}
+
+/* Bypassing: at most every heartbeat, say so (runnable) and try to claim the lease; once claimed,
+ * the device is gated again. 1 when it is. */
+static int bypass_retry(struct gf_compute_dev* d, uint64_t now) {
+  if ((int64_t)(now - __atomic_load_n(&d->retry_ns, __ATOMIC_RELAXED)) < 0 ||
+      __atomic_exchange_n(&d->retrying, 1, __ATOMIC_ACQUIRE) != 0) /* one thread tries; the others pass */
+    return 0;
+  pthread_mutex_lock(&d->mu); /* not held by a gated thread for long: the device bypasses */
+  int r = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) == GF_DEV_BYPASS ? gf_lease_try(&d->lease) : 1;
+  __atomic_store_n(&d->retry_ns, now + (uint64_t)d->lease.p.heartbeat_us * 1000, __ATOMIC_RELAXED);
+  if (r > 0) {
+    d->probation = 1;
+    __atomic_store_n(&d->state, GF_DEV_GATED, __ATOMIC_RELEASE);
+  }
+  if (r < 0) gf_compute_disable(d);
+  pthread_mutex_unlock(&d->mu);
+  __atomic_store_n(&d->retrying, 0, __ATOMIC_RELEASE);
+  return r > 0;
+}
+
+struct gf_gate gf_gate_enter(CUstream stream, int ptsz) {
+  struct gf_gate g = {gf_compute_device(), NULL};
+  if (g.d == NULL || gf_capturing(stream, ptsz)) return (struct gf_gate){NULL, NULL};
+  int solo = __atomic_load_n(&g.d->lease.solo, __ATOMIC_RELAXED);
+  uint64_t now = solo ? coarse_ns() : gf_now_ns();
+  if (GF_UNLIKELY(__atomic_load_n(&g.d->state, __ATOMIC_ACQUIRE) == GF_DEV_BYPASS) && !bypass_retry(g.d, now))
+    return (struct gf_gate){NULL, NULL};
+  g.s = gf_stream_of(&g.d->streams, stream, ptsz);
+  if (GF_LIKELY(gf_lease_admits(&g.d->lease, now) && gf_stream_room(g.s, budget_ns(g.d, solo), solo))) {
+    touch(g.d, g.s, solo, now);
+    return g;
+  }
+  if (!gate_slow(g.d, g.s, stream, ptsz)) return (struct gf_gate){NULL, NULL};
+  return g;
+}
+
+void gf_gate_exit(struct gf_gate g, CUresult rc, CUstream stream, int ptsz) {
+  if (g.s == NULL || rc != CUDA_SUCCESS) return;
+  int solo = __atomic_load_n(&g.d->lease.solo, __ATOMIC_RELAXED);
+  gf_stream_launched(g.s, stream, ptsz, budget_ns(g.d, solo), solo);
 }
 
 struct gf_compute_dev* gf_sync_begin(void) {
-  struct gf_compute_dev* d = gated_device();
-  if (d != NULL) wait_begin(d);
+  struct gf_compute_dev* d = gf_compute_device();
+  if (d == NULL || __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GF_DEV_GATED) return NULL;
+  wait_begin(d);
   return d;
 }
 
-void gf_sync_end(struct gf_compute_dev* d) {
-  if (d != NULL) wait_end(d);
-}
-
-/* A capturing stream's key: the handle, or the thread for its per-thread default stream. */
-static uint64_t capture_key(CUstream stream, int ptsz) {
-  int own = (stream == NULL && ptsz) || stream == (CUstream)0x2; /* CU_STREAM_PER_THREAD */
-  return own ? (uint64_t)pthread_self() | 1u : (uint64_t)(uintptr_t)stream;
-}
-
-void gf_capture_begin(CUresult rc, CUstream stream, int ptsz) {
-  if (rc == CUDA_SUCCESS && gf_table_insert(&g_capturing, capture_key(stream, ptsz), 1) == 0)
-    __atomic_fetch_add(&g_captures, 1, __ATOMIC_SEQ_CST);
-}
-
-void gf_capture_end(CUresult rc, CUstream stream, int ptsz) {
-  uint64_t v;
-  (void)rc; /* ended either way, unless the stream was not capturing (then it is not in the table) */
-  if (gf_table_remove(&g_capturing, capture_key(stream, ptsz), &v))
-    __atomic_fetch_sub(&g_captures, 1, __ATOMIC_SEQ_CST);
-}
-
-/* The child has no lease and no launches of its own yet; it maps the arbiters again on use. */
-void gf_compute_after_fork(void) {
-  pthread_mutex_init(&g_setup_mu, NULL);
-  for (int i = 0; i < GPUFRAC_MAX_DEVICES; i++) {
-    struct gf_compute_dev* d = &g_dev[i];
-    if (d->state == GF_DEV_GATED) munmap(d->lease.arb, sizeof *d->lease.arb);
-    memset(d, 0, sizeof *d);
-  }
-  gf_table_forget(&g_capturing);
-  g_captures = 0;
+void gf_sync_end(struct gf_compute_dev* d, CUresult rc, CUstream stream, int ptsz, enum gf_synced what) {
+  if (d == NULL) return;
+  wait_end(d);
+  if (rc != CUDA_SUCCESS || what == GF_SYNCED_EVENT) return;
+  gf_streams_synced(&d->streams, what == GF_SYNCED_ALL ? NULL : gf_stream_of(&d->streams, stream, ptsz));
 }

@@ -1,5 +1,6 @@
-/* The compute arbiter of a GPU (gpufrac/arbiter_abi.h): mapping and checks, slots, charges and
- * history, and the lease protocol. Shared by the shim, the host library and the stress test. */
+/* The compute arbiter of a GPU (gpufrac/arbiter_abi.h): its two files (the host's slots file, read
+ * only in containers, and the lease file the shims write), slots, charges and history, and the
+ * lease protocol. Shared by the shim, the host library and the stress test. */
 #ifndef GPUFRAC_SHIM_GF_ARBITER_H
 #define GPUFRAC_SHIM_GF_ARBITER_H
 
@@ -12,20 +13,32 @@
 extern "C" {
 #endif
 
-/* ---- arbiter.c: the file ---- */
+/* One GPU's arbiter as a process maps it: the lease file read-write, the slots file read-only (the
+ * host maps it read-write; a shim never writes through it). */
+struct gf_arb {
+  struct gpufrac_arbiter* lease;
+  struct gpufrac_arbiter_slots* slots;
+};
+
+/* ---- arbiter.c: the files ---- */
 /* The defaults the host writes (arbiter_abi.h). */
 void gf_arbiter_default_params(struct gpufrac_arbiter_params* p);
-/* Fills a zeroed mapping: header, params and GPU uuid (host, before anyone else maps it). */
-void gf_arbiter_format(struct gpufrac_arbiter* a, const char* gpu_uuid, const struct gpufrac_arbiter_params* p);
-/* Checks magic, version, size and slot count. 0, or -1 with the reason in err. */
+/* Fill zeroed mappings: the slots file's header, params and GPU uuid; the lease file's header (the
+ * host, before anyone else maps them). */
+void gf_arbiter_slots_format(struct gpufrac_arbiter_slots* s, const char* gpu_uuid,
+                             const struct gpufrac_arbiter_params* p);
+void gf_arbiter_format(struct gpufrac_arbiter* a);
+/* Check magic, version, size and slot count. 0, or -1 with the reason in err. */
 int gf_arbiter_check(const struct gpufrac_arbiter* a, char* err, size_t err_len);
-/* Opens path read-write (never following a symlink), checks its size and header, maps it
- * MAP_SHARED. The mapping, or NULL with the reason in err. */
-struct gpufrac_arbiter* gf_arbiter_map(const char* path, char* err, size_t err_len);
-/* The header's params, each clamped to its range (arbiter_abi.h). */
-void gf_arbiter_params(const struct gpufrac_arbiter* a, struct gpufrac_arbiter_params* out);
+int gf_arbiter_slots_check(const struct gpufrac_arbiter_slots* s, char* err, size_t err_len);
+/* Maps lease_path read-write and slots_path read-only (never following a symlink), each checked
+ * for its size and header. 0, or -1 with the reason (naming the file) in err. */
+int gf_arbiter_map(const char* lease_path, const char* slots_path, struct gf_arb* out, char* err, size_t err_len);
+void gf_arbiter_unmap(struct gf_arb* m);
+/* The slots file's params, each clamped to its range (arbiter_abi.h). */
+void gf_arbiter_params(const struct gpufrac_arbiter_slots* s, struct gpufrac_arbiter_params* out);
 /* Slots that may be in use: [0, min(slot_high_water, GPUFRAC_ARBITER_SLOTS)). */
-unsigned gf_arbiter_slots_in_use(const struct gpufrac_arbiter* a);
+unsigned gf_arbiter_slots_in_use(const struct gpufrac_arbiter_slots* s);
 /* A slot's weight clamped to 1..1000000. */
 uint32_t gf_arbiter_weight(const struct gpufrac_arbiter_slot* s);
 /* a < b as virtual times (wrapping). */
@@ -35,15 +48,15 @@ static inline int gf_vt_before(uint64_t a, uint64_t b) {
 
 /* ---- arbiter_slots.c: the host's slot setup and release, lookup ---- */
 /* Sets up a slot for key with token (the slot already holding key is updated in place and keeps
- * its token: read it back). Index, or -1 when every slot is taken. */
-int gf_arbiter_setup(struct gpufrac_arbiter* a, const char* key, uint64_t token, uint32_t weight_ppm, uint32_t flags,
+ * its token: read it back), resetting its lane. Index, or -1 when every slot is taken. */
+int gf_arbiter_setup(struct gf_arb* m, const char* key, uint64_t token, uint32_t weight_ppm, uint32_t flags,
                      uint64_t created_s);
 /* Frees every ACTIVE or SETUP slot whose key is key. Returns how many. */
-unsigned gf_arbiter_release_key(struct gpufrac_arbiter* a, const char* key);
+unsigned gf_arbiter_release_key(struct gf_arb* m, const char* key);
 /* Frees slot i (ACTIVE or SETUP). 1 when it did. */
-int gf_arbiter_release(struct gpufrac_arbiter* a, unsigned i);
+int gf_arbiter_release(struct gf_arb* m, unsigned i);
 /* The ACTIVE slot whose token is token, or -1. */
-int gf_arbiter_find_token(const struct gpufrac_arbiter* a, uint64_t token);
+int gf_arbiter_find_token(const struct gpufrac_arbiter_slots* s, uint64_t token);
 
 /* ---- arbiter.c: charges and history ---- */
 /* Charges ns of GPU time ending at end_ns to slot i of weight w ppm (strict: its not_before too). */
@@ -51,29 +64,34 @@ void gf_arbiter_charge(struct gpufrac_arbiter* a, unsigned i, uint64_t ns, uint6
 /* GPU time charged to slot i in the GPUFRAC_ARBITER_WINDOW_S whole seconds before now_ns. */
 uint64_t gf_arbiter_window_ns(const struct gpufrac_arbiter* a, unsigned i, uint64_t now_ns);
 
-/* ---- lease.c, lease_pick.c: the lease protocol of one process on one GPU ---- */
+/* ---- lease.c, lease_hold.c, lease_pick.c: the lease protocol of one process on one GPU ---- */
 uint64_t gf_now_ns(void);
 
 struct gf_lease {
   struct gpufrac_arbiter* arb;
+  const struct gpufrac_arbiter_slots* slots;
   struct gpufrac_arbiter_params p; /* clamped copy */
   unsigned slot;
   uint64_t token;
-  uint32_t weight; /* ppm, from this process's own limit file */
+  uint32_t weight; /* ppm, from the slots file */
   int strict, high;
   uint32_t pid; /* informational */
   /* Process-local; the caller serialises every call below but gf_lease_admits. */
-  uint64_t word;     /* atomic: the lease word this process holds, 0 none */
-  uint64_t start_ns; /* its start (the claim or the last renewal) */
-  uint64_t skip;     /* a designation of its own slot this process made: left to the others */
-  uint64_t seen_ns;  /* the last heartbeat this process stored */
+  uint64_t word;       /* atomic: the lease word this process holds, 0 none */
+  int solo;            /* atomic: no other slot was runnable (nor high priority) at the claim or renewal */
+  uint64_t start_ns;   /* its start (the claim or the last renewal) */
+  uint64_t skip;       /* a designation of its own slot this process made: left to the others */
+  uint64_t seen_ns;    /* the last heartbeat this process stored */
+  uint64_t last_ns;    /* what its last lease was charged (the waiting bound's debt term) */
+  uint64_t local_nb;   /* strict: when its own charges let it run again (not read from the file) */
+  uint64_t waiting_ns; /* when it began waiting for the lease, 0 while not waiting */
+  uint64_t lost_ns;    /* atomic: when it last found its word taken by another process */
 };
 
 /* Binds to the slot named by token. 0, or -1 with the reason in err. */
-int gf_lease_init(struct gf_lease* l, struct gpufrac_arbiter* arb, uint64_t token, uint32_t weight, int strict,
-                  int high, uint32_t pid, char* err, size_t err_len);
+int gf_lease_init(struct gf_lease* l, const struct gf_arb* m, uint64_t token, uint32_t pid, char* err, size_t err_len);
 /* The admission fast path: this process holds the lease, before its deadline, no preemption
- * request pending. Any thread; reads two words. */
+ * request pending. Any thread; reads three words. */
 static inline int gf_lease_admits(const struct gf_lease* l, uint64_t now_ns) {
   uint64_t w = __atomic_load_n(&l->word, __ATOMIC_RELAXED);
   return w != 0 && __atomic_load_n(&l->arb->lease, __ATOMIC_ACQUIRE) == w &&
@@ -87,7 +105,7 @@ static inline void gf_lease_touch(struct gf_lease* l, uint64_t now_ns) {
 
 /* The slot is still this container's (the host did not free or give it to another meanwhile). */
 static inline int gf_lease_slot_ok(const struct gf_lease* l) {
-  const struct gpufrac_arbiter_slot* s = &l->arb->slots[l->slot];
+  const struct gpufrac_arbiter_slot* s = &l->slots->slots[l->slot];
   return __atomic_load_n(&s->state, __ATOMIC_SEQ_CST) == GPUFRAC_ARBITER_ACTIVE &&
          __atomic_load_n(&s->token, __ATOMIC_SEQ_CST) == l->token;
 }
@@ -96,17 +114,28 @@ enum gf_lease_state { GF_LEASE_HOLD = 0, GF_LEASE_END = 1, GF_LEASE_LOST = 2 };
 /* Where this process's lease stands: held, due to end (deadline or a valid preemption request;
  * an invalid request is cleared), or lost (word is then 0). */
 enum gf_lease_state gf_lease_state(struct gf_lease* l, uint64_t now_ns);
-/* Blocks until this process holds the lease. 0, or -1 when its slot is gone (freed or taken by
- * another container: the caller stops arbitrating). */
+/* Waits until this process holds the lease. 0; -1 when its slot is gone (freed or taken by another
+ * container: the caller stops arbitrating); 1 when it waited past its bound (gf_lease_bound_ns: the
+ * caller runs ungated and tries again with gf_lease_try). */
 int gf_lease_acquire(struct gf_lease* l);
+/* One attempt without waiting (a process running ungated past its bound): heartbeat, then claim or
+ * take over where the protocol allows. 1 when it holds the lease, 0 not, -1 its slot is gone. */
+int gf_lease_try(struct gf_lease* l);
+/* How long this process may wait for the lease before it runs ungated (arbiter_abi.h "Bound"). */
+uint64_t gf_lease_bound_ns(const struct gf_lease* l);
 /* Ends the lease due to end: renews it (returns 1, still held) or calls drain(arg) (which waits
  * for this process's launches in flight, calling gf_lease_extend as it goes) and releases it to
  * the next slot (returns 0). A lease lost meanwhile is not charged. */
 int gf_lease_end(struct gf_lease* l, void (*drain)(void*), void* arg);
 /* Keeps a lease held while draining: a new deadline when less than half a lease is left. */
 void gf_lease_extend(struct gf_lease* l, uint64_t now_ns);
-/* The holder waits (1) or stopped waiting (0) for its own GPU work: not idle meanwhile. */
-void gf_lease_busy(struct gf_lease* l, int busy);
+/* The holder waits (busy: expecting its work done in expect_ns) or stopped waiting (0) for its own
+ * GPU work: not idle meanwhile. Returns the word it holds, 0 when it holds none. */
+uint64_t gf_lease_busy(struct gf_lease* l, int busy, uint64_t expect_ns);
+/* After waiting for its own work since from_ns: when another process took the lease over meanwhile
+ * (not a release or renewal of its own), charges this slot from from_ns to now (its work ran past
+ * the lease: debt). */
+void gf_lease_debt(struct gf_lease* l, uint64_t from_ns);
 /* Gives up a held lease at once (the slot is gone): CAS to FREE, wake the waiters. */
 void gf_lease_drop(struct gf_lease* l);
 
@@ -121,6 +150,8 @@ int gf_lease_preempted(const struct gf_lease* l, uint64_t now_ns);
 int gf_lease_runnable(const struct gf_lease* l, unsigned i, uint64_t now_ns);
 /* Slot i is high priority and within its credit. */
 int gf_lease_high_eligible(const struct gf_lease* l, unsigned i);
+/* Solo: no slot but this one is runnable and none other is high priority (arbiter_abi.h "Solo"). */
+int gf_lease_alone(const struct gf_lease* l, uint64_t now_ns);
 
 #ifdef __cplusplus
 }

@@ -60,34 +60,11 @@ GF_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream s, CUgraph* graph);
 GF_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
 GF_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
 
-/* charge.c: the common shape of a counted allocation. */
-enum gf_charge { GF_PASS = 0, GF_COUNTED = 1, GF_REFUSED = 2 };
-/* Decides how n bytes on device dev are counted: GF_PASS (call the driver uncounted),
- * GF_COUNTED (n reserved on *idx: call the driver, then gf_settle), GF_REFUSED (return *rc). */
-enum gf_charge gf_charge_device(CUdevice dev, uint64_t n, const char* api, int* idx, CUresult* rc);
-/* The same on the calling thread's current device; no context refuses with the driver's error. */
-enum gf_charge gf_charge_current(uint64_t n, const char* api, int* idx, CUresult* rc);
-/* After the driver returned rc for a GF_COUNTED allocation: success records key in t, failure
- * gives the reservation back. */
-void gf_settle(CUresult rc, struct gf_table* t, uint64_t key, int idx, uint64_t n);
-/* A free in two steps around the driver call: take key out of t first (so the driver cannot
- * hand the same address to another thread while it is still recorded), then on success give its
- * bytes back, on failure record it again. Keys this process never charged pass through. */
-struct gf_held {
-  int tracked;
-  int idx;
-  uint64_t n;
-};
-struct gf_held gf_free_begin(struct gf_table* t, uint64_t key);
-/* Calls the driver again while it refuses a counted allocation for lack of memory and
- * gf_after_oom says so (burstable memory: a reclaim, or on-limit: wait). */
-#define GF_RETRY_OOM(how, idx, n, api, rc, call)                                                          \
-  do {                                                                                                    \
-    if (GF_UNLIKELY((rc) == CUDA_ERROR_OUT_OF_MEMORY) && (how) == GF_COUNTED) {                           \
-      struct gf_oom_state gf_st_ = {0, 0};                                                                \
-      while ((rc) == CUDA_ERROR_OUT_OF_MEMORY && gf_after_oom((idx), (n), (api), &gf_st_)) (rc) = (call); \
-    }                                                                                                     \
-  } while (0)
-CUresult gf_free_end(CUresult rc, struct gf_table* t, uint64_t key, struct gf_held held);
+/* ---- intercept_table.c: name -> wrapper, for dlsym and cuGetProcAddress ---- */
+/* The table names every wrapper above, cuGetProcAddress's own included, and cuGetProcAddress looks
+ * wrappers up in it: the one pair of files in the shim that refer to each other. */
+void* gf_wrapper_by_name(const char* name);
+/* The wrapper standing in for a real driver function pointer, or NULL. */
+void* gf_wrapper_by_real(void* real);
 
 #endif /* GPUFRAC_SHIM_GF_EXPORTS_H */

@@ -1,4 +1,7 @@
-/* Process-wide state of the shim and the helpers every interceptor uses. Internal (hidden). */
+/* Process-wide state of the shim and the helpers every interceptor uses: the configuration and this
+ * process's slot (state.c), the real libraries, device lookup, messages. The lowest layer of the
+ * shim's process state: the memory accounting (gf_charge.h) and the compute gate (gf_compute.h) sit
+ * above it, fork.c above both (limits/README.md "Source map"). Internal (hidden). */
 #ifndef GPUFRAC_SHIM_GF_SHIM_H
 #define GPUFRAC_SHIM_GF_SHIM_H
 
@@ -39,46 +42,10 @@ uint64_t gf_self(void);
 unsigned gf_reclaim_thorough(void);
 /* Reclaims dead slots before reporting memory: the thorough check, at most every 100 ms. */
 void gf_reclaim_for_report(void);
-
-/* ---- charge.c: reserve / release on a limit index, with the refusal message ---- */
-/* Reserves n bytes on limited device idx for api. CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY. */
-CUresult gf_reserve(int idx, uint64_t n, const char* api);
-void gf_release(int idx, uint64_t n);
-/* Bytes in use on limited device idx by the container (for reporting). */
-uint64_t gf_in_use(int idx);
-/* In a fork child: forgets the forking thread's cached view of the other slots. */
-void gf_charge_after_fork(void);
-
-/* ---- burst.c: burstable memory (limits_abi.h) ---- */
-/* Whether the host's reclaimer passed over the region within GPUFRAC_RECLAIMER_BEAT_MS. */
-int gf_reclaimer_alive(void);
-/* The most the container may hold on limited device idx now: its limit without a burst line; with
- * one, its request, or up to the reclaimer's ceiling while the reclaimer runs. */
-uint64_t gf_burst_room(int idx);
-/* Whether the container may hold in_use bytes on device idx (with a burst line). */
-int gf_burst_admits(int idx, uint64_t in_use);
-void gf_log_no_lend(const char* api, uint64_t n, int idx, uint64_t in_use);
-/* After the driver refused n counted bytes on idx with CUDA_ERROR_OUT_OF_MEMORY: 1 to try the driver
- * again (the reclaimer freed memory lent to a borrower, or on-limit: wait has time left), 0 to fail.
- * st starts zeroed for each allocation. */
-struct gf_oom_state {
-  unsigned asks;
-  uint64_t deadline_ms;
-};
-int gf_after_oom(int idx, uint64_t n, const char* api, struct gf_oom_state* st);
-uint64_t gf_now_ms(void);
-void gf_sleep_ms(unsigned ms);
-
-/* ---- charge.c: what this process allocated, for frees ---- */
-extern struct gf_table gf_ptrs;    /* CUdeviceptr from cuMemAlloc*, pitch, managed, async */
-extern struct gf_table gf_handles; /* CUmemGenericAllocationHandle from cuMemCreate */
-extern struct gf_table gf_arrays;  /* CUarray */
-extern struct gf_table gf_mipmaps; /* CUmipmappedArray */
-extern struct gf_table gf_pools;   /* CUmemoryPool -> device ordinal + 1 */
-/* Records key -> (idx, n); keeps the bytes charged (never lost) if the table cannot take it. */
-void gf_track(struct gf_table* t, uint64_t key, int idx, uint64_t n);
-/* Removes key; returns 1 with its (idx, n), or 0 when this process did not charge it. */
-int gf_untrack(struct gf_table* t, uint64_t key, int* idx, uint64_t* n);
+/* fork.c's handlers: the claim lock held across fork; the child forgets its parent's identity. */
+void gf_state_before_fork(void);
+void gf_state_after_fork_parent(void);
+void gf_state_after_fork_child(void);
 
 /* ---- real.c: the real driver and NVML ---- */
 /* clang-format off */
@@ -100,7 +67,8 @@ int gf_untrack(struct gf_table* t, uint64_t key, int* idx, uint64_t* n);
   X(cuStreamBeginCapture_v2_ptsz) X(cuStreamEndCapture) X(cuStreamEndCapture_ptsz)                   \
   /* not wrapped, used by the shim: */                                                               \
   X(cuCtxGetDevice) X(cuDeviceGetUuid) X(cuDeviceGetUuid_v2) X(cuDeviceGetCount)                     \
-  X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventQuery)
+  X(cuEventCreate) X(cuEventDestroy_v2) X(cuEventRecord) X(cuEventRecord_ptsz) X(cuEventQuery)          \
+  X(cuStreamIsCapturing) X(cuStreamIsCapturing_ptsz)
 /* clang-format on */
 #define GF_NVML_FUNCS(X) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetMemoryInfo_v2) X(nvmlDeviceGetUUID)
 
@@ -137,13 +105,5 @@ int gf_nvml_index(nvmlDevice_t dev);
 /* ---- log.c ---- */
 /* Writes one "gpufrac: ..." line on stderr the first time *once is seen 0. */
 void gf_log_once(int* once, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The refusal line, once per process. */
-void gf_log_refusal(const char* api, uint64_t n, int idx, uint64_t in_use);
-void gf_log_after_fork(void);
-
-/* ---- intercept_table.c: name -> wrapper, for dlsym and cuGetProcAddress ---- */
-void* gf_wrapper_by_name(const char* name);
-/* The wrapper standing in for a real driver function pointer, or NULL. */
-void* gf_wrapper_by_real(void* real);
 
 #endif /* GPUFRAC_SHIM_GF_SHIM_H */

@@ -1,6 +1,7 @@
 /* Synchronous device allocations: cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemAllocManaged, and
  * cuMemFree_v2 (which also frees stream-ordered allocations). All on the current context's
  * device. Managed memory counts in full against that device: it may live there. */
+#include "gf_charge.h"
 #include "gf_exports.h"
 
 typedef CUresult (*alloc_fn)(CUdeviceptr*, size_t);

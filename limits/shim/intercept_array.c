@@ -1,6 +1,7 @@
 /* CUDA arrays and mipmapped arrays, charged on the current device by the estimate of
  * array_size.c and given back at destroy. */
 #include "gf_array.h"
+#include "gf_charge.h"
 #include "gf_exports.h"
 
 typedef CUresult (*array_fn)(CUarray*, const CUDA_ARRAY_DESCRIPTOR*);

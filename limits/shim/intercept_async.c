@@ -5,6 +5,7 @@
  * refuse allocations in an alloc/free loop that never held more than one block.
  * A pool's device comes from cuMemPoolCreate or cuDevice(Get|GetDefault)MemPool; a pool this
  * process never saw counts on the current device; a host-located pool is not device memory. */
+#include "gf_charge.h"
 #include "gf_exports.h"
 
 typedef CUresult (*async_fn)(CUdeviceptr*, size_t, CUstream);

@@ -18,9 +18,9 @@ static CUresult kernel(enum gf_cuda_fn which, int ptsz, CUfunction f, unsigned g
   kernel_fn real = (kernel_fn)gf_cuda(which);
   if (GF_UNLIKELY(real == NULL)) return gf_cuda_missing();
   if (GF_LIKELY(gf_compute_inert())) return real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
-  struct gf_compute_dev* d = gf_gate_enter();
+  struct gf_gate g = gf_gate_enter(s, ptsz);
   CUresult rc = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
-  gf_gate_exit(d, rc, s, ptsz);
+  gf_gate_exit(g, rc, s, ptsz);
   return rc;
 }
 
@@ -38,9 +38,9 @@ static CUresult kernel_ex(enum gf_cuda_fn which, int ptsz, const CUlaunchConfig*
   kernel_ex_fn real = (kernel_ex_fn)gf_cuda(which);
   if (GF_UNLIKELY(real == NULL)) return gf_cuda_missing();
   if (GF_LIKELY(gf_compute_inert()) || c == NULL) return real(c, f, params, extra);
-  struct gf_compute_dev* d = gf_gate_enter();
+  struct gf_gate g = gf_gate_enter(c->hStream, ptsz);
   CUresult rc = real(c, f, params, extra);
-  gf_gate_exit(d, rc, c->hStream, ptsz);
+  gf_gate_exit(g, rc, c->hStream, ptsz);
   return rc;
 }
 
@@ -56,9 +56,9 @@ static CUresult coop(enum gf_cuda_fn which, int ptsz, CUfunction f, unsigned gx,
   coop_fn real = (coop_fn)gf_cuda(which);
   if (GF_UNLIKELY(real == NULL)) return gf_cuda_missing();
   if (GF_LIKELY(gf_compute_inert())) return real(f, gx, gy, gz, bx, by, bz, shmem, s, params);
-  struct gf_compute_dev* d = gf_gate_enter();
+  struct gf_gate g = gf_gate_enter(s, ptsz);
   CUresult rc = real(f, gx, gy, gz, bx, by, bz, shmem, s, params);
-  gf_gate_exit(d, rc, s, ptsz);
+  gf_gate_exit(g, rc, s, ptsz);
   return rc;
 }
 
@@ -75,9 +75,9 @@ GF_EXPORT CUresult cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS* list
   multi_fn real = (multi_fn)gf_cuda(GF_cuLaunchCooperativeKernelMultiDevice);
   if (GF_UNLIKELY(real == NULL)) return gf_cuda_missing();
   if (GF_LIKELY(gf_compute_inert()) || list == NULL || n == 0) return real(list, n, flags);
-  struct gf_compute_dev* d = gf_gate_enter();
+  struct gf_gate g = gf_gate_enter(list[0].hStream, 0);
   CUresult rc = real(list, n, flags);
-  gf_gate_exit(d, rc, list[0].hStream, 0);
+  gf_gate_exit(g, rc, list[0].hStream, 0);
   return rc;
 }
 
@@ -85,9 +85,9 @@ static CUresult graph(enum gf_cuda_fn which, int ptsz, CUgraphExec exec, CUstrea
   graph_fn real = (graph_fn)gf_cuda(which);
   if (GF_UNLIKELY(real == NULL)) return gf_cuda_missing();
   if (GF_LIKELY(gf_compute_inert())) return real(exec, s);
-  struct gf_compute_dev* d = gf_gate_enter();
+  struct gf_gate g = gf_gate_enter(s, ptsz);
   CUresult rc = real(exec, s);
-  gf_gate_exit(d, rc, s, ptsz);
+  gf_gate_exit(g, rc, s, ptsz);
   return rc;
 }
 

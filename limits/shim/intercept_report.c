@@ -1,8 +1,11 @@
 /* What a limited device reports: cuMemGetInfo_v2 total = min(limit, real total) and free =
+/* What a limited device reports: cuMemGetInfo_v2 total = min(limit, real total) and free =
  * min(room - in use, real free), never negative, where room is the limit, or with a burst limit what
- * the container may hold now (its request, or the reclaimer's ceiling: limits_abi.h); cuDeviceTotalMem_v2 = min(limit,
- * real total); NVML memory info the same, with used = the container's bytes in use. NULL output pointers are tolerated.
- * While the limit file is invalid (every allocation refused) free is reported as 0. */
+ * the container may hold now (its request, or the reclaimer's ceiling: limits_abi.h);
+ * cuDeviceTotalMem_v2 = min(limit, real total); NVML memory info the same, with used = the
+ * container's bytes in use. NULL output pointers are tolerated. While the limit file is invalid
+ * (every allocation refused) free is reported as 0. */
+#include "gf_charge.h"
 #include "gf_exports.h"
 
 typedef CUresult (*meminfo_fn)(size_t*, size_t*);

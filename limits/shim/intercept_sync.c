@@ -1,7 +1,7 @@
 /* What the launch gate needs to see besides launches (gf_compute.h): a lease holder blocked in a
- * synchronise call waits for its own GPU work and must not look idle to the other containers; and
- * while a stream of the process captures, launches are not gated. Both cost a process without a
- * compute line one predictable branch. */
+ * synchronise call waits for its own GPU work and must not look idle to the other containers (and
+ * what completed tells how long its launches take); and which streams capture. Both cost a process
+ * without a compute share one predictable branch. */
 #include "gf_compute.h"
 #include "gf_exports.h"
 
@@ -17,25 +17,25 @@ GF_EXPORT CUresult cuCtxSynchronize(void) {
   if (GF_LIKELY(gf_compute_inert())) return real();
   struct gf_compute_dev* d = gf_sync_begin();
   CUresult rc = real();
-  gf_sync_end(d);
+  gf_sync_end(d, rc, NULL, 0, GF_SYNCED_ALL);
   return rc;
 }
 
-static CUresult stream_sync(enum gf_cuda_fn which, CUstream s) {
+static CUresult stream_sync(enum gf_cuda_fn which, int ptsz, CUstream s) {
   stream_fn real = (stream_fn)gf_cuda(which);
   if (GF_UNLIKELY(real == NULL)) return gf_cuda_missing();
   if (GF_LIKELY(gf_compute_inert())) return real(s);
   struct gf_compute_dev* d = gf_sync_begin();
   CUresult rc = real(s);
-  gf_sync_end(d);
+  gf_sync_end(d, rc, s, ptsz, GF_SYNCED_STREAM);
   return rc;
 }
 
 GF_EXPORT CUresult cuStreamSynchronize(CUstream s) {
-  return stream_sync(GF_cuStreamSynchronize, s);
+  return stream_sync(GF_cuStreamSynchronize, 0, s);
 }
 GF_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream s) {
-  return stream_sync(GF_cuStreamSynchronize_ptsz, s);
+  return stream_sync(GF_cuStreamSynchronize_ptsz, 1, s);
 }
 
 GF_EXPORT CUresult cuEventSynchronize(CUevent ev) {
@@ -44,7 +44,7 @@ GF_EXPORT CUresult cuEventSynchronize(CUevent ev) {
   if (GF_LIKELY(gf_compute_inert())) return real(ev);
   struct gf_compute_dev* d = gf_sync_begin();
   CUresult rc = real(ev);
-  gf_sync_end(d);
+  gf_sync_end(d, rc, NULL, 0, GF_SYNCED_EVENT);
   return rc;
 }
 

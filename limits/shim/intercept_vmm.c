@@ -3,6 +3,7 @@
  * cuMemRelease gives it back, keyed by the handle. The bytes are counted from create to release;
  * a handle released while still mapped stays allocated in the driver until cuMemUnmap, which
  * this count does not follow. */
+#include "gf_charge.h"
 #include "gf_exports.h"
 
 typedef CUresult (*create_fn)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long);

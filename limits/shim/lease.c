@@ -2,8 +2,10 @@
  * release to the next slot, takeover of an expired or idle holder, and the waiting between. Every
  * change is one CAS on the lease word; waiting is a futex wait on `changes` with a timeout, so
  * nothing waits on a process that may be dead. */
+#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -48,22 +50,24 @@ static void raise_vclock(struct gpufrac_arbiter* a, uint64_t vt) {
   }
 }
 
-int gf_lease_init(struct gf_lease* l, struct gpufrac_arbiter* arb, uint64_t token, uint32_t weight, int strict,
-                  int high, uint32_t pid, char* err, size_t err_len) {
+int gf_lease_init(struct gf_lease* l, const struct gf_arb* m, uint64_t token, uint32_t pid, char* err, size_t err_len) {
   memset(l, 0, sizeof *l);
-  int i = gf_arbiter_find_token(arb, token);
+  int i = gf_arbiter_find_token(m->slots, token);
   if (i < 0) {
     snprintf(err, err_len, "no slot holds token %016llx; accepted: the slot the host set up for this container",
              (unsigned long long)token);
     return -1;
   }
-  l->arb = arb;
-  gf_arbiter_params(arb, &l->p);
+  const struct gpufrac_arbiter_slot* s = &m->slots->slots[i];
+  l->arb = m->lease;
+  l->slots = m->slots;
+  gf_arbiter_params(m->slots, &l->p);
   l->slot = (unsigned)i;
   l->token = token;
-  l->weight = weight < 1 ? 1 : weight > 1000000 ? 1000000 : weight;
-  l->strict = strict;
-  l->high = high;
+  l->weight = gf_arbiter_weight(s);
+  uint32_t flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
+  l->strict = (flags & GPUFRAC_ARBITER_STRICT) != 0;
+  l->high = (flags & GPUFRAC_ARBITER_HIGH) != 0;
   l->pid = pid;
   return 0;
 }
@@ -75,6 +79,7 @@ static void publish(struct gf_lease* l, uint64_t word, uint64_t start, uint64_t 
   __atomic_store_n(&a->start_ns, start, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->active_ns, now, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->busy, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&a->busy_until_ns, now, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->holder_pid, l->pid, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->info_epoch, gpufrac_lease_epoch(word) + 1, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->word, word, __ATOMIC_SEQ_CST);
@@ -83,18 +88,20 @@ static void publish(struct gf_lease* l, uint64_t word, uint64_t start, uint64_t 
 
 struct gf_info {
   int valid;
-  uint64_t start, active;
-  uint32_t busy;
+  uint64_t start, active, busy_until;
+  uint32_t busy, pid;
 };
 
 /* The holder's fields if they describe lease word w. */
 static struct gf_info read_info(const struct gpufrac_arbiter* a, uint64_t w) {
-  struct gf_info i = {0, 0, 0, 0};
+  struct gf_info i = {0, 0, 0, 0, 0, 0};
   uint32_t e = gpufrac_lease_epoch(w) + 1;
   if (__atomic_load_n(&a->info_epoch, __ATOMIC_SEQ_CST) != e) return i;
   i.start = __atomic_load_n(&a->start_ns, __ATOMIC_SEQ_CST);
   i.active = __atomic_load_n(&a->active_ns, __ATOMIC_SEQ_CST);
   i.busy = __atomic_load_n(&a->busy, __ATOMIC_SEQ_CST);
+  i.busy_until = __atomic_load_n(&a->busy_until_ns, __ATOMIC_SEQ_CST);
+  i.pid = __atomic_load_n(&a->holder_pid, __ATOMIC_SEQ_CST);
   i.valid = __atomic_load_n(&a->info_epoch, __ATOMIC_SEQ_CST) == e;
   return i;
 }
@@ -105,7 +112,7 @@ static void charge_taken(struct gf_lease* l, uint64_t w, struct gf_info info) {
   if (!info.valid || h == 0 || h > GPUFRAC_ARBITER_SLOTS) return;
   uint64_t ns = (int64_t)(info.active - info.start) > 0 ? info.active - info.start : 0;
   if (ns > GF_MAX_CHARGE_NS) ns = GF_MAX_CHARGE_NS;
-  const struct gpufrac_arbiter_slot* s = &l->arb->slots[h - 1];
+  const struct gpufrac_arbiter_slot* s = &l->slots->slots[h - 1];
   int strict = (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & GPUFRAC_ARBITER_STRICT) != 0;
   gf_arbiter_charge(l->arb, h - 1, ns, info.active, gf_arbiter_weight(s), strict);
 }
@@ -113,26 +120,51 @@ static void charge_taken(struct gf_lease* l, uint64_t w, struct gf_info info) {
 /* CAS w -> held by this process; a takeover (taken) charges the lease it ends. */
 static int try_claim(struct gf_lease* l, uint64_t w, uint64_t now, int taken) {
   struct gpufrac_arbiter* a = l->arb;
-  struct gf_info info = taken ? read_info(a, w) : (struct gf_info){0, 0, 0, 0};
+  struct gf_info info = taken ? read_info(a, w) : (struct gf_info){0, 0, 0, 0, 0, 0};
   uint64_t next = gpufrac_lease_word(l->slot + 1, 1, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.lease_ms);
   if (!cas_lease(a, w, next)) return 0;
-  __atomic_store_n(&a->slots[l->slot].claimed_ns, now, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&a->lanes[l->slot].claimed_ns, now, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->solo, !l->strict && gf_lease_alone(l, now), __ATOMIC_RELAXED);
+  l->waiting_ns = 0;
   publish(l, next, now, now);
   if (taken) {
     charge_taken(l, w, info);
     wake_all(a);
   }
-  raise_vclock(a, __atomic_load_n(&a->slots[l->slot].vtime, __ATOMIC_SEQ_CST));
+  raise_vclock(a, __atomic_load_n(&a->lanes[l->slot].vtime, __ATOMIC_SEQ_CST));
   uint32_t mine = l->slot + 1;
   __atomic_compare_exchange_n(&a->preempt, &mine, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   l->skip = 0;
   return 1;
 }
 
-/* The holder of w has been idle (not waiting for its GPU work) longer than idle_us. */
+/* The holder's published pid names no process (ESRCH): it was killed. Only ever a shortcut: in another
+ * PID namespace (no host PID namespace) a pid may name nothing or anything, and a forger may write
+ * any; a dead-looking holder only loses what busy would have given it. */
+static int holder_gone(uint32_t pid) {
+  return pid != 0 && pid <= (uint32_t)INT_MAX && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* The holder of w has been idle (not waiting for its own GPU work, nor launching) longer than idle_us,
+ * and the work it had in flight is done by its own account (busy_until_ns, at most busy_ms ahead). */
 static int holder_idle(const struct gf_lease* l, uint64_t w, uint64_t now) {
   struct gf_info i = read_info(l->arb, w);
-  return i.valid && i.busy != gpufrac_lease_epoch(w) + 1 && (int64_t)(now - i.active) > (int64_t)l->p.idle_us * 1000;
+  if (!i.valid || i.busy == gpufrac_lease_epoch(w) + 1 || (int64_t)(now - i.active) <= (int64_t)l->p.idle_us * 1000)
+    return 0;
+  uint64_t cap = i.active + (uint64_t)l->p.busy_ms * 1000000u;
+  uint64_t until = (int64_t)(i.busy_until - cap) < 0 ? i.busy_until : cap;
+  return (int64_t)(now - until) > 0 || holder_gone(i.pid);
+}
+
+/* The holder of w is past deadline + grace and, while it waits for its own work (and is alive), also
+ * past the end it announced (at most busy_ms after its last activity) + grace. */
+static int holder_overdue(const struct gf_lease* l, uint64_t w, uint64_t now, int32_t past_ms) {
+  if (past_ms <= (int32_t)l->p.grace_ms) return 0;
+  struct gf_info i = read_info(l->arb, w);
+  if (!i.valid || i.busy != gpufrac_lease_epoch(w) + 1 || holder_gone(i.pid)) return 1;
+  uint64_t cap = i.active + (uint64_t)l->p.busy_ms * 1000000u;
+  uint64_t until = (int64_t)(i.busy_until - cap) < 0 ? i.busy_until : cap;
+  return (int64_t)(now - until) > (int64_t)l->p.grace_ms * 1000000;
 }
 
 /* A takeover ends the lease as its holder would have: to the slot the queue says is next. When
@@ -159,7 +191,7 @@ static int try_take(struct gf_lease* l, uint64_t w, uint64_t now) {
     int mine = holder == l->slot + 1 && w != l->skip;
     if (!mine && past <= 0 && !implausible) return 0; /* past its deadline: first come (its slot did not) */
   } else if (holder != 0 && holder <= GPUFRAC_ARBITER_SLOTS) {
-    if (past <= (int32_t)l->p.grace_ms && !implausible && !holder_idle(l, w, now)) return 0;
+    if (!implausible && !holder_idle(l, w, now) && !holder_overdue(l, w, now, past)) return 0;
     int d = designate_next(l, w, now);
     if (d != 0) return d > 0 ? 0 : -1;
     taken = 1;
@@ -183,16 +215,17 @@ static uint64_t wait_ns(const struct gf_lease* l, uint64_t w, uint64_t now) {
 }
 
 /* Says this process waits (slot runnable). A slot coming back from idle joins at vclock; one that
- * stayed runnable is never more than one lease of its own behind it (in the queue's order it
- * cannot be: a lag beyond that comes from leases taken over out of turn, and is not owed). */
+ * stayed runnable is never more than one lease and its overrun (lease_ms + busy_ms) of its own
+ * behind it (in the queue's order it cannot be: a lag beyond that comes from leases taken over out
+ * of turn, and is not owed). */
 static void heartbeat(struct gf_lease* l, uint64_t now) {
   if (l->seen_ns != 0 && now - l->seen_ns < (uint64_t)l->p.heartbeat_us * 500) return;
-  struct gpufrac_arbiter_slot* s = &l->arb->slots[l->slot];
+  struct gpufrac_arbiter_lane* s = &l->arb->lanes[l->slot];
   uint64_t prev = __atomic_exchange_n(&s->seen_ns, now, __ATOMIC_SEQ_CST);
   l->seen_ns = now;
   int runnable = prev != 0 && (int64_t)(now - prev) < (int64_t)l->p.runnable_us * 1000;
   uint64_t floor = __atomic_load_n(&l->arb->vclock, __ATOMIC_SEQ_CST);
-  if (runnable) floor -= (uint64_t)l->p.lease_ms * 1000000u * 1000u / l->weight;
+  if (runnable) floor -= ((uint64_t)l->p.lease_ms + l->p.busy_ms) * 1000000u * 1000u / l->weight;
   uint64_t vt = __atomic_load_n(&s->vtime, __ATOMIC_SEQ_CST);
   while (gf_vt_before(vt, floor) &&
          !__atomic_compare_exchange_n(&s->vtime, &vt, floor, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
@@ -204,7 +237,7 @@ static void request_preempt(struct gf_lease* l, uint64_t w, uint64_t now) {
   struct gpufrac_arbiter* a = l->arb;
   uint32_t h = gpufrac_lease_holder(w), mine = l->slot + 1;
   if (!gpufrac_lease_claimed(w) || h == 0 || h > GPUFRAC_ARBITER_SLOTS || h == mine) return;
-  if (__atomic_load_n(&a->slots[h - 1].flags, __ATOMIC_RELAXED) & GPUFRAC_ARBITER_HIGH) return;
+  if (__atomic_load_n(&l->slots->slots[h - 1].flags, __ATOMIC_RELAXED) & GPUFRAC_ARBITER_HIGH) return;
   if (!gf_lease_high_eligible(l, l->slot)) return;
   uint32_t p = __atomic_load_n(&a->preempt, __ATOMIC_SEQ_CST);
   if (p == mine ||
@@ -213,22 +246,55 @@ static void request_preempt(struct gf_lease* l, uint64_t w, uint64_t now) {
   __atomic_compare_exchange_n(&a->preempt, &p, mine, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
+uint64_t gf_lease_bound_ns(const struct gf_lease* l) {
+  uint64_t base = (4 * ((uint64_t)l->p.lease_ms + l->p.grace_ms) + l->p.busy_ms + l->p.credit_ms) * 1000000u;
+  uint64_t c = l->last_ns < GF_MAX_CHARGE_NS ? l->last_ns : GF_MAX_CHARGE_NS;
+  uint64_t w = l->weight < 10000 ? 10000 : l->weight;
+  return base + c * (1000000u - w) / w;
+}
+
+/* Strict pacing as this process's own charges set it (a lane's not_before can be forged): the
+ * waiting bound does not run meanwhile. */
+static int paced_locally(const struct gf_lease* l, uint64_t now) {
+  return l->strict && (int64_t)(l->local_nb - now) > 0;
+}
+
+/* One look at the lease: 1 claimed, 0 wait (the word's change count in *seen, w in *word), -1
+ * looked again at once (the word moved). */
+static int attempt(struct gf_lease* l, uint64_t now, uint32_t* seen, uint64_t* word) {
+  heartbeat(l, now);
+  *seen = __atomic_load_n(&l->arb->changes, __ATOMIC_SEQ_CST);
+  *word = __atomic_load_n(&l->arb->lease, __ATOMIC_SEQ_CST);
+  if (l->high) request_preempt(l, *word, now);
+  return try_take(l, *word, now);
+}
+
+int gf_lease_try(struct gf_lease* l) {
+  if (!gf_lease_slot_ok(l)) return -1;
+  uint64_t now = gf_now_ns();
+  uint64_t nb = l->strict ? __atomic_load_n(&l->arb->lanes[l->slot].not_before_ns, __ATOMIC_SEQ_CST) : 0;
+  if (l->strict && (int64_t)(nb - now) > 0 && paced_locally(l, now)) return 0;
+  uint32_t seen;
+  uint64_t w;
+  return attempt(l, now, &seen, &w) == 1;
+}
+
 int gf_lease_acquire(struct gf_lease* l) {
   struct gpufrac_arbiter* a = l->arb;
   for (;;) {
     if (!gf_lease_slot_ok(l)) return -1;
     uint64_t now = gf_now_ns();
-    uint64_t nb = l->strict ? __atomic_load_n(&a->slots[l->slot].not_before_ns, __ATOMIC_SEQ_CST) : 0;
+    if (paced_locally(l, now) || l->waiting_ns == 0) l->waiting_ns = now;
+    if (now - l->waiting_ns > gf_lease_bound_ns(l)) return 1;
+    uint64_t nb = l->strict ? __atomic_load_n(&a->lanes[l->slot].not_before_ns, __ATOMIC_SEQ_CST) : 0;
     if (l->strict && (int64_t)(nb - now) > 0) { /* paced: not runnable until then */
       uint64_t d = nb - now;
-      wait_changes(a, __atomic_load_n(&a->changes, __ATOMIC_SEQ_CST), d < 100000000 ? d : 100000000);
+      wait_changes(a, __atomic_load_n(&a->changes, __ATOMIC_SEQ_CST), d < 20000000 ? d : 20000000);
       continue;
     }
-    heartbeat(l, now);
-    uint32_t seen = __atomic_load_n(&a->changes, __ATOMIC_SEQ_CST);
-    uint64_t w = __atomic_load_n(&a->lease, __ATOMIC_SEQ_CST);
-    if (l->high) request_preempt(l, w, now);
-    int r = try_take(l, w, now);
+    uint32_t seen;
+    uint64_t w;
+    int r = attempt(l, now, &seen, &w);
     if (r == 1) return 0;
     if (r == 0) wait_changes(a, seen, wait_ns(l, w, now));
   }

@@ -32,11 +32,29 @@ static void republish(struct gf_lease* l, uint64_t next, uint64_t start, uint64_
   l->start_ns = start;
 }
 
+/* A charge of this process's own lease: the lane's, the waiting bound's debt term, and strict pacing
+ * kept locally too (the lane's not_before can be forged). */
+static void charge_self(struct gf_lease* l, uint64_t ns, uint64_t end_ns) {
+  gf_arbiter_charge(l->arb, l->slot, ns, end_ns, l->weight, l->strict);
+  l->last_ns = ns;
+  if (!l->strict || l->weight >= 1000000) return;
+  uint64_t from = end_ns - 2 * ns;
+  uint64_t base = (int64_t)(l->local_nb - from) > 0 ? l->local_nb : from;
+  l->local_nb = base + ns * 1000000u / l->weight;
+}
+
+/* Another process changed the lease word: this process no longer holds it (debt is charged for work
+ * waited for since then). */
+static void lost(struct gf_lease* l, uint64_t now) {
+  __atomic_store_n(&l->lost_ns, now, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->word, 0, __ATOMIC_SEQ_CST);
+}
+
 enum gf_lease_state gf_lease_state(struct gf_lease* l, uint64_t now_ns) {
   uint64_t w = __atomic_load_n(&l->word, __ATOMIC_SEQ_CST);
   if (w == 0) return GF_LEASE_LOST;
   if (__atomic_load_n(&l->arb->lease, __ATOMIC_SEQ_CST) != w) {
-    __atomic_store_n(&l->word, 0, __ATOMIC_SEQ_CST);
+    lost(l, now_ns);
     return GF_LEASE_LOST;
   }
   if ((int32_t)(gpufrac_lease_deadline(w) - ms_of(now_ns)) <= 0) return GF_LEASE_END;
@@ -49,12 +67,13 @@ static int renew(struct gf_lease* l, uint64_t now) {
   uint64_t w = l->word;
   uint64_t next = gpufrac_lease_word(l->slot + 1, 1, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.lease_ms);
   if (!cas_lease(a, w, next)) {
-    __atomic_store_n(&l->word, 0, __ATOMIC_SEQ_CST);
+    lost(l, now);
     return 0;
   }
-  gf_arbiter_charge(a, l->slot, now - l->start_ns, now, l->weight, 0);
+  charge_self(l, now - l->start_ns, now);
   republish(l, next, now, now);
-  uint64_t vt = __atomic_load_n(&a->slots[l->slot].vtime, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->solo, gf_lease_alone(l, now), __ATOMIC_RELAXED);
+  uint64_t vt = __atomic_load_n(&a->lanes[l->slot].vtime, __ATOMIC_SEQ_CST);
   uint64_t cur = __atomic_load_n(&a->vclock, __ATOMIC_SEQ_CST);
   while (gf_vt_before(cur, vt) &&
          !__atomic_compare_exchange_n(&a->vclock, &cur, vt, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
@@ -70,8 +89,8 @@ static int keeps(const struct gf_lease* l, int pick, uint64_t now) {
   if (pick == (int)l->slot) return 0; /* another of its processes waits: its turn */
   if (!l->high && gf_lease_high_eligible(l, (unsigned)pick)) return 0;
   const struct gpufrac_arbiter* a = l->arb;
-  uint64_t mine = __atomic_load_n(&a->slots[l->slot].vtime, __ATOMIC_SEQ_CST) + (now - l->start_ns) * 1000u / l->weight;
-  return !gf_vt_before(__atomic_load_n(&a->slots[pick].vtime, __ATOMIC_SEQ_CST), mine);
+  uint64_t mine = __atomic_load_n(&a->lanes[l->slot].vtime, __ATOMIC_SEQ_CST) + (now - l->start_ns) * 1000u / l->weight;
+  return !gf_vt_before(__atomic_load_n(&a->lanes[pick].vtime, __ATOMIC_SEQ_CST), mine);
 }
 
 int gf_lease_end(struct gf_lease* l, void (*drain)(void*), void* arg) {
@@ -86,8 +105,11 @@ int gf_lease_end(struct gf_lease* l, void (*drain)(void*), void* arg) {
   uint32_t e = gpufrac_lease_epoch(w) + 1;
   uint64_t next = pick >= 0 ? gpufrac_lease_word((uint32_t)pick + 1, 0, e, ms_of(now) + l->p.claim_ms)
                             : gpufrac_lease_word(0, 0, e, ms_of(now));
-  if (!cas_lease(l->arb, w, next)) return 0;
-  gf_arbiter_charge(l->arb, l->slot, now - l->start_ns, now, l->weight, l->strict);
+  if (!cas_lease(l->arb, w, next)) {
+    lost(l, now);
+    return 0;
+  }
+  charge_self(l, now - l->start_ns, now);
   l->skip = pick == (int)l->slot ? next : 0;
   wake_all(l->arb);
   return 0;
@@ -98,22 +120,37 @@ void gf_lease_extend(struct gf_lease* l, uint64_t now_ns) {
   if (w == 0 || (int32_t)(gpufrac_lease_deadline(w) - ms_of(now_ns)) > (int32_t)(l->p.lease_ms / 2)) return;
   uint64_t next = gpufrac_lease_word(l->slot + 1, 1, gpufrac_lease_epoch(w) + 1, ms_of(now_ns) + l->p.lease_ms);
   if (!cas_lease(l->arb, w, next)) {
-    __atomic_store_n(&l->word, 0, __ATOMIC_SEQ_CST);
+    lost(l, now_ns);
     return;
   }
   republish(l, next, l->start_ns, now_ns);
 }
 
-void gf_lease_busy(struct gf_lease* l, int busy) {
+uint64_t gf_lease_busy(struct gf_lease* l, int busy, uint64_t expect_ns) {
   uint64_t w = __atomic_load_n(&l->word, __ATOMIC_SEQ_CST);
-  if (w == 0 || __atomic_load_n(&l->arb->lease, __ATOMIC_SEQ_CST) != w) return;
-  __atomic_store_n(&l->arb->active_ns, gf_now_ns(), __ATOMIC_SEQ_CST);
+  if (w == 0 || __atomic_load_n(&l->arb->lease, __ATOMIC_SEQ_CST) != w) return 0;
+  uint64_t now = gf_now_ns();
+  __atomic_store_n(&l->arb->active_ns, now, __ATOMIC_SEQ_CST);
+  if (busy) __atomic_store_n(&l->arb->busy_until_ns, now + expect_ns, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->arb->busy, busy ? gpufrac_lease_epoch(w) + 1 : 0, __ATOMIC_SEQ_CST);
+  return w;
+}
+
+void gf_lease_debt(struct gf_lease* l, uint64_t from_ns) {
+  uint64_t w, held;
+  do { /* a word this process is changing (another thread extends or renews it) is still its own */
+    w = __atomic_load_n(&l->word, __ATOMIC_SEQ_CST);
+    held = __atomic_load_n(&l->arb->lease, __ATOMIC_SEQ_CST);
+  } while (w != __atomic_load_n(&l->word, __ATOMIC_SEQ_CST));
+  int taken = w != 0 ? held != w : (int64_t)(__atomic_load_n(&l->lost_ns, __ATOMIC_SEQ_CST) - from_ns) >= 0;
+  uint64_t now = gf_now_ns(), ns = now - from_ns;
+  if (!taken || (int64_t)ns <= 0) return;
+  charge_self(l, ns > 2000000000ull ? 2000000000ull : ns, now);
 }
 
 void gf_lease_drop(struct gf_lease* l) {
   uint64_t w = __atomic_exchange_n(&l->word, 0, __ATOMIC_SEQ_CST), now = gf_now_ns();
   if (w == 0 || !cas_lease(l->arb, w, gpufrac_lease_word(0, 0, gpufrac_lease_epoch(w) + 1, ms_of(now)))) return;
-  gf_arbiter_charge(l->arb, l->slot, now - l->start_ns, now, l->weight, l->strict);
+  charge_self(l, now - l->start_ns, now);
   wake_all(l->arb);
 }

@@ -12,6 +12,7 @@
 /* A change to used[] like any other: counted after it is made (limits_abi.h). */
 static void zero_used(struct gpufrac_region* r, struct gpufrac_slot* s) {
   for (int d = 0; d < GPUFRAC_MAX_DEVICES; d++) __atomic_store_n(&s->used[d], 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->compute_bypassed, 0, __ATOMIC_SEQ_CST);
   gf_region_count_change(r);
 }
 

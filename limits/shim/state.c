@@ -1,5 +1,5 @@
 /* Process-wide state: the limit file and region loaded once on first use, this process's slot
- * claimed on its first counted allocation, and the fork handlers that give a child its own. */
+ * claimed on its first counted allocation, and what a fork child forgets of them (fork.c calls it). */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -10,12 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gf_compute.h"
 #include "gf_proc.h"
 #include "gf_shim.h"
 
 struct gf_shim gf_g;
-int gf_compute_flag;
 static int g_mode;  /* 0 until loaded; then enum gf_mode */
 static int g_state; /* 0 not loaded, 1 loading, 2 loaded */
 static struct gpufrac_slot* g_slot;
@@ -51,18 +49,10 @@ static int load_limits(const char* path, char* err, size_t err_len) {
   return gf_config_parse(g_text, len, &gf_g.cfg, err, err_len) == 0 ? 1 : -1;
 }
 
-/* Whether launches are gated: some device has a compute line (set before the mode is published). */
-static void set_compute(int rc) {
-  int on = 0;
-  for (unsigned i = 0; rc > 0 && i < gf_g.cfg.device_count; i++) on |= gf_g.cfg.devices[i].compute_ppm != 0;
-  __atomic_store_n(&gf_compute_flag, on ? GF_COMPUTE_ON : GF_COMPUTE_OFF, __ATOMIC_RELEASE);
-}
-
 static int load(void) {
   char err[512];
   snprintf(gf_g.limit_path, sizeof gf_g.limit_path, "%s", limit_path());
   int rc = load_limits(gf_g.limit_path, err, sizeof err);
-  set_compute(rc);
   if (rc == 0) return GF_MODE_INERT;
   if (rc < 0) {
     gf_log_once(&g_log_config, "limit file %s: %s; device memory allocations are refused", gf_g.limit_path, err);
@@ -73,11 +63,6 @@ static int load(void) {
     gf_log_once(&g_log_config, "usage region %s: %s; allocations on limited devices are refused", gf_g.cfg.region, err);
   }
   return GF_MODE_ACTIVE;
-}
-
-int gf_compute_load(void) {
-  gf_mode();
-  return __atomic_load_n(&gf_compute_flag, __ATOMIC_ACQUIRE);
 }
 
 int gf_mode(void) {
@@ -159,33 +144,19 @@ struct gpufrac_slot* gf_slot(void) {
   return GF_LIKELY(s != NULL) ? s : claim();
 }
 
-static void before_fork(void) {
+void gf_state_before_fork(void) {
   pthread_mutex_lock(&g_claim_mu);
 }
-static void after_fork_parent(void) {
+void gf_state_after_fork_parent(void) {
   pthread_mutex_unlock(&g_claim_mu);
 }
 
-/* The child is a new process: new pid and start time, no slot, none of the parent's pointers. */
-static void after_fork_child(void) {
+/* The child is a new process: new pid and start time, no slot. */
+void gf_state_after_fork_child(void) {
   pthread_mutex_unlock(&g_claim_mu);
   if (g_mode == 0) g_state = 0; /* a thread that was loading the configuration is gone */
   g_slot = NULL;
   g_self = 0;
   g_log_slot = 0;
   g_last_reclaim_ms = 0;
-  gf_table_forget(&gf_ptrs);
-  gf_table_forget(&gf_handles);
-  gf_table_forget(&gf_arrays);
-  gf_table_forget(&gf_mipmaps);
-  gf_table_forget(&gf_pools);
-  gf_charge_after_fork();
-  gf_log_after_fork();
-  gf_real_after_fork();
-  gf_compute_after_fork();
-}
-
-__attribute__((constructor)) static void gf_shim_load(void) {
-  gf_resolve_real_dlsym();
-  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }

@@ -57,6 +57,14 @@ TEST_F(ComputeSlotsTest, NoComputeShareNoArbiter) {
   EXPECT_EQ(*release_compute_slots(cfg_, "c.1"), 0u);
 }
 
+TEST_F(ComputeSlotsTest, AWholeGpuIsNeverArbitrated) {
+  limits::LimitFile f = file(1000000);
+  ASSERT_TRUE(attach_compute_slots(cfg_, "c.1", f));
+  EXPECT_EQ(f.devices[0].compute_token, 0u) << "no arbiter line";
+  EXPECT_FALSE(std::filesystem::exists(compute_arbiter_path(cfg_, kGpu))) << "no arbiter";
+  EXPECT_EQ(limits::render_limit_file(f).find("arbiter"), std::string::npos);
+}
+
 TEST_F(ComputeSlotsTest, RemovingTheContainersFilesFreesItsSlots) {
   limits::LimitFile f = file(100000);
   ASSERT_TRUE(attach_compute_slots(cfg_, "c.2", f));

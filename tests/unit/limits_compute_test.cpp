@@ -1,11 +1,12 @@
-// Compute shares: the limit file's arbiter line, the arbiter file on the host
-// (limits/host/arbiter_file.hpp) and the lease protocol (limits/shim/lease*.c, arbiter*.c) over one
-// shared mapping, with several gf_lease clients standing in for processes.
+// Compute shares: the limit file's arbiter line, and the arbiter's two files on the host
+// (limits/host/arbiter_file.hpp) with the checks that tell a tampered lease file
+// (limits/host/arbiter_checks.hpp). The lease protocol: limits_lease_test.cpp.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -14,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "gf_arbiter.h"
+#include "limits/host/arbiter_checks.hpp"
 #include "limits/host/arbiter_file.hpp"
 #include "limits/host/limit_file.hpp"
 
@@ -73,29 +75,81 @@ class ArbiterFileTest : public ::testing::Test {
 
 TEST_F(ArbiterFileTest, CreatedFullyAllocatedAndKept) {
   ASSERT_TRUE(ensure_arbiter(path_, kGpu));
-  struct stat st {};
-  ASSERT_EQ(::stat(path_.c_str(), &st), 0);
-  EXPECT_EQ(static_cast<std::size_t>(st.st_size), sizeof(gpufrac_arbiter));
-  EXPECT_EQ(st.st_mode & 07777, 0666u);
-  EXPECT_GE(static_cast<std::size_t>(st.st_blocks) * 512, sizeof(gpufrac_arbiter)) << "no hole";
+  const std::pair<std::string, std::pair<std::size_t, unsigned>> files[] = {
+      {path_, {sizeof(gpufrac_arbiter), 0666u}}, {path_ + ".slots", {sizeof(gpufrac_arbiter_slots), 0644u}}};
+  for (const auto& [file, want] : files) {
+    struct stat st {};
+    ASSERT_EQ(::stat(file.c_str(), &st), 0) << file;
+    EXPECT_EQ(static_cast<std::size_t>(st.st_size), want.first) << file;
+    EXPECT_EQ(st.st_mode & 07777, want.second) << file << ": the slots file is the host's only";
+    EXPECT_GE(static_cast<std::size_t>(st.st_blocks) * 512, want.first) << file << ": no hole";
+  }
   ASSERT_TRUE(attach_arbiter_slot(path_, "c1", 300000, ComputeMode::fair, ComputePriority::normal));
   ASSERT_TRUE(ensure_arbiter(path_, kGpu)) << "a valid arbiter is kept";
   auto v = read_arbiter(path_);
   ASSERT_TRUE(v) << v.error().message;
   EXPECT_EQ(v->gpu_uuid, kGpu);
+  EXPECT_TRUE(v->tampered.empty());
   ASSERT_EQ(v->slots.size(), 1u);
   EXPECT_EQ(v->slots[0].key, "c1");
 }
 
-TEST_F(ArbiterFileTest, AnInvalidFileIsReplaced) {
+TEST_F(ArbiterFileTest, AnInvalidSlotsFileIsReplaced) {
   std::filesystem::create_directories(dir_ + "/compute");
-  ASSERT_EQ(::close(::open(path_.c_str(), O_CREAT | O_WRONLY, 0644)), 0);
+  ASSERT_EQ(::close(::open((path_ + ".slots").c_str(), O_CREAT | O_WRONLY, 0644)), 0);
   auto bad = read_arbiter(path_);
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message, "compute arbiter " + path_ + ": 0 bytes; accepted: a regular file of " +
-                                     std::to_string(sizeof(gpufrac_arbiter)) + " bytes (arbiter version 1)");
+  EXPECT_EQ(bad.error().message, "compute arbiter " + path_ + ".slots: 0 bytes; accepted: a regular file of " +
+                                     std::to_string(sizeof(gpufrac_arbiter_slots)) + " bytes (arbiter version 2)");
   ASSERT_TRUE(ensure_arbiter(path_, kGpu));
   EXPECT_TRUE(read_arbiter(path_));
+}
+
+// Version 2 split the arbiter into two files: a version-1 file (a container started before the
+// upgrade meeting a new one, or the reverse) is refused in one line, and its launches not arbitrated.
+TEST_F(ArbiterFileTest, AnotherLayoutVersionIsRefused) {
+  ASSERT_TRUE(ensure_arbiter(path_, kGpu));
+  {
+    int fd = ::open(path_.c_str(), O_WRONLY);
+    const std::uint32_t v1 = 1;
+    ASSERT_EQ(::pwrite(fd, &v1, sizeof v1, offsetof(gpufrac_arbiter, version)), static_cast<ssize_t>(sizeof v1));
+    ::close(fd);
+  }
+  gf_arb m{};
+  char err[512];
+  ASSERT_EQ(gf_arbiter_map(path_.c_str(), (path_ + ".slots").c_str(), &m, err, sizeof err), -1);
+  EXPECT_EQ(std::string(err), path_ + ": arbiter version 1; accepted: 2");
+  ASSERT_EQ(gf_arbiter_map((path_ + ".slots").c_str(), path_.c_str(), &m, err, sizeof err), -1);
+  EXPECT_EQ(std::string(err), path_ + ".slots: wrong magic 0x53524147; accepted: 0x42524147 (gpufrac compute arbiter)")
+      << "the slots file is not a lease file";
+}
+
+// A tenant that overwrites the lease file's header: the GPU's containers keep one arbiter (repaired in
+// place at the next booking), status says it was tampered with, and slots are freed all the same.
+TEST_F(ArbiterFileTest, AnOverwrittenLeaseFileIsToldAndRepairedInPlace) {
+  ASSERT_TRUE(ensure_arbiter(path_, kGpu));
+  ASSERT_TRUE(attach_arbiter_slot(path_, "c1", 300000, ComputeMode::fair, ComputePriority::normal));
+  struct stat before {};
+  ASSERT_EQ(::stat(path_.c_str(), &before), 0);
+  {
+    int fd = ::open(path_.c_str(), O_WRONLY);
+    const char junk[16] = "0123456789abcde";
+    ASSERT_EQ(::pwrite(fd, junk, sizeof junk, 0), static_cast<ssize_t>(sizeof junk));
+    ::close(fd);
+  }
+  auto v = read_arbiter(path_);
+  ASSERT_TRUE(v) << "the slots file is intact";
+  ASSERT_EQ(v->tampered.size(), 1u);
+  EXPECT_EQ(v->tampered[0],
+            "its lease file's header: wrong magic 0x33323130; accepted: 0x42524147 (gpufrac compute arbiter)");
+  EXPECT_EQ(v->slots[0].window_ns, 0u) << "no figures from a tampered lease file";
+  ASSERT_TRUE(ensure_arbiter(path_, kGpu));
+  struct stat after {};
+  ASSERT_EQ(::stat(path_.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino) << "repaired in place";
+  EXPECT_TRUE(read_arbiter(path_)->tampered.empty());
+  ASSERT_EQ(::truncate(path_.c_str(), 10), 0);
+  EXPECT_EQ(*release_arbiter_slots(path_, "c1"), 1u) << "a slot is freed whatever the lease file holds";
 }
 
 TEST_F(ArbiterFileTest, SlotsBySetupAndRelease) {
@@ -136,173 +190,54 @@ TEST_F(ArbiterFileTest, EverySlotTaken) {
                                       "containers with a compute share per GPU");
 }
 
-// The protocol over one anonymous shared mapping; each gf_lease is one process.
-class LeaseTest : public ::testing::Test {
+// The host's checks of a lease file against its slots file: what no shim following the protocol writes.
+class LeaseFileChecks : public ::testing::Test {
  protected:
   void SetUp() override {
-    void* m = ::mmap(nullptr, sizeof(gpufrac_arbiter), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    ASSERT_NE(m, MAP_FAILED);
-    a_ = static_cast<gpufrac_arbiter*>(m);
     gpufrac_arbiter_params p;
     gf_arbiter_default_params(&p);
-    p.lease_ms = 30;
-    p.grace_ms = 20;
-    gf_arbiter_format(a_, kGpu, &p);
+    gf_arbiter_slots_format(&slots_, kGpu, &p);
+    gf_arbiter_format(&lease_);
+    gf_arb m{&lease_, &slots_};
+    ASSERT_EQ(gf_arbiter_setup(&m, "normal", 1, 500000, 0, 1), 0);
+    ASSERT_EQ(gf_arbiter_setup(&m, "high", 2, 500000, GPUFRAC_ARBITER_HIGH, 1), 1);
   }
-  void TearDown() override { ::munmap(a_, sizeof(gpufrac_arbiter)); }
-  gf_lease client(const char* key, std::uint32_t weight, std::uint32_t flags = 0) {
-    const std::uint64_t token = 0x1000 + std::hash<std::string>{}(key) % 1000;
-    EXPECT_GE(gf_arbiter_setup(a_, key, token, weight, flags, 1), 0);
-    gf_lease l{};
-    char err[256];
-    EXPECT_EQ(gf_lease_init(&l, a_, token, weight, flags & GPUFRAC_ARBITER_STRICT, flags & GPUFRAC_ARBITER_HIGH, 7, err,
-                            sizeof err),
-              0)
-        << err;
-    return l;
-  }
-  static void no_drain(void*) {}
-  gpufrac_arbiter* a_ = nullptr;
+  std::vector<std::string> problems() { return lease_file_problems(slots_, lease_, now_); }
+  std::uint32_t now_ms() const { return static_cast<std::uint32_t>(now_ / 1000000); }
+  const std::uint64_t now_ = 5000ull * 1000000000ull;
+  gpufrac_arbiter_slots slots_{};
+  gpufrac_arbiter lease_{};
 };
 
-TEST_F(LeaseTest, AloneItClaimsAndRenews) {
-  gf_lease l = client("a", 500000);
-  ASSERT_EQ(gf_lease_acquire(&l), 0);
-  const std::uint64_t w = l.word;
-  EXPECT_EQ(gpufrac_lease_holder(w), 1u);
-  EXPECT_EQ(gpufrac_lease_claimed(w), 1u);
-  EXPECT_TRUE(gf_lease_admits(&l, gf_now_ns()));
-  EXPECT_EQ(gf_lease_state(&l, gf_now_ns()), GF_LEASE_HOLD);
-  EXPECT_EQ(gf_lease_end(&l, no_drain, nullptr), 1) << "nobody else runnable: renewed";
-  EXPECT_NE(l.word, w);
-  EXPECT_EQ(a_->slots[0].leases, 1u) << "the time so far is charged";
+TEST_F(LeaseFileChecks, ASaneFileHasNone) {
+  lease_.lease = gpufrac_lease_word(1, 1, 7, now_ms() + 20);
+  lease_.preempt = 2;
+  lease_.busy = 8;
+  lease_.busy_until_ns = now_ + 280'000'000;
+  gf_arbiter_charge(&lease_, 0, 900'000'000, now_ - 1'000'000'000, 500000, 0);
+  EXPECT_EQ(problems(), std::vector<std::string>{});
 }
 
-TEST_F(LeaseTest, HandsOverToTheRunnableSlotBehindIt) {
-  gf_lease a = client("a", 500000), b = client("b", 500000);
-  ASSERT_EQ(gf_lease_acquire(&a), 0);
-  __atomic_store_n(&a_->slots[1].seen_ns, gf_now_ns(), __ATOMIC_SEQ_CST);  // b waits
-  __atomic_store_n(&a_->slots[1].vtime, a_->slots[0].vtime, __ATOMIC_SEQ_CST);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  int drained = 0;
-  EXPECT_EQ(gf_lease_end(
-                &a, [](void* n) { ++*static_cast<int*>(n); }, &drained),
-            0);
-  EXPECT_EQ(drained, 1);
-  const std::uint64_t w = __atomic_load_n(&a_->lease, __ATOMIC_SEQ_CST);
-  EXPECT_EQ(gpufrac_lease_holder(w), 2u) << "designated to b";
-  EXPECT_EQ(gpufrac_lease_claimed(w), 0u);
-  EXPECT_EQ(gf_lease_acquire(&b), 0);
-  EXPECT_EQ(gpufrac_lease_holder(b.word), 2u);
-  EXPECT_EQ(gf_lease_state(&a, gf_now_ns()), GF_LEASE_LOST);
-}
-
-TEST_F(LeaseTest, AnExpiredHolderIsTakenOverAndCharged) {
-  gf_lease a = client("a", 500000), b = client("b", 500000);
-  ASSERT_EQ(gf_lease_acquire(&a), 0);
-  gf_lease_busy(&a, 1);  // waits for its GPU work: not idle, only expiry ends it (a is "killed" here)
-  const std::uint32_t deadline = gpufrac_lease_deadline(a.word);
-  ASSERT_EQ(gf_lease_acquire(&b), 0);
-  const auto taken_ms = static_cast<std::uint32_t>(gf_now_ns() / 1000000);
-  EXPECT_GT(static_cast<std::int32_t>(taken_ms - deadline), 20) << "not before deadline + grace";
-  EXPECT_EQ(gpufrac_lease_holder(b.word), 2u);
-  EXPECT_EQ(a_->slots[0].leases, 1u) << "the taker charged a's lease";
-  EXPECT_EQ(gf_lease_state(&a, gf_now_ns()), GF_LEASE_LOST);
-}
-
-TEST_F(LeaseTest, AnIdleHolderIsTakenOver) {
-  gf_lease a = client("a", 500000), b = client("b", 500000);
-  ASSERT_EQ(gf_lease_acquire(&a), 0);
-  const std::uint32_t deadline = gpufrac_lease_deadline(a.word);
-  ASSERT_EQ(gf_lease_acquire(&b), 0);  // a never admits: idle after idle_us (2 ms)
-  EXPECT_LT(static_cast<std::int32_t>(static_cast<std::uint32_t>(gf_now_ns() / 1000000) - deadline), 0)
-      << "before a's deadline";
-  EXPECT_EQ(gpufrac_lease_holder(b.word), 2u);
-}
-
-TEST_F(LeaseTest, StrictIsPacedAtItsWeight) {
-  gf_lease s = client("s", 250000, GPUFRAC_ARBITER_STRICT);
-  ASSERT_EQ(gf_lease_acquire(&s), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(4));
-  EXPECT_EQ(gf_lease_end(&s, no_drain, nullptr), 0) << "strict never renews";
-  const std::uint64_t charged = a_->slots[0].charged_ns, nb = a_->slots[0].not_before_ns;
-  // From its start, the charge over the weight, less one lease it may make good (the first).
-  EXPECT_EQ(nb, s.start_ns - charged + charged * 4);
-  EXPECT_EQ(gpufrac_lease_holder(__atomic_load_n(&a_->lease, __ATOMIC_SEQ_CST)), 0u) << "free";
-  ASSERT_EQ(gf_lease_acquire(&s), 0);
-  EXPECT_GE(s.start_ns, nb) << "not before its pacing";
-}
-
-TEST_F(LeaseTest, HighPriorityPreemptsWithinItsCredit) {
-  gf_lease batch = client("batch", 900000), probe = client("probe", 100000, GPUFRAC_ARBITER_HIGH);
-  ASSERT_EQ(gf_lease_acquire(&batch), 0);
-  gf_lease_busy(&batch, 1);
-  std::thread t([&] { EXPECT_EQ(gf_lease_acquire(&probe), 0); });
-  while (__atomic_load_n(&a_->preempt, __ATOMIC_SEQ_CST) == 0) std::this_thread::yield();
-  EXPECT_EQ(a_->preempt, 2u);
-  EXPECT_FALSE(gf_lease_admits(&batch, gf_now_ns()));
-  EXPECT_EQ(gf_lease_state(&batch, gf_now_ns()), GF_LEASE_END) << "at its next kernel boundary";
-  gf_lease_busy(&batch, 0);
-  EXPECT_EQ(gf_lease_end(&batch, no_drain, nullptr), 0);
-  t.join();
-  EXPECT_EQ(gpufrac_lease_holder(probe.word), 2u);
-  EXPECT_EQ(a_->preempt, 0u) << "cleared by the claimant";
-  // Past its credit (100 ms of its own time ahead of vclock) it waits its turn like anyone.
-  a_->slots[1].vtime = a_->vclock + 100'000'000'000ull / 100000 + 1;
-  EXPECT_EQ(gf_lease_high_eligible(&batch, 1), 0);
-}
-
-TEST_F(LeaseTest, PickIsStartTimeFairQueuing) {
-  gf_lease a = client("a", 100000);
-  client("b", 100000);
-  client("c", 100000, GPUFRAC_ARBITER_HIGH);
-  ASSERT_EQ(gf_lease_acquire(&a), 0);
-  const std::uint64_t now = gf_now_ns();
-  a_->slots[1].seen_ns = now;
-  a_->slots[1].vtime = a_->vclock + 50;
-  EXPECT_EQ(gf_lease_pick(&a, now), 1) << "b waits";
-  EXPECT_EQ(gf_lease_pick(&a, now + 20'000'000), -1) << "b's heartbeat is stale: not runnable";
-  a_->slots[2].seen_ns = now;
-  a_->slots[2].vtime = a_->vclock + 500;
-  EXPECT_EQ(gf_lease_pick(&a, now), 2) << "high priority within its credit first";
-  a_->slots[2].flags = 0;
-  EXPECT_EQ(gf_lease_pick(&a, now), 1) << "then the least virtual time";
-  a_->slots[0].seen_ns = now;  // another process of a waits (seen after a's start)
-  a_->slots[0].vtime = a_->vclock;
-  EXPECT_EQ(gf_lease_pick(&a, now), 0);
-}
-
-TEST_F(LeaseTest, ChargesShowInTheWindowOfWholeSeconds) {
-  client("a", 500000);
-  const std::uint64_t t = 1000ull * 1000000000ull + 500000000ull;  // second 1000
-  gf_arbiter_charge(a_, 0, 20000000, t, 500000, 0);
-  gf_arbiter_charge(a_, 0, 30000000, t + 100000000, 500000, 0);
-  EXPECT_EQ(a_->slots[0].vtime - a_->vclock, 50000000ull * 1000 / 500000);
-  EXPECT_EQ(gf_arbiter_window_ns(a_, 0, t), 0u) << "the current second is not whole yet";
-  EXPECT_EQ(gf_arbiter_window_ns(a_, 0, t + 1000000000ull), 50000000u);
-  EXPECT_EQ(gf_arbiter_window_ns(a_, 0, t + 10000000000ull), 50000000u);
-  EXPECT_EQ(gf_arbiter_window_ns(a_, 0, t + 11000000000ull), 0u) << "older than 10 s";
-}
-
-TEST_F(LeaseTest, GarbageInTheFileUpsetsNothing) {
-  gf_lease a = client("a", 500000);
-  a_->slot_high_water = 1u << 30;
-  a_->params = {0, 0, 0, 0, 0, 0, 0, ~0u};
-  a_->lease = gpufrac_lease_word(1023, 1, 5, static_cast<std::uint32_t>(gf_now_ns() / 1000000) + 100000);
-  a_->preempt = 0xffffffffu;
-  a_->slots[0].weight_ppm = 0;
-  EXPECT_EQ(gf_lease_acquire(&a), 0) << "a holder index past the slots is nobody";
-  EXPECT_EQ(gf_lease_state(&a, gf_now_ns()), GF_LEASE_HOLD) << "an impossible preemption request is cleared";
-  EXPECT_EQ(a_->preempt, 0u);
-  a_->lease = gpufrac_lease_word(2, 1, 9, static_cast<std::uint32_t>(gf_now_ns() / 1000000) + 100000);
-  a.word = 0;
-  EXPECT_EQ(gf_lease_acquire(&a), 0) << "a deadline no process could have written counts as expired";
-  EXPECT_EQ(gf_lease_pick(&a, gf_now_ns()), -1);
-  gpufrac_arbiter_params p;
-  gf_arbiter_params(a_, &p);
-  EXPECT_EQ(p.lease_ms, 1u);
-  EXPECT_EQ(p.credit_ms, 10000u);
-  EXPECT_EQ(p.runnable_us, 2 * p.heartbeat_us);
+TEST_F(LeaseFileChecks, EachForgeryIsNamed) {
+  lease_.lease = gpufrac_lease_word(9, 1, 7, now_ms() + 20);
+  EXPECT_EQ(problems(), std::vector<std::string>{"the lease names slot 8, which was never set up"});
+  lease_.lease = gpufrac_lease_word(1, 1, 7, now_ms() + 5000);
+  EXPECT_EQ(problems(), std::vector<std::string>{"the lease's deadline is 5000 ms ahead (a holder sets at most 20)"});
+  lease_.lease = gpufrac_lease_word(1, 1, 7, now_ms() + 20);
+  lease_.preempt = 1;
+  EXPECT_EQ(problems(), std::vector<std::string>{"a preemption request by slot 0, which is not high priority"});
+  lease_.preempt = 0;
+  lease_.busy = 8;
+  lease_.busy_until_ns = now_ + 60'000'000'000ull;
+  EXPECT_EQ(problems(), std::vector<std::string>{"the holder says it is busy for 60000 ms more (at most 280)"});
+  lease_.busy = 0;
+  gf_arbiter_charge(&lease_, 1, 1'900'000'000, now_ - 1'000'000'000, 500000, 0);
+  gf_arbiter_charge(&lease_, 1, 1'900'000'000, now_ - 1'000'000'000, 500000, 0);
+  EXPECT_EQ(problems(), std::vector<std::string>{"slot 1 was charged 3800 ms in one second"});
+  lease_.magic = 0;
+  EXPECT_EQ(problems(), std::vector<std::string>{
+                            "its lease file's header: wrong magic 0x00000000; accepted: 0x42524147 (gpufrac compute "
+                            "arbiter)"});
 }
 
 }  // namespace

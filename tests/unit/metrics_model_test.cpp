@@ -75,8 +75,8 @@ LedgerEntry booking(const std::string& id, const Gpu& gpu, std::uint64_t bytes, 
 }
 
 // Two GPUs with two shares (one pending, one using 3 GiB and 20 % of the GPU's time; 25 % and 30 %
-// of it booked), a MIG machine's instances by state, and counters with one refusal and two hook
-// runs: the whole text, byte for byte.
+// of it booked; its compute arbiter tampered with), a MIG machine's instances by state, and counters with one refusal
+// and two hook runs: the whole text, byte for byte.
 TEST(NodeMetrics, Golden) {
   auto m = load_simulated_machine(std::string(GPUFRAC_SOURCE_DIR) + "/nvml/machines/a100-40gb-x2.yaml");
   ASSERT_TRUE(m);
@@ -94,6 +94,7 @@ TEST(NodeMetrics, Golden) {
       node.inventory, node.ledger, AllocationConfig{}, 100, [](const LedgerEntry&) { return std::string("running"); },
       [](const LedgerEntry& e) { return e.pending() ? std::nullopt : std::optional<std::uint64_t>(3 * kGiB); },
       [](const LedgerEntry& e) { return e.pending() ? std::nullopt : std::optional<std::uint32_t>(200'000); });
+  node.report.devices[0].compute_tampered = {"the lease names slot 9, which was never set up"};
   metrics::CounterSnapshot c;
   c.refusals[0][static_cast<std::size_t>(metrics::Refusal::capacity)] = 1;
   c.latency[static_cast<std::size_t>(metrics::Timer::hook_create_runtime)].buckets[2] = 2;

@@ -298,6 +298,29 @@ TEST(StatusModel, ComputeShares) {
   EXPECT_TRUE(plain["devices"][0]["shares"][0]["compute_achieved_ppm"].is_null());
 }
 
+// A GPU whose compute arbiter was tampered with: one line under it naming the first reason, the
+// reasons in its JSON (the key only then).
+TEST(StatusModel, ComputeArbiterTampered) {
+  auto inv = machine("a100-40gb-x2.yaml");
+  LedgerEntry web = entry("web", inv.gpus[0].uuid, 10134 * kMiB, 42, 1000);
+  web.compute_ppm = 250'000;
+  auto report = build_status(inv, LedgerState{{web}, {}}, AllocationConfig{}, 1125, state_of);
+  report.devices[0].compute_tampered = {"the lease names slot 9, which was never set up",
+                                        "container web@p42-1 waited past its bound and ran unarbitrated"};
+  const std::string text = render_status(report);
+  EXPECT_NE(text.find("\n     compute arbiter tampered with: the lease names slot 9, which was never set up (and 1 "
+                      "more)\n"),
+            std::string::npos)
+      << text;
+  auto j = status_json(report);
+  EXPECT_EQ(j["devices"][0]["compute_arbiter_tampered"],
+            nlohmann::json::array({"the lease names slot 9, which was never set up",
+                                   "container web@p42-1 waited past its bound and ran unarbitrated"}));
+  EXPECT_FALSE(j["devices"][1].contains("compute_arbiter_tampered"));
+  report.devices[0].compute_tampered.clear();
+  EXPECT_EQ(render_status(report).find("tampered"), std::string::npos);
+}
+
 // A default compute share (a share's memory share of the time) is rarely a whole percent: the table
 // shows tenths ("11.6 %"), as it shows whole ones ("25 %"); JSON keeps the exact ppm.
 TEST(StatusModel, DefaultComputeSharesInTenthsOfAPercent) {

@@ -2,14 +2,17 @@
 //   share DIR NAME [--region PATH] UUID=BYTES:PPM:MODE:PRIO...
 //                       a container NAME with compute shares: DIR/NAME.limits, its region DIR/NAME.usage
 //                       (named PATH in the limit file: where a container sees it), the arbiters
-//                       DIR/compute/<uuid> (created if absent) and its slots (key NAME)
+//                       DIR/compute/<uuid> (created if absent) and its slots (key NAME); none for a
+//                       weight of the whole GPU (1000000)
 //   show ARBITER        "lease holder=<slot+1> claimed=<0|1> pid=<pid>", then per slot
-//                       "slot <i> key=<key> weight=<ppm> achieved_ppm=<ppm> leases=<n> charged_ns=<ns>"
+//                       "slot <i> key=<key> weight=<ppm> achieved_ppm=<ppm> leases=<n> charged_ns=<ns>", then
+//                       "tampered: <why>" per problem the host finds in the lease file
 //   holder ARBITER      the pid of the process holding the lease, or 0
 //   release ARBITER KEY "released=<n>"
-//   set ARBITER FIELD VALUE   writes one header field as a (hostile or testing) process could:
-//                       lease_ms grace_ms idle_us inflight_us ... (params), lease, preempt, vclock, high_water,
-//                       or slot.<i>.<weight|flags|vtime|seen|state>
+//   set ARBITER FIELD VALUE   writes one field of the lease file as a (hostile or testing) process
+//                       could: lease, preempt, vclock, busy, busy_until, or slot.<i>.<vtime|seen>; or, as only
+//                       the host can, of the slots file: lease_ms grace_ms idle_us inflight_us ... (params),
+//                       high_water, slot.<i>.<weight|flags|state>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -56,7 +59,7 @@ int share(int argc, char** argv) {
   limits::LimitFile f{name, renamed ? argv[5] : region, {}};
   for (int i = renamed ? 6 : 4; i < argc; i++) {
     limits::DeviceLimit d = device_of(argv[i]);
-    if (d.compute_ppm != 0) {
+    if (d.compute_ppm != 0 && d.compute_ppm < GPUFRAC_ARBITER_WHOLE) {  // as attach_compute_slots: a whole GPU has none
       const std::string path = dir + "/compute/" + d.uuid;
       if (auto r = limits::ensure_arbiter(path, d.uuid); !r) return fail(r.error());
       auto token = limits::attach_arbiter_slot(path, name, d.compute_ppm, d.compute_mode, d.priority);
@@ -80,18 +83,20 @@ int show(const char* path, bool holder_only) {
     std::printf("slot %u key=%s weight=%u achieved_ppm=%u leases=%llu charged_ns=%llu\n", s.index, s.key.c_str(),
                 s.weight_ppm, s.achieved_ppm(), static_cast<unsigned long long>(s.leases),
                 static_cast<unsigned long long>(s.charged_ns));
+  for (const auto& why : v->tampered) std::printf("tampered: %s\n", why.c_str());
   return 0;
 }
 
-gpufrac_arbiter* map_rw(const char* path) {
-  int fd = ::open(path, O_RDWR);
-  void* p = fd < 0 ? MAP_FAILED : ::mmap(nullptr, sizeof(gpufrac_arbiter), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+template <class T>
+T* map_rw(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  void* p = fd < 0 ? MAP_FAILED : ::mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (fd >= 0) ::close(fd);
   if (p == MAP_FAILED) {
-    std::perror(path);
+    std::perror(path.c_str());
     std::exit(2);
   }
-  return static_cast<gpufrac_arbiter*>(p);
+  return static_cast<T*>(p);
 }
 
 template <class T>
@@ -100,27 +105,36 @@ void put(T* field, unsigned long long v) {
 }
 
 int set(const char* path, const std::string& field, unsigned long long v) {
-  gpufrac_arbiter* a = map_rw(path);
-  gpufrac_arbiter_params& p = a->params;
-  const std::pair<const char*, std::uint32_t*> params[] = {
-      {"lease_ms", &p.lease_ms},         {"grace_ms", &p.grace_ms},
-      {"claim_ms", &p.claim_ms},         {"idle_us", &p.idle_us},
-      {"heartbeat_us", &p.heartbeat_us}, {"runnable_us", &p.runnable_us},
-      {"inflight_us", &p.inflight_us},   {"credit_ms", &p.credit_ms},
-      {"preempt", &a->preempt},          {"high_water", &a->slot_high_water}};
-  for (const auto& [name, ptr] : params)
+  auto* a = map_rw<gpufrac_arbiter>(path);
+  auto* s = map_rw<gpufrac_arbiter_slots>(limits::arbiter_slots_path(path));
+  gpufrac_arbiter_params& p = s->params;
+  const std::pair<const char*, std::uint32_t*> words[] = {{"lease_ms", &p.lease_ms},
+                                                          {"grace_ms", &p.grace_ms},
+                                                          {"claim_ms", &p.claim_ms},
+                                                          {"idle_us", &p.idle_us},
+                                                          {"heartbeat_us", &p.heartbeat_us},
+                                                          {"runnable_us", &p.runnable_us},
+                                                          {"inflight_us", &p.inflight_us},
+                                                          {"credit_ms", &p.credit_ms},
+                                                          {"busy_ms", &p.busy_ms},
+                                                          {"preempt", &a->preempt},
+                                                          {"busy", &a->busy},
+                                                          {"high_water", &s->slot_high_water}};
+  for (const auto& [name, ptr] : words)
     if (field == name) return put(ptr, v), 0;
   if (field == "lease") return put(&a->lease, v), 0;
   if (field == "vclock") return put(&a->vclock, v), 0;
+  if (field == "busy_until") return put(&a->busy_until_ns, v), 0;
   unsigned i = 0;
   char what[16] = "";
   if (std::sscanf(field.c_str(), "slot.%u.%15s", &i, what) != 2 || i >= GPUFRAC_ARBITER_SLOTS) return 2;
-  gpufrac_arbiter_slot& s = a->slots[i];
-  if (std::strcmp(what, "weight") == 0) return put(&s.weight_ppm, v), 0;
-  if (std::strcmp(what, "flags") == 0) return put(&s.flags, v), 0;
-  if (std::strcmp(what, "vtime") == 0) return put(&s.vtime, v), 0;
-  if (std::strcmp(what, "seen") == 0) return put(&s.seen_ns, v), 0;
-  if (std::strcmp(what, "state") == 0) return put(&s.state, v), 0;
+  gpufrac_arbiter_slot& slot = s->slots[i];
+  gpufrac_arbiter_lane& lane = a->lanes[i];
+  if (std::strcmp(what, "weight") == 0) return put(&slot.weight_ppm, v), 0;
+  if (std::strcmp(what, "flags") == 0) return put(&slot.flags, v), 0;
+  if (std::strcmp(what, "state") == 0) return put(&slot.state, v), 0;
+  if (std::strcmp(what, "vtime") == 0) return put(&lane.vtime, v), 0;
+  if (std::strcmp(what, "seen") == 0) return put(&lane.seen_ns, v), 0;
   return 2;
 }
 

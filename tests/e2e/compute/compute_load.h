@@ -20,6 +20,7 @@ struct load {
 };
 
 uint64_t load_now_ns(void);
+uint64_t load_cpu_ns(void); /* the process's CPU time */
 void load_sleep_until(uint64_t t);
 /* Context on device dev, a stream, the kernel and cuGetProcAddress's cuLaunchKernel. 0 or -1. */
 int load_setup(struct load* g, int dev, const char* kernel);
@@ -32,5 +33,14 @@ int load_cost(struct load* g, unsigned n);
 int load_qbench(struct load* g, unsigned n);
 /* "probe:N:THINK_US": prints the launch-to-start waits' percentiles. 0 or 1. */
 int load_probe(struct load* g, const char* phase);
+/* compute_streams.c: "overlap:N" (two streams; prints wall time and the short launches' longest
+ * call). 0 or 1. */
+int load_overlap(struct load* g, const char* phase);
+/* "tp:SECONDS": steps of a two-GPU job (KERNEL on devices 0 and 1 at once, both waited for) until
+ * `until`: "tp steps=N seconds=S rc=R". 0 or 1. */
+int load_tp(struct load* g, const char* kernel, uint64_t until);
+/* A capture begun on a new scratch stream with one launch in it, left open; closed again. */
+CUresult load_capture_open(CUstream* scratch);
+void load_capture_close(CUstream scratch);
 
 #endif /* GPUFRAC_TESTS_COMPUTE_LOAD_H */

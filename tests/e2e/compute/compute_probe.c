@@ -13,6 +13,12 @@ uint64_t load_now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t load_cpu_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 void load_sleep_until(uint64_t t) {
   struct timespec ts = {(time_t)(t / 1000000000ull), (long)(t % 1000000000ull)};
   while (load_now_ns() < t) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);

@@ -6,11 +6,14 @@
 #      cuLaunchCooperativeKernel(MultiDevice), the _ptsz form, cuGraphLaunch, cuGetProcAddress
 #      (also when the driver hands out other addresses than its symbols) and dlsym;
 #   2. launches on a capturing stream are not gated (the process never takes the lease), the
-#      graph's launch is;
+#      graph's launch is; a capture left open on a scratch stream leaves the other streams gated;
 #   3. an unusable arbiter (missing, no arbiter line, a slot that is not there, freed while
 #      running) leaves launches working and unarbitrated, said in one line; no compute line: inert;
-#   4. garbage written into the arbiter while two processes run upsets nothing: both finish;
-#   5. a full state directory refuses the arbiter in one line (root: a tiny tmpfs).
+#   4. garbage written into the lease file while two processes run upsets nothing: both finish;
+#      the lease file truncated under them: no SIGBUS, each says so once and finishes unarbitrated;
+#   5. a full state directory refuses the arbiter in one line (root: a tiny tmpfs);
+#   and alone costs nothing: the driver calls a launch-bound loop makes, counted by the fake driver,
+#   for a whole GPU (none of gpufrac's), a share alone (an event per 64 launches at most) and gated.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/compute_lib.sh"
 e2e_tmp
@@ -65,6 +68,45 @@ assert_not_contains "$("$ATOOL" show "$S/compute/$GPU0")" "key=cap weight=100000
   "the graph's launch is gated: a lease taken"
 wait
 
+# A capture left open on a scratch stream: the process's other streams stay gated (10 +- 3 % beside a
+# 90 % loop; ungated it would take about half).
+sim_gpu
+"$ATOOL" share "$S" capo "$GPU0=$GB:100000:fair:normal"
+"$ATOOL" share "$S" capbusy "$GPU0=$GB:900000:fair:normal"
+GPUFRAC_LIMITS_FILE=$S/capbusy.limits GPUFRAC_FAKE_CUDA_CLIENT=capbusy LD_PRELOAD=$SHIM "$LOAD" async:3 >/dev/null 2>&1 &
+GPUFRAC_LIMITS_FILE=$S/capo.limits GPUFRAC_FAKE_CUDA_CLIENT=capo LD_PRELOAD=$SHIM "$LOAD" capopen:3 >"$E2E_TMP/capo.out" 2>&1 &
+sleep 0.7
+window 2 capo capbusy
+wait
+echo "capture open on a scratch stream: $(tr '\n' ' ' <<<"$OUT")"
+assert_near "$(share_of capo)" 10 3 "a capture open on one stream leaves the others gated"
+assert_contains "$(cat "$E2E_TMP/capo.out")" "phase capopen launches=" "capopen ran"
+assert_not_contains "$(cat "$E2E_TMP/capo.out")" "gpufrac:" "capopen: nothing to say"
+
+# Alone costs nothing: driver calls counted by the fake driver over a launch-bound loop (kernels of no
+# duration). A whole GPU: none but the launches. A share alone on its GPU (solo): about one event
+# record and one query per 128 launches (at most 1 per 64 here). The same share beside an idle
+# high-priority share (gated): one event record per launch.
+sim_gpu
+"$ATOOL" share "$S" whole "$GPU0=$GB:1000000:fair:normal"
+GPUFRAC_LIMITS_FILE=$S/whole.limits LD_PRELOAD=$SHIM run "$LOAD" -k nop async:1
+calls=$(grep '^calls async' <<<"$OUT")
+n=$(sed -n 's/^phase async launches=\([0-9]*\) rc=0$/\1/p' <<<"$OUT")
+assert_eq "${calls% cpu_us=*}" "calls async launch=$n record=0 query=0 sync=1" "a whole GPU: no driver call of gpufrac's"
+assert_eq "$(grep -c '^arbiter' "$S/whole.limits" || true)" 0 "a whole GPU: no arbiter slot"
+"$ATOOL" share "$S" solo "$GPU1=$GB:300000:fair:normal"
+GPUFRAC_LIMITS_FILE=$S/solo.limits LD_PRELOAD=$SHIM run "$LOAD" -d 1 -k nop async:1
+n=$(sed -n 's/^phase async launches=\([0-9]*\) rc=0$/\1/p' <<<"$OUT")
+for k in record query; do
+  got=$(sed -n "s/^calls async .* $k=\([0-9]*\).*/\1/p" <<<"$OUT")
+  echo "solo: $n launches, $got ${k}s"
+  assert_le "$((got * 64))" "$n" "a share alone: ${k}s per 64 launches"
+done
+"$ATOOL" share "$S" idle-high "$GPU1=$GB:100000:fair:high"
+GPUFRAC_LIMITS_FILE=$S/solo.limits LD_PRELOAD=$SHIM run "$LOAD" -d 1 -k nop async:1
+n=$(sed -n 's/^phase async launches=\([0-9]*\) rc=0$/\1/p' <<<"$OUT")
+assert_contains "$OUT" "calls async launch=$n record=$n " "gated beside a high-priority share: an event per launch"
+
 # 3. Unusable arbiters: launches work, unarbitrated, and the shim says why, once.
 "$ATOOL" share "$S" lost "$GPU1=$GB:100000:fair:normal"
 mv "$S/compute/$GPU1" "$S/compute/gone"
@@ -105,27 +147,44 @@ GPUFRAC_LIMITS_FILE=$S/g2.limits LD_PRELOAD=$SHIM "$LOAD" sync:4 >"$E2E_TMP/g2.o
 p2=$!
 A=$S/compute/$GPU0
 for i in $(seq 30); do
-  for f in lease:$RANDOM$RANDOM$RANDOM preempt:$((RANDOM % 600)) high_water:$RANDOM$RANDOM vclock:$RANDOM$RANDOM$RANDOM \
-    lease_ms:$RANDOM inflight_us:$RANDOM idle_us:0 slot.0.weight:0 slot.1.flags:$RANDOM slot.1.vtime:$RANDOM$RANDOM \
-    slot.0.state:$((RANDOM % 4)) slot.7.seen:$RANDOM; do
+  for f in lease:$RANDOM$RANDOM$RANDOM preempt:$((RANDOM % 600)) vclock:$RANDOM$RANDOM$RANDOM busy:$RANDOM \
+    busy_until:$RANDOM$RANDOM$RANDOM slot.1.vtime:$RANDOM$RANDOM slot.0.seen:$RANDOM slot.7.seen:$RANDOM; do
     "$ATOOL" set "$A" "${f%%:*}" "${f#*:}"
   done
   sleep 0.1
 done
-"$ATOOL" set "$A" slot.0.state 2
 timeout 30 tail --pid=$p1 -f /dev/null && timeout 30 tail --pid=$p2 -f /dev/null || fail "a process hung on a garbage arbiter"
 wait $p1 || fail "g1 failed: $(cat "$E2E_TMP/g1.out")"
 wait $p2 || fail "g2 failed: $(cat "$E2E_TMP/g2.out")"
 assert_contains "$(cat "$E2E_TMP/g1.out")" "phase async launches=" "g1 finished"
 assert_contains "$(cat "$E2E_TMP/g2.out")" "phase sync launches=" "g2 finished"
 
+# A lease file cut short under two running processes (a tenant can truncate it: its bind is
+# read-write): no SIGBUS kills them; each says so once and runs unarbitrated to its end.
+sim_gpu
+"$ATOOL" share "$S" t1 "$GPU1=$GB:300000:fair:normal"
+"$ATOOL" share "$S" t2 "$GPU1=$GB:700000:fair:normal"
+GPUFRAC_LIMITS_FILE=$S/t1.limits LD_PRELOAD=$SHIM "$LOAD" -d 1 async:2 >"$E2E_TMP/t1.out" 2>&1 &
+p1=$!
+GPUFRAC_LIMITS_FILE=$S/t2.limits LD_PRELOAD=$SHIM "$LOAD" -d 1 sync:2 >"$E2E_TMP/t2.out" 2>&1 &
+p2=$!
+sleep 0.7
+truncate -s 0 "$S/compute/$GPU1"
+wait $p1 || fail "t1 survives its lease file cut short: $(cat "$E2E_TMP/t1.out")"
+wait $p2 || fail "t2 survives its lease file cut short: $(cat "$E2E_TMP/t2.out")"
+for t in t1 t2; do
+  assert_eq "$(grep -c '^gpufrac:' "$E2E_TMP/$t.out")" 1 "$t: one line"
+  assert_contains "$(cat "$E2E_TMP/$t.out")" "gpufrac: compute arbiter of $GPU1: its lease file was cut short; launches on $GPU1 are not arbitrated" \
+    "$t says why"
+done
+
 # 5. A full state directory: the arbiter is refused in one line, never a file with a hole.
 if [ "$(id -u)" = 0 ] && mkdir -p "$E2E_TMP/tiny" && mount -t tmpfs -o size=64k tmpfs "$E2E_TMP/tiny" 2>/dev/null; then
   e2e_on_exit() { umount "$E2E_TMP/tiny" 2>/dev/null || true; }
   run "$ATOOL" share "$E2E_TMP/tiny" full "$GPU0=$GB:100000:fair:normal"
   assert_eq "$RC" 1 "full tmpfs refused"
-  assert_contains "$OUT" "gpufrac: compute arbiter $E2E_TMP/tiny/compute/$GPU0: cannot allocate 98560 bytes: No space left on device" \
-    "one line naming the arbiter"
+  assert_contains "$OUT" "gpufrac: compute arbiter $E2E_TMP/tiny/compute/$GPU0: cannot allocate 49408 bytes: No space left on device" \
+    "one line naming the arbiter's lease file (its slots file fitted)"
   assert_eq "$(ls -A "$E2E_TMP/tiny/compute")" "" "nothing left behind"
   umount "$E2E_TMP/tiny"
 else

@@ -1,0 +1,74 @@
+#include "limits/host/arbiter_checks.hpp"
+
+#include "core/text.hpp"
+#include "gf_arbiter.h"
+
+namespace gpufrac::limits {
+
+namespace {
+
+constexpr std::uint64_t kMaxChargeNs = 2'000'000'000;  // a charge is at most 2 s (arbiter_abi.h)
+
+std::uint32_t load32(const std::uint32_t* p) {
+  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+std::uint64_t load64(const std::uint64_t* p) {
+  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+
+void check_lease_word(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, const gpufrac_arbiter_params& p,
+                      std::uint64_t now_ns, std::vector<std::string>& out) {
+  const std::uint64_t w = load64(&a.lease);
+  const std::uint32_t holder = gpufrac_lease_holder(w), hw = gf_arbiter_slots_in_use(&s);
+  if (holder > hw) out.push_back(text::cat("the lease names slot ", holder - 1, ", which was never set up"));
+  const auto ahead =
+      static_cast<std::int32_t>(gpufrac_lease_deadline(w) - static_cast<std::uint32_t>(now_ns / 1000000));
+  if (holder != 0 && ahead > static_cast<std::int32_t>(p.lease_ms + p.claim_ms + 1000))
+    out.push_back(text::cat("the lease's deadline is ", ahead, " ms ahead (a holder sets at most ", p.lease_ms, ")"));
+  const std::uint32_t preempt = load32(&a.preempt);
+  if (preempt != 0 && (preempt > hw || !(load32(&s.slots[preempt - 1].flags) & GPUFRAC_ARBITER_HIGH)))
+    out.push_back(text::cat("a preemption request by slot ", preempt - 1, ", which is not high priority"));
+  const std::uint32_t busy = load32(&a.busy);
+  const auto until = static_cast<std::int64_t>(load64(&a.busy_until_ns) - now_ns);
+  if (holder != 0 && busy == gpufrac_lease_epoch(w) + 1 &&
+      until > static_cast<std::int64_t>(p.busy_ms + 1000) * 1000000)
+    out.push_back(text::cat("the holder says it is busy for ", until / 1000000, " ms more (at most ", p.busy_ms, ")"));
+}
+
+void check_charges(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, std::uint64_t now_ns,
+                   std::vector<std::string>& out) {
+  std::uint64_t sum = 0;
+  for (unsigned i = 0, hw = gf_arbiter_slots_in_use(&s); i < hw; i++) {
+    for (const std::uint64_t& b : a.lanes[i].history) {
+      const std::uint64_t ns = load64(&b) & ((1ull << 40) - 1);
+      if (ns > 1'000'000'000 + kMaxChargeNs) {
+        out.push_back(text::cat("slot ", i, " was charged ", ns / 1000000, " ms in one second"));
+        return;
+      }
+    }
+    sum += gf_arbiter_window_ns(&a, i, now_ns);
+  }
+  const std::uint64_t window = GPUFRAC_ARBITER_WINDOW_S * 1'000'000'000ull;
+  if (sum > window + 2 * kMaxChargeNs)
+    out.push_back(
+        text::cat("its slots were charged ", sum / 1000000, " ms in the last ", GPUFRAC_ARBITER_WINDOW_S, " s"));
+}
+
+}  // namespace
+
+std::vector<std::string> lease_file_problems(const gpufrac_arbiter_slots& slots, const gpufrac_arbiter& lease,
+                                             std::uint64_t now_ns) {
+  std::vector<std::string> out;
+  char err[256];
+  if (gf_arbiter_check(&lease, err, sizeof err) != 0) {
+    out.push_back(text::cat("its lease file's header: ", err));
+    return out;
+  }
+  gpufrac_arbiter_params p;
+  gf_arbiter_params(&slots, &p);
+  check_lease_word(slots, lease, p, now_ns, out);
+  check_charges(slots, lease, now_ns, out);
+  return out;
+}
+
+}  // namespace gpufrac::limits
