@@ -54,17 +54,7 @@ LimitDriver::~LimitDriver() {
 }
 
 Result<nvmlDevice_t> LimitDriver::device(const std::string& gpu_uuid) const {
-  const auto& fn = lib_->fn();
-  unsigned int count = 0;
-  if (auto r = lib_->check(fn.nvmlDeviceGetCount_v2(&count), "nvmlDeviceGetCount_v2"); !r)
-    return std::unexpected(r.error());
-  for (unsigned int i = 0; i < count; ++i) {
-    nvmlDevice_t dev = nullptr;
-    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-    if (fn.nvmlDeviceGetHandleByIndex_v2(i, &dev) != NVML_SUCCESS) continue;
-    if (fn.nvmlDeviceGetUUID(dev, uuid, sizeof uuid) == NVML_SUCCESS && gpu_uuid == uuid) return dev;
-  }
-  return internal_error(gpu_uuid + ": the driver lists no such GPU; run gpufrac info --refresh");
+  return lib_->device_by_uuid(gpu_uuid);
 }
 
 Result<bool> LimitDriver::call_set(nvmlDevice_t dev, const std::string& gpu_uuid, const DriverLimit& l,

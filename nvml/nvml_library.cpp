@@ -96,6 +96,18 @@ Result<> Library::init() const {
                                   ", or ", kMachineHint));
 }
 
+Result<nvmlDevice_t> Library::device_by_uuid(const std::string& gpu_uuid) const {
+  unsigned int count = 0;
+  if (auto r = check(fn_.nvmlDeviceGetCount_v2(&count), "nvmlDeviceGetCount_v2"); !r) return std::unexpected(r.error());
+  for (unsigned int i = 0; i < count; ++i) {
+    nvmlDevice_t dev = nullptr;
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    if (fn_.nvmlDeviceGetHandleByIndex_v2(i, &dev) != NVML_SUCCESS) continue;
+    if (fn_.nvmlDeviceGetUUID(dev, uuid, sizeof uuid) == NVML_SUCCESS && gpu_uuid == uuid) return dev;
+  }
+  return internal_error(gpu_uuid + ": the driver lists no such GPU; run gpufrac info --refresh");
+}
+
 std::string Library::missing_mig_symbol() const {
   return missing_mig_;
 }

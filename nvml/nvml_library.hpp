@@ -75,6 +75,8 @@ class Library {
   Result<> check(nvmlReturn_t code, std::string_view call) const;
   // nvmlInit_v2, with a one-line error naming the NVML error and what to do.
   Result<> init() const;
+  // The handle of the GPU with this UUID ("GPU-..."), or "<uuid>: the driver lists no such GPU".
+  Result<nvmlDevice_t> device_by_uuid(const std::string& gpu_uuid) const;
   // The first MIG function the library lacks, or "" when it has them all.
   std::string missing_mig_symbol() const;
   // The same for the functions that create and destroy MIG instances.

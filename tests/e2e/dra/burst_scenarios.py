@@ -4,9 +4,7 @@ consumes (which the scheduler counts); the ledger books the request with the lim
 real podman container started by the claim's CDI id sees the limit and the request in its limit
 file. A limit below the consumed memory, or an unknown parameter, refuses the claim in one line and
 books nothing. Prints one FAIL line per failed check; exit 1 when any failed."""
-import json
 import os
-import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -55,30 +53,22 @@ def refused(api, kubelet, parameters, text):
     check(not os.path.exists(s.spec_path(c["uid"])), "no spec for the refused claim")
 
 
+def scenario(api, kubelet):
+    c = burst_claim(api, kubelet)
+    refused(api, kubelet, {"memoryLimit": "2Gi"},
+            "status.allocation.devices.config[0].opaque.parameters.memoryLimit: 2Gi is below the 4Gi the "
+            "claim consumes on gpu-0; use at least that")
+    refused(api, kubelet, {"memoryLimt": "8Gi"},
+            'status.allocation.devices.config[0].opaque.parameters."memoryLimt": "8Gi" is not accepted; use '
+            '{"apiVersion": "gpufrac.io/v1", "kind": "ShareConfig", "computeMode": "sm", "memoryLimit": "30Gi", '
+            '"onLimit": "wait", "onLimitTimeout": 5} (each optional; computeMode fair, strict or sm)')
+    resp = kubelet.unprepare([c])
+    check(all(e.error == "" for e in resp.claims.values()), "unprepare: %s" % resp)
+    check([e for e in s.ledger_entries() if e["source"] == "dra"] == [], "unprepare released the claim")
+
+
 def main():
-    api = harness.ApiServer()
-    plugin = s.Plugin(api)
-    try:
-        check(plugin.wait_registered(), "the plugin registers")
-        kubelet = harness.Kubelet(plugin.registration)
-        kubelet.register()
-        check(s.wait_for(lambda: len(api.slices) >= 1), "slices published")
-        c = burst_claim(api, kubelet)
-        refused(api, kubelet, {"memoryLimit": "2Gi"},
-                "status.allocation.devices.config[0].opaque.parameters.memoryLimit: 2Gi is below the 4Gi the "
-                "claim consumes on gpu-0; use at least that")
-        refused(api, kubelet, {"memoryLimt": "8Gi"},
-                'status.allocation.devices.config[0].opaque.parameters."memoryLimt": "8Gi" is not accepted; use '
-                '{"apiVersion": "gpufrac.io/v1", "kind": "ShareConfig", "computeMode": "sm", "memoryLimit": "30Gi", '
-                '"onLimit": "wait", "onLimitTimeout": 5} (each optional; computeMode fair, strict or sm)')
-        resp = kubelet.unprepare([c])
-        check(all(e.error == "" for e in resp.claims.values()), "unprepare: %s" % resp)
-        check([e for e in s.ledger_entries() if e["source"] == "dra"] == [], "unprepare released the claim")
-    finally:
-        if plugin.proc.poll() is None:
-            plugin.stop(signal.SIGKILL)
-    print("%d check(s) failed" % len(s.failures) if s.failures else "PASS")
-    return 1 if s.failures else 0
+    return s.on_registered_plugin(scenario)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@ device does not fit is refused in one line and books neither (the first device's
 back); unprepare releases both. Prints one FAIL line per failed check; exit 1 when any failed."""
 import json
 import os
-import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -61,26 +60,18 @@ def second_device_refused(api, kubelet):
     return big
 
 
+def scenario(api, kubelet):
+    uuids = gpu_uuids()
+    two = two_devices_booked(api, kubelet, uuids)
+    big = second_device_refused(api, kubelet)
+    resp = kubelet.unprepare([two, big])
+    check(all(e.error == "" for e in resp.claims.values()), "unprepare: %s" % resp)
+    check([e for e in s.ledger_entries() if e["source"] == "dra"] == [], "unprepare released both devices")
+    check(not os.path.exists(s.spec_path(two["uid"])), "the two-device claim's spec is removed")
+
+
 def main():
-    api = harness.ApiServer()
-    plugin = s.Plugin(api)
-    try:
-        check(plugin.wait_registered(), "the plugin registers")
-        kubelet = harness.Kubelet(plugin.registration)
-        kubelet.register()
-        check(s.wait_for(lambda: len(api.slices) >= 1), "slices published")
-        uuids = gpu_uuids()
-        two = two_devices_booked(api, kubelet, uuids)
-        big = second_device_refused(api, kubelet)
-        resp = kubelet.unprepare([two, big])
-        check(all(e.error == "" for e in resp.claims.values()), "unprepare: %s" % resp)
-        check([e for e in s.ledger_entries() if e["source"] == "dra"] == [], "unprepare released both devices")
-        check(not os.path.exists(s.spec_path(two["uid"])), "the two-device claim's spec is removed")
-    finally:
-        if plugin.proc.poll() is None:
-            plugin.stop(signal.SIGKILL)
-    print("%d check(s) failed" % len(s.failures) if s.failures else "PASS")
-    return 1 if s.failures else 0
+    return s.on_registered_plugin(scenario)
 
 
 if __name__ == "__main__":

@@ -94,6 +94,25 @@ def wait_for(predicate, seconds=10):
     return predicate()
 
 
+def on_registered_plugin(body):
+    """Starts gpufrac-dra against a fake API server, registers a kubelet with it, waits for its slices,
+    runs body(api, kubelet), then kills the plugin; prints PASS or how many checks failed and returns
+    the exit status."""
+    api = harness.ApiServer()
+    plugin = Plugin(api)
+    try:
+        check(plugin.wait_registered(), "the plugin registers")
+        kubelet = harness.Kubelet(plugin.registration)
+        kubelet.register()
+        check(wait_for(lambda: len(api.slices) >= 1), "slices published")
+        body(api, kubelet)
+    finally:
+        if plugin.proc.poll() is None:
+            plugin.stop(signal.SIGKILL)
+    print("%d check(s) failed" % len(failures) if failures else "PASS")
+    return 1 if failures else 0
+
+
 def registration_and_slices(api, plugin):
     check(plugin.wait_registered(), "the plugin creates its registration socket")
     kubelet = harness.Kubelet(plugin.registration)

@@ -7,11 +7,9 @@ or with an unknown key, refuses the claim in one line and books nothing; unprepa
 Prints one FAIL line per failed check; exit 1 when any failed."""
 import json
 import os
-import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-import harness  # noqa: E402
 import scenarios as s  # noqa: E402
 import scheduler  # noqa: E402
 
@@ -55,29 +53,21 @@ def refused(api, kubelet, requests, config, want):
     check(not os.path.exists(s.spec_path(c["uid"])), "no spec for a refused claim")
 
 
+def scenario(api, kubelet):
+    c = sm_claim_prepared(api, kubelet)
+    refused(api, kubelet, {"memory": "4Gi"}, [SM],
+            ".opaque.parameters.computeMode: sm on gpu-0 needs a compute request, the percent of the GPU's SMs")
+    odd = {"driver": "gpufrac.io", "parameters": {"computeMode": "sm", "smPercent": 30}}
+    refused(api, kubelet, {"memory": "4Gi", "compute": "20"}, [odd],
+            'status.allocation.devices.config[0].opaque.parameters."smPercent": "30" is not accepted')
+    resp = kubelet.unprepare([c])
+    check(all(e.error == "" for e in resp.claims.values()), "unprepare: %s" % resp)
+    check([e for e in ledger()["entries"] if e["source"] == "dra"] == [], "unprepare released the SM share")
+    check(len(ledger()["mps"]) == 1, "the GPU stays in MPS mode until gc stops its idle daemon")
+
+
 def main():
-    api = harness.ApiServer()
-    plugin = s.Plugin(api)
-    try:
-        check(plugin.wait_registered(), "the plugin registers")
-        kubelet = harness.Kubelet(plugin.registration)
-        kubelet.register()
-        check(s.wait_for(lambda: len(api.slices) >= 1), "slices published")
-        c = sm_claim_prepared(api, kubelet)
-        refused(api, kubelet, {"memory": "4Gi"}, [SM],
-                ".opaque.parameters.computeMode: sm on gpu-0 needs a compute request, the percent of the GPU's SMs")
-        odd = {"driver": "gpufrac.io", "parameters": {"computeMode": "sm", "smPercent": 30}}
-        refused(api, kubelet, {"memory": "4Gi", "compute": "20"}, [odd],
-                'status.allocation.devices.config[0].opaque.parameters."smPercent": "30" is not accepted')
-        resp = kubelet.unprepare([c])
-        check(all(e.error == "" for e in resp.claims.values()), "unprepare: %s" % resp)
-        check([e for e in ledger()["entries"] if e["source"] == "dra"] == [], "unprepare released the SM share")
-        check(len(ledger()["mps"]) == 1, "the GPU stays in MPS mode until gc stops its idle daemon")
-    finally:
-        if plugin.proc.poll() is None:
-            plugin.stop(signal.SIGKILL)
-    print("%d check(s) failed" % len(s.failures) if s.failures else "PASS")
-    return 1 if s.failures else 0
+    return s.on_registered_plugin(scenario)
 
 
 if __name__ == "__main__":
