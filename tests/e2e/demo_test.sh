@@ -1,9 +1,10 @@
 #!/bin/bash
 # The README's demo story (scripts/demo-story.sh) runs to the end on this node and tells it: the
 # node, the CDI spec, four 0.25 containers, the fifth refused, the CUDA program stopped at its limit,
-# status with live usage, and a clean node afterwards. nvidia-smi in the container, from the driver
-# gpufrac mounts, shows the share as the total. Then two busy containers with compute 30 and 70 on the
-# simulated GPU: status's ACHIEVED (10 s) is 30 and 70 within 3 points.
+# status with live usage, a burst and its reclaim in status (step 8), and a clean node afterwards.
+# nvidia-smi in the container, from the driver gpufrac mounts, shows the share as the total. Then
+# (step 9) two busy containers with compute 30 and 70 on the simulated GPU: status's ACHIEVED (10 s)
+# is 30 and 70 within 3 points.
 source "$(dirname "$0")/lib.sh"
 need_root
 need_cmd runc
