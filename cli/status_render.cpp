@@ -78,9 +78,9 @@ bool any_compute(const StatusReport& r) {
   return std::any_of(r.unknown.begin(), r.unknown.end(), has);
 }
 
-// Time booked as the table shows it: whole percents, one decimal where a default share (its memory
-// share of the time) is not whole ("11.6 %", where format_compute's exact text is "11.6415 %").
-std::string booked_percent(std::uint64_t ppm) {
+// A share of the GPU's time as the table shows it, booked or achieved: whole percents, one decimal
+// where it is not whole ("11.6 %", where format_compute's exact text is "11.6415 %"); JSON keeps ppm.
+std::string percent_text(std::uint64_t ppm) {
   const std::uint64_t tenths = (ppm + 500) / 1000;
   return tenths % 10 == 0 ? text::cat(tenths / 10, " %") : text::cat(tenths / 10, ".", tenths % 10, " %");
 }
@@ -88,7 +88,7 @@ std::string booked_percent(std::uint64_t ppm) {
 // "30 %", "30 % strict", "30 % strict high"; "-" without a compute share.
 std::string compute_text(const LedgerEntry& e) {
   if (e.compute_ppm == 0) return "-";
-  std::string out = booked_percent(e.compute_ppm);
+  std::string out = percent_text(e.compute_ppm);
   if (e.compute_mode != ComputeMode::fair) out += text::cat(" ", to_string(e.compute_mode));
   if (e.priority != ComputePriority::normal) out += text::cat(" ", to_string(e.priority));
   return out;
@@ -153,7 +153,7 @@ bool any_sm(const StatusReport& r) {
 // What a GPU's COMPUTE cell says: its time booked, or in MPS mode its SMs ("sm 100 %").
 std::string booked_text(const DeviceStatus& d) {
   if (d.mig || d.mig_mode) return "-";
-  return d.sm_mode ? "sm " + booked_percent(d.compute_booked) : booked_percent(d.compute_booked);
+  return d.sm_mode ? "sm " + percent_text(d.compute_booked) : percent_text(d.compute_booked);
 }
 
 std::string render_devices(const StatusReport& r, const StatusStyle& st, const Letters& letters) {
@@ -218,7 +218,7 @@ std::string per_gpu(const ShareRow& r, F cell) {
 // The share's compute columns: booked (with a mode or priority other than fair, normal) and what it
 // achieved over the last 10 s ("-" while nothing knows).
 std::vector<std::string> compute_cells(const ShareStatus& s) {
-  return {compute_text(s.entry), s.compute_achieved_ppm ? format_compute(*s.compute_achieved_ppm) : "-"};
+  return {compute_text(s.entry), s.compute_achieved_ppm ? percent_text(*s.compute_achieved_ppm) : "-"};
 }
 
 // Whether a row's share has a burst limit above what it books (a LIMIT column then).
