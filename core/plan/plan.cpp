@@ -78,7 +78,7 @@ std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, con
   std::vector<EditMount> out;
   for (const auto& g : grants) {
     if (!is_time_share(g.compute_ppm, g.compute_mode)) continue;  // an SM share has no arbiter
-    if (g.compute_ppm >= GPUFRAC_ARBITER_WHOLE) continue;           // a whole GPU: not arbitrated
+    if (g.compute_ppm >= GPUFRAC_ARBITER_WHOLE) continue;         // a whole GPU: not arbitrated
     const std::string host = compute_arbiter_path(cfg, g.device_uuid);
     const std::string inside = std::string(GPUFRAC_CONTAINER_COMPUTE) + "/" + g.device_uuid;
     EditMount lease{host, inside, "bind", {"nosuid", "nodev", "noexec", "bind"}};

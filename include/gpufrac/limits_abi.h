@@ -147,8 +147,8 @@ struct gpufrac_slot {
    * launches unarbitrated because the GPU's arbiter kept it waiting past its bound (arbiter_abi.h
    * "Bound"); in the container's own region, so a tenant tampering with the shared arbiter cannot
    * erase it. `gpufrac status` flags the GPU. Cleared with used[] when the slot is reclaimed. */
-  uint32_t compute_bypassed;   /* atomic */
-  uint32_t compute_bypassed_s; /* atomic: CLOCK_REALTIME seconds (mod 2^32) of the latest report */
+  uint32_t compute_bypassed;          /* atomic */
+  uint32_t compute_bypassed_s;        /* atomic: CLOCK_REALTIME seconds (mod 2^32) of the latest report */
   uint64_t used[GPUFRAC_MAX_DEVICES]; /* atomic; bytes this process holds on each device */
   uint64_t pad_to_cache_line[6];      /* 192 bytes: slots never share a cache line */
 };

@@ -80,7 +80,8 @@ TEST(LedgerBurst, OlderVersionsAndBadValuesAreRefused) {
             "ledger.json: entries[0].limit: is set only on a share of a GPU");
   std::string v8 = ledger_to_json(LedgerState{{bursting()}});
   v8.replace(v8.find("\"version\":6"), 11, "\"version\":8");
-  EXPECT_EQ(load_error(v8), "ledger.json: ledger version \"8\" is not 1 to 7; it was written by another gpufrac version");
+  EXPECT_EQ(load_error(v8),
+            "ledger.json: ledger version \"8\" is not 1 to 7; it was written by another gpufrac version");
 }
 
 TEST(LedgerBurst, TheGrantOfAnEntryCarriesItsLimit) {
