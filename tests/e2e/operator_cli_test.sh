@@ -124,7 +124,9 @@ assert_eq "$RC" 0 "cdi generate: $OUT"
 assert_not_contains "$OUT" "nvidia-smi" "no nvidia-smi advice on a simulated node"
 assert_contains "$OUT" "gpufrac: warning: 30 MIG devices left out: their instances have no capability device nodes in $E2E_TMP/root/proc/driver/nvidia-caps/mig-minors; gpufrac simulate init-root --machine $MACHINES/dgx-8gpu-mixed.yaml --root $E2E_TMP/root writes it for this machine" "one line for the MIG devices"
 assert_contains "$OUT" "gpufrac: warning: host-root $E2E_TMP/root lacks 2 device nodes the spec names (/dev/nvidia2, /dev/nvidia3); gpufrac simulate init-root --machine $MACHINES/dgx-8gpu-mixed.yaml --root $E2E_TMP/root makes them" "the missing nodes"
-assert_eq "$(grep -c 'warning' <<<"$OUT")" 4 "four warnings (hook and shim paths, MIG devices, nodes): $OUT"
+# Besides these two, only the hook's and the shim's paths may be warned of: they exist where the
+# package is installed (the e2e-installed stage) and not in a build tree with the package's layout.
+assert_eq "$(grep 'warning' <<<"$OUT" | grep -vc '(hook\.path)\|(shim\.path)')" 2 "two warnings besides the hook's and the shim's paths: $OUT"
 
 echo "== hints that point the right way"
 run init_root dgx-8gpu-mixed.yaml
