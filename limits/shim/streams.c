@@ -143,6 +143,17 @@ int gf_stream_room(struct gf_stream* s, uint64_t budget_ns, int solo) {
   return __atomic_load_n(&s->seq, __ATOMIC_RELAXED) - __atomic_load_n(&s->done, __ATOMIC_ACQUIRE) < bound;
 }
 
+/* Waits for the mark ev at head (taken under the lock) and retires it if no one did meanwhile. The
+ * event is not reused while head has not moved past it (marks stop short of a full ring). */
+static void sync_and_retire(struct gf_stream* s, CUevent ev, unsigned head) {
+  event_fn sync = (event_fn)gf_cuda(GF_cuEventSynchronize);
+  if (sync != NULL) sync(ev);
+  uint64_t now = gf_now_ns();
+  pthread_mutex_lock(&s->mu);
+  if (s->head == head) retire(s, now, 1);
+  pthread_mutex_unlock(&s->mu);
+}
+
 void gf_stream_launched(struct gf_stream* s, CUstream stream, int ptsz, uint64_t budget_ns, int solo) {
   uint64_t seq = __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
   if (GF_LIKELY(seq - __atomic_load_n(&s->marked, __ATOMIC_ACQUIRE) < stride_of(s, budget_ns, solo))) return;
@@ -160,13 +171,7 @@ void gf_stream_wait_oldest(struct gf_stream* s, CUstream stream, int ptsz) {
   if (ev == NULL) __atomic_store_n(&s->done, __atomic_load_n(&s->seq, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
   pthread_mutex_unlock(&s->mu);
   if (ev == NULL) return;
-  /* Not reused while head has not moved past it (marks stop short of a full ring). */
-  event_fn sync = (event_fn)gf_cuda(GF_cuEventSynchronize);
-  if (sync != NULL) sync(ev);
-  uint64_t now = gf_now_ns();
-  pthread_mutex_lock(&s->mu);
-  if (s->head == head) retire(s, now, 1);
-  pthread_mutex_unlock(&s->mu);
+  sync_and_retire(s, ev, head);
 }
 
 void gf_streams_drain(struct gf_streams* t, void (*tick)(void*), void* arg) {
@@ -181,12 +186,7 @@ void gf_streams_drain(struct gf_streams* t, void (*tick)(void*), void* arg) {
       pthread_mutex_unlock(&s->mu);
       if (ev == NULL) break;
       tick(arg);
-      event_fn sync = (event_fn)gf_cuda(GF_cuEventSynchronize);
-      if (sync != NULL) sync(ev);
-      uint64_t now = gf_now_ns();
-      pthread_mutex_lock(&s->mu);
-      if (s->head == head) retire(s, now, 1);
-      pthread_mutex_unlock(&s->mu);
+      sync_and_retire(s, ev, head);
     }
   }
 }
