@@ -25,3 +25,19 @@ dra_scenarios() {
   export E2E_TMP BIN_DIR CUDA_CHECK GPUFRAC_CONFIG
   "$PYTHON" "$(dirname "${BASH_SOURCE[0]}")/$1" || E2E_FAILURES=$((E2E_FAILURES + 1))
 }
+
+# The plain DRA run on a simulated node: a podman test named <name> over machine <machine.yaml>,
+# the harness needed, this run's processes and specs removed on exit, a CUDA rootfs for the claims'
+# containers, then tests/e2e/dra/<scenarios.py>.
+dra_podman_run() {
+  e2e_podman_test "$1"
+  dra_need_harness
+  e2e_on_exit() {
+    e2e_kill_tmp_processes
+    dra_remove_specs
+  }
+  e2e_gpu_config "$2"
+  mkdir -p "$E2E_TMP/hooks.d"
+  make_cuda_rootfs "$E2E_TMP/rootfs"
+  dra_scenarios "$3"
+}
