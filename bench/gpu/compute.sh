@@ -20,23 +20,8 @@
 # Usage: bench/gpu/compute.sh [build-dir] [OUT_DIR]    OUT_DIR: $OUT, else a temporary directory.
 # Environment: PYTHON (default python3), GPUFRAC_BENCH_WINDOW (seconds, default 10).
 set -euo pipefail
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=$(realpath "${1:-$SRC/build}")
-BIN=$BUILD/bin
-WORK=${2:-${OUT:-}}
-[ -n "$WORK" ] || WORK=$(mktemp -d /tmp/gpufrac-compute.XXXXXX)
-mkdir -p "$WORK"
-WORK=$(cd "$WORK" && pwd)
-PYTHON=$(command -v "${PYTHON:-python3}" || true)
-WINDOW=${GPUFRAC_BENCH_WINDOW:-10}
-die() { echo "gpufrac bench/gpu/compute: $*" >&2; exit 2; }
-[ "$(id -u)" = 0 ] || die "run as root (runc)"
-for tool in runc jq nvidia-smi; do command -v "$tool" >/dev/null || die "$tool is not installed"; done
-for f in gpufrac gpufrac-hook gpufrac-runtime libgpufrac-limits.so; do
-  [ -e "$BIN/$f" ] || die "$BIN/$f is missing; build the tree first (cmake --build $BUILD)"
-done
-[ -n "$PYTHON" ] && "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null ||
-  die "PyTorch with CUDA is not available here; accepted: a GPU machine with a CUDA build of PyTorch"
+source "$(dirname "$0")/torch_common.sh"
+torch_bench_setup compute "runc" "$@"
 IDS=()
 cleanup() { local id; for id in "${IDS[@]}"; do runc delete -f "$id" >/dev/null 2>&1 || true; done; }
 trap cleanup EXIT
