@@ -95,6 +95,11 @@ int fake_cost_config(void);
 /* Busy-spins the calling thread for the cost of one call of that kind, and counts it. */
 void fake_cost(enum fake_cost_kind kind);
 
+/* launch.c: CUDA_LAUNCH_BLOCKING (cuInit): "1", every launch returns once its kernel has run; "0" or
+ * unset, launches are asynchronous; anything else: 0 after one line, else -1. */
+int fake_launch_blocking_config(void);
+extern int fake_launch_blocking;
+
 /* streams.c: streams in stream order, each with a bounded queue of pending work. Every value is a
  * virtual time of the stream's device context. */
 #define FAKE_STREAM_QUEUE 1024 /* launches pending on one stream before a launch blocks */
@@ -116,7 +121,8 @@ enum { FAKE_STREAM_LEGACY, FAKE_STREAM_BLOCKING, FAKE_STREAM_NON_BLOCKING };
  * thread's own; CU_STREAM_LEGACY and CU_STREAM_PER_THREAD name those. */
 CUresult fake_stream_of(CUstream s, int per_thread, struct fake_stream** out);
 /* Queues duration ns of work (nodes kernels, width percent of the SMs) on the stream, or appends
- * it to the graph it captures; blocks while FAKE_STREAM_QUEUE launches are pending on it. */
+ * it to the graph it captures; blocks while FAKE_STREAM_QUEUE launches are pending on it, and with
+ * CUDA_LAUNCH_BLOCKING=1 until the work has run. */
 CUresult fake_stream_enqueue(struct fake_stream* s, uint64_t duration, unsigned width, unsigned nodes);
 /* The point work queued on the stream now would wait for: its tail, and for the legacy stream
  * the other blocking streams' work, for a blocking stream the legacy stream's (CUDA's rules). */

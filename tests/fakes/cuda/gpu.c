@@ -42,7 +42,7 @@ int fake_gpu_config(void) {
             FAKE_GPU_TIMESLICE_ENV, ts);
     return -1;
   }
-  return fake_cost_config();
+  return fake_cost_config() != 0 ? -1 : fake_launch_blocking_config();
 }
 
 /* Opens (or creates, fully allocated) the file named by the environment; *fd stays open: this

@@ -3,7 +3,9 @@
  * for N of that unit, any other name takes no time; a _w<P> suffix (1 to 100) is its width, the
  * percent of the GPU's SMs it needs (100 without one; it matters to MPS clients, fake_gpu.h).
  * Every launch form (plain, Ex, cooperative, cooperative on several devices, and their _ptsz
- * variants) queues the kernel on its stream. */
+ * variants) queues the kernel on its stream; with CUDA_LAUNCH_BLOCKING=1 it returns only once the
+ * kernel has run, as NVIDIA's driver does (the GPU time is then spent inside the call). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +31,18 @@ struct fake_module {
   char names[FAKE_MODULE_FUNCTIONS][64];
   struct fake_function functions[FAKE_MODULE_FUNCTIONS];
 };
+
+#define BLOCKING_ENV "CUDA_LAUNCH_BLOCKING"
+int fake_launch_blocking;
+
+int fake_launch_blocking_config(void) {
+  const char* v = getenv(BLOCKING_ENV);
+  if (v == NULL || v[0] == '\0' || strcmp(v, "0") == 0) return fake_launch_blocking = 0, 0;
+  if (strcmp(v, "1") == 0) return fake_launch_blocking = 1, 0;
+  fprintf(stderr, "fake libcuda: %s: bad value \"%s\"; accepted: 1 (launches return when their kernel ran) or 0\n",
+          BLOCKING_ENV, v);
+  return -1;
+}
 
 static CUresult load(CUmodule* module) {
   CUdevice dev;

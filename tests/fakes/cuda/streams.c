@@ -4,7 +4,8 @@
  * completes, as a real driver blocks when its queue is full. The legacy stream (NULL) is one per
  * device and process and synchronises with the blocking streams (created with flags 0, and the
  * per-thread default streams): its work waits for theirs, and theirs for its.
- * CU_STREAM_NON_BLOCKING streams wait only for themselves. */
+ * CU_STREAM_NON_BLOCKING streams wait only for themselves. With CUDA_LAUNCH_BLOCKING=1 a launch
+ * returns only once its work has run (launch.c). */
 #include <stdlib.h>
 
 #include "fake_cuda.h"
@@ -108,6 +109,12 @@ CUresult fake_stream_enqueue(struct fake_stream* s, uint64_t duration, unsigned 
   raise_to(&g_dev_tail[s->dev], cv);
   if (s->kind == FAKE_STREAM_BLOCKING) raise_to(&g_dev_blocking[s->dev], cv);
   pthread_mutex_unlock(&s->mu);
+  if (fake_launch_blocking) { /* the launch returns once its kernel ran (the call's own duration) */
+    fake_gpu_wait(s->dev, cv);
+    pthread_mutex_lock(&s->mu);
+    drop_completed(s, cv);
+    pthread_mutex_unlock(&s->mu);
+  }
   return CUDA_SUCCESS;
 }
 
