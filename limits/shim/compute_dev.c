@@ -5,6 +5,7 @@
  * container's usage region). */
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -113,12 +114,20 @@ static void said_shrunk(struct gf_compute_dev* d) {
               uuid, uuid);
 }
 
+/* NVIDIA's driver runs every launch's kernel inside the call when CUDA_LAUNCH_BLOCKING is 1 (read at
+ * cuInit, which came before this process's first launch). */
+static int launch_blocking(void) {
+  const char* v = getenv("CUDA_LAUNCH_BLOCKING");
+  return v != NULL && strcmp(v, "1") == 0;
+}
+
 static int setup(unsigned idx) {
   struct gf_compute_dev* d = &g_dev[idx];
   pthread_mutex_lock(&g_setup_mu);
   int st = __atomic_load_n(&d->state, __ATOMIC_ACQUIRE);
   if (st == GF_DEV_UNSET) {
     d->index = idx;
+    d->blocking = launch_blocking();
     st = open_arbiter(d, &gf_g.cfg.devices[idx]) == 0 ? GF_DEV_GATED : GF_DEV_PASS;
     if (st == GF_DEV_GATED) install_sigbus();
     __atomic_store_n(&d->state, st, __ATOMIC_RELEASE);

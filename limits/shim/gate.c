@@ -6,9 +6,13 @@
  * arbiter hands it the lease again. */
 #include <time.h>
 
+#include "gf_call.h"
 #include "gf_compute.h"
 
 #define GF_TOUCH_NS 100000 /* active_ns is stored at most this often (idle_us is 2 ms) */
+
+/* When this thread's gated launch was admitted (the call's start; coarse when solo). */
+static __thread uint64_t t_from __attribute__((tls_model("initial-exec")));
 
 static uint64_t budget_ns(const struct gf_compute_dev* d, int solo) {
   return solo ? (uint64_t)d->lease.p.lease_ms * 1000000u : (uint64_t)d->lease.p.inflight_us * 1000u;
@@ -45,13 +49,14 @@ static void touch(struct gf_compute_dev* d, struct gf_stream* s, int solo, uint6
 }
 
 /* The holder waits for its own GPU work: busy (counted, several threads may wait), announcing what
- * its launches in flight still take. The last to stop charges the work that outlived a lease taken
- * over meanwhile (debt). */
-static void wait_begin(struct gf_compute_dev* d) {
+ * its launches in flight still take, and a call that runs its work inside it (call_ns, GF_NO_CALL
+ * for none) what it should take (gf_call_expect_ns). The last to stop charges the work that outlived
+ * a lease taken over meanwhile (debt). */
+static void wait_begin(struct gf_compute_dev* d, uint64_t call_ns) {
   if (__atomic_fetch_add(&d->waiting, 1, __ATOMIC_SEQ_CST) != 0) return;
   struct gf_lease* l = &d->lease;
-  uint64_t cap = (uint64_t)l->p.busy_ms * 1000000u, expect = gf_streams_pending_ns(&d->streams, cap);
-  if (expect > cap) expect = cap; /* a launch not measured yet may be long: the most */
+  uint64_t cap = (uint64_t)l->p.busy_ms * 1000000u; /* a launch not measured yet may be long: the most */
+  uint64_t expect = gf_call_expect_ns(l, gf_streams_pending_ns(&d->streams, cap), call_ns);
   d->wait_from = gf_now_ns();
   d->wait_held = gf_lease_busy(l, 1, expect) != 0;
 }
@@ -69,7 +74,7 @@ static void extend(void* arg) {
 /* gf_lease_end's drain: every marked launch in flight completes; the lease stays held meanwhile. */
 static void drain(void* arg) {
   struct gf_compute_dev* d = arg;
-  wait_begin(d);
+  wait_begin(d, GF_NO_CALL);
   gf_streams_drain(&d->streams, extend, d);
   wait_end(d);
 }
@@ -85,7 +90,7 @@ static int gate_step(struct gf_compute_dev* d, struct gf_stream* s, CUstream str
     return 1;
   }
   if (st == GF_LEASE_HOLD) {
-    wait_begin(d);
+    wait_begin(d, GF_NO_CALL);
     gf_stream_wait_oldest(s, stream, ptsz);
     wait_end(d);
   } else if (st == GF_LEASE_END) {
@@ -140,22 +145,37 @@ struct gf_gate gf_gate_enter(CUstream stream, int ptsz) {
   g.s = gf_stream_of(&g.d->streams, stream, ptsz);
   if (GF_LIKELY(gf_lease_admits(&g.d->lease, now) && gf_stream_room(g.s, budget_ns(g.d, solo), solo))) {
     touch(g.d, g.s, solo, now);
-    return g;
+  } else {
+    if (!gate_slow(g.d, g.s, stream, ptsz)) return (struct gf_gate){NULL, NULL};
+    now = gf_now_ns(); /* after the wait */
   }
-  if (!gate_slow(g.d, g.s, stream, ptsz)) return (struct gf_gate){NULL, NULL};
+  t_from = now;
+  if (GF_UNLIKELY(g.d->blocking)) { /* the kernel runs inside the call: a wait for its own work */
+    wait_begin(g.d, __atomic_load_n(&g.s->call_ns, __ATOMIC_RELAXED));
+    t_from = gf_now_ns();
+  }
   return g;
 }
 
 void gf_gate_exit(struct gf_gate g, CUresult rc, CUstream stream, int ptsz) {
-  if (g.s == NULL || rc != CUDA_SUCCESS) return;
+  if (g.s == NULL) return;
   int solo = __atomic_load_n(&g.d->lease.solo, __ATOMIC_RELAXED);
-  gf_stream_launched(g.s, stream, ptsz, budget_ns(g.d, solo), solo);
+  uint64_t now = 0;                 /* solo: no clock read here (nobody waits on a solo holder's calls) */
+  if (GF_UNLIKELY(g.d->blocking)) { /* the kernel ran inside the call: its duration, busy ends */
+    now = gf_now_ns();
+    if (rc == CUDA_SUCCESS) gf_stream_called(g.s, now - t_from);
+    wait_end(g.d);
+  } else if (!solo && rc == CUDA_SUCCESS) {
+    gf_call_returned(&g.d->lease, t_from, now = gf_now_ns());
+  }
+  if (rc != CUDA_SUCCESS) return;
+  gf_stream_launched(g.s, stream, ptsz, budget_ns(g.d, solo), solo, now);
 }
 
 struct gf_compute_dev* gf_sync_begin(void) {
   struct gf_compute_dev* d = gf_compute_device();
   if (d == NULL || __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != GF_DEV_GATED) return NULL;
-  wait_begin(d);
+  wait_begin(d, GF_NO_CALL);
   return d;
 }
 

@@ -43,6 +43,7 @@ struct gf_stream {
   uint64_t bound_d[2]; /* atomic: the launch_ns (| 1 << 63) bound[] was computed for, gated and solo */
   unsigned bound[2];   /* atomic: K, gated and solo */
   uint64_t last_done;  /* when the last mark waited for completed; 0 after a retirement by query */
+  uint64_t call_ns;    /* atomic: a launch call's duration as measured (moving average), when blocking */
   CUevent ev[GF_MARKS];
   uint64_t at_seq[GF_MARKS]; /* each mark's seq */
   uint64_t at_ns[GF_MARKS];  /* when each was recorded */
@@ -56,8 +57,12 @@ struct gf_stream* gf_stream_of(struct gf_streams* t, CUstream stream, int ptsz);
  * K). budget_ns: the work in flight allowed (inflight_us gated, a lease solo). */
 int gf_stream_room(struct gf_stream* s, uint64_t budget_ns, int solo);
 /* After the driver took a launch on stream (the _ptsz form's when ptsz): counts it; records a mark
- * when the stride says (gated: every launch). An event that cannot be recorded leaves it unmarked. */
-void gf_stream_launched(struct gf_stream* s, CUstream stream, int ptsz, uint64_t budget_ns, int solo);
+ * when the stride says (gated: every launch) at now_ns (0: read then). An event that cannot be
+ * recorded leaves it unmarked. */
+void gf_stream_launched(struct gf_stream* s, CUstream stream, int ptsz, uint64_t budget_ns, int solo, uint64_t now_ns);
+/* A launch call on s that ran its kernel inside it (CUDA_LAUNCH_BLOCKING=1) took call_ns: the
+ * stream's measured call duration (call_ns below) follows it. */
+void gf_stream_called(struct gf_stream* s, uint64_t call_ns);
 /* Waits for the oldest mark of s (measuring the launches' duration) and retires it; launches left
  * unmarked are marked on stream first. */
 void gf_stream_wait_oldest(struct gf_stream* s, CUstream stream, int ptsz);
@@ -98,6 +103,7 @@ struct gf_compute_dev {
   uint64_t wait_from;  /* when the first waiter began */
   int wait_held;       /* and whether the process held the lease then */
   int probation;       /* under mu: gated again after a bypass, and no lease of its own ended since */
+  int blocking;        /* CUDA_LAUNCH_BLOCKING=1 at setup: every launch runs its kernel inside the call */
   int shrunk;          /* atomic: 1 the lease file was cut short under the mapping (SIGBUS), 2 said so */
   int logged, logged_bypass;
 };
@@ -111,13 +117,17 @@ void gf_compute_disable(struct gf_compute_dev* d);
 
 /* Before a launch on stream: waits until this process may launch on the calling thread's device.
  * Returns what to pass to gf_gate_exit; s is NULL when the launch is not gated (a device without a
- * compute share, an unusable arbiter, a capturing stream, a bypass). */
+ * compute share, an unusable arbiter, a capturing stream, a bypass). A launch that runs its kernel
+ * inside the call (CUDA_LAUNCH_BLOCKING=1) is a wait for the holder's own work: busy from here to
+ * gf_gate_exit, announcing the call's measured duration, and its time past a takeover is debt. */
 struct gf_gate {
   struct gf_compute_dev* d;
   struct gf_stream* s;
 };
 struct gf_gate gf_gate_enter(CUstream stream, int ptsz);
-/* After the launch: counts it in flight when the driver took it. */
+/* After the launch: counts it in flight when the driver took it. A gated launch call that lasted past
+ * idle_us (its GPU work hidden inside it: a full queue) charges its time as debt when the lease was
+ * taken over meanwhile. */
 void gf_gate_exit(struct gf_gate g, CUresult rc, CUstream stream, int ptsz);
 /* Around a synchronise call: the holder waits for its own work, it is not idle; its work past a
  * lease lost meanwhile is its debt. After it, what completed: the stream's, everything, or unknown. */

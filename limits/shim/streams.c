@@ -154,12 +154,18 @@ static void sync_and_retire(struct gf_stream* s, CUevent ev, unsigned head) {
   pthread_mutex_unlock(&s->mu);
 }
 
-void gf_stream_launched(struct gf_stream* s, CUstream stream, int ptsz, uint64_t budget_ns, int solo) {
+void gf_stream_launched(struct gf_stream* s, CUstream stream, int ptsz, uint64_t budget_ns, int solo, uint64_t now_ns) {
   uint64_t seq = __atomic_add_fetch(&s->seq, 1, __ATOMIC_ACQ_REL);
   if (GF_LIKELY(seq - __atomic_load_n(&s->marked, __ATOMIC_ACQUIRE) < stride_of(s, budget_ns, solo))) return;
   pthread_mutex_lock(&s->mu);
-  mark(s, stream, ptsz, gf_now_ns());
+  mark(s, stream, ptsz, now_ns != 0 ? now_ns : gf_now_ns());
   pthread_mutex_unlock(&s->mu);
+}
+
+void gf_stream_called(struct gf_stream* s, uint64_t call_ns) {
+  uint64_t old = __atomic_load_n(&s->call_ns, __ATOMIC_RELAXED); /* racing threads: one of them wins */
+  if (call_ns == 0) call_ns = 1;                                 /* 0 is "not measured" */
+  __atomic_store_n(&s->call_ns, old == 0 ? call_ns : (3 * old + call_ns) / 4, __ATOMIC_RELAXED);
 }
 
 void gf_stream_wait_oldest(struct gf_stream* s, CUstream stream, int ptsz) {
