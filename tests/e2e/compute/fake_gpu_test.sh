@@ -10,7 +10,8 @@
 #   4. a loop that waits for each kernel beside an asynchronous one gets one kernel per timeslice
 #      of the other (500 us / (500 us + 2 ms) = 20 %), the issue compute shares address;
 #   5. driver calls cost CPU time, counted: each launch, record, query and synchronise spins its
-#      cost (defaults, GPUFRAC_FAKE_CUDA_COST, 0 = free), a malformed value is one line;
+#      cost (defaults, GPUFRAC_FAKE_CUDA_COST, 0 = free), a malformed value is one line; with
+#      CUDA_LAUNCH_BLOCKING=1 a launch returns once its kernel ran;
 #   6. a process killed with work queued never stalls another: its context gets no slice after
 #      its death (its queued work is dropped), the other keeps running; 30 processes killed at
 #      random moments while they launch (their context slots reused) leave another one running;
@@ -110,6 +111,17 @@ GPUFRAC_FAKE_CUDA_TIMESLICE=2 run "$LOAD" cost:1
 assert_eq "$RC" 3 "a timeslice without a unit is refused"
 assert_contains "$OUT" "fake libcuda: GPUFRAC_FAKE_CUDA_TIMESLICE: bad value \"2\"; accepted: default, short, medium, long or <N>ns|us|ms from 1us to 1000ms" \
   "one line naming the timeslice variable"
+# CUDA_LAUNCH_BLOCKING=1: every launch returns once its kernel ran (in a loop that synchronises after
+# each, a 20 ms kernel's launch call takes at least 20 ms; without it the call returns at once and the
+# synchronise waits); another value is refused in one line.
+CUDA_LAUNCH_BLOCKING=1 run "$LOAD" -k sleep_20ms sync:0.3
+assert_le 20000 "$(sed -n 's/^wait sync max_us=\([0-9]*\)$/\1/p' <<<"$OUT")" "blocking: the kernel (20000 us) within the longest launch call (us)"
+CUDA_LAUNCH_BLOCKING=0 run "$LOAD" -k sleep_20ms sync:0.3
+assert_le "$(sed -n 's/^wait sync max_us=\([0-9]*\)$/\1/p' <<<"$OUT")" 10000 "asynchronous: a launch call returns at once (us)"
+CUDA_LAUNCH_BLOCKING=yes run "$LOAD" cost:1
+assert_eq "$RC" 3 "CUDA_LAUNCH_BLOCKING=yes refused at cuInit"
+assert_contains "$OUT" 'fake libcuda: CUDA_LAUNCH_BLOCKING: bad value "yes"; accepted: 1 (launches return when their kernel ran) or 0' \
+  "one line naming CUDA_LAUNCH_BLOCKING"
 
 # 6. A process killed with 50 s of work queued: no slice after its death, the other keeps going.
 sim_gpu
