@@ -138,10 +138,14 @@ std::uint64_t file_size(const std::string& path) {
 }  // namespace
 
 Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
-  NodeView v;
   auto inv = inventory_for_reading(cfg, discover);
   if (!inv) return std::unexpected(inv.error());
-  v.inventory = std::move(*inv);
+  return read_node(cfg, now, std::move(*inv));
+}
+
+Result<NodeView> read_node(const Config& cfg, std::int64_t now, Inventory inventory) {
+  NodeView v;
+  v.inventory = std::move(inventory);
   const LedgerOptions options = LedgerOptions::from(cfg);
   auto ledger = Ledger(options).read();
   if (!ledger) return std::unexpected(ledger.error());
@@ -153,6 +157,10 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
     if (auto log = load_reclaim_log(reclaim_log_path(cfg))) {
       v.reclaims = std::move(*log);
       v.reclaim_log = true;
+      std::erase_if(v.reclaims.untold, [&](const auto& kv) {  // of shares released since the last pass
+        return std::none_of(v.ledger.entries.begin(), v.ledger.entries.end(),
+                            [&](const LedgerEntry& e) { return container_key(e) == kv.first; });
+      });
     }
   v.report = build_status(
       v.inventory, v.ledger, cfg.allocation, now, [&](const LedgerEntry& e) { return share_state(e, cfg, now); },

@@ -29,5 +29,7 @@ struct NodeView {
 };
 
 Result<NodeView> read_node(const Config& cfg, std::int64_t now);
+// The same over an inventory the caller read (gc --dry-run: cli/gc_dry_run.hpp).
+Result<NodeView> read_node(const Config& cfg, std::int64_t now, Inventory inventory);
 
 }  // namespace gpufrac::cli

@@ -50,8 +50,10 @@ class Reclaimer {
   // A mapping that faulted (limits/host/region_guard.hpp): unmapped, and said once in the log.
   void drop(const std::string& path, const std::string& id);
   std::vector<Reading> read_sites(const std::vector<ShareSite>& sites);
-  void publish(const std::vector<ShareSite>& sites, const std::vector<Reading>& readings, std::uint64_t total,
-               std::uint32_t beat);
+  // Shares of one cgroup (reclaim_procs.hpp): in the log for status, and said once in gpufrac's.
+  void note_untold(const std::string& gpu, const std::vector<ShareSite>& sites, const Memberships& m);
+  void publish(const std::string& gpu, const std::vector<ShareSite>& sites, const std::vector<Reading>& readings,
+               std::uint64_t total, std::uint32_t beat);
   void answer(const std::string& gpu, const std::vector<ShareSite>& sites, const std::vector<Reading>& readings,
               std::uint64_t total);
   ReclaimAnswer serve(const std::string& gpu, const std::vector<ShareSite>& sites,

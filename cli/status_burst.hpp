@@ -29,11 +29,11 @@ struct ReclaimerState {
   std::string policy;
 };
 
-// "reclaims": {reclaimer_pid, burst_reclaim, stopped, refused, events, flags}, GPUs by index where
+// "reclaims": {reclaimer_pid, burst_reclaim, stopped, refused, events, flags, untold}, GPUs by index where
 // the inventory knows them.
 nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer);
 // The text under the shares: whether the reclaimer runs (once a share has a burst limit), the
-// reclaims and the flagged regions ("" when there is none of them).
+// reclaims, the flagged regions and the shares of one cgroup ("" when there is none of them).
 std::string render_reclaims(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer,
                             bool bursting);
 

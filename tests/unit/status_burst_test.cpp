@@ -69,5 +69,23 @@ TEST(StatusBurst, TheReclaimersLog) {
   EXPECT_EQ(log.share_stopped.at("nb@p4242-1"), 1u);
 }
 
+TEST(StatusBurst, SharesOfOneCgroupAreListedWithWhy) {
+  const Inventory inv = test::shipped_machine("a100-40gb-x1.yaml");
+  const std::string gpu = inv.gpus[0].uuid;
+  ReclaimLog log;
+  log.untold["a@p1-1"] = ReclaimUntold{gpu, "a", {"b"}};
+  log.untold["b@p2-1"] = ReclaimUntold{gpu, "b", {"a"}};
+  EXPECT_EQ(render_reclaims(log, inv, ReclaimerState{1234, "kill"}, false),
+            "\nShares that share a cgroup (the kernel cannot tell their processes apart: neither borrows, and "
+            "nothing is taken back for either)\n"
+            "  a on GPU 0: one cgroup with b; its limit is its request\n"
+            "  b on GPU 0: one cgroup with a; its limit is its request\n");
+  const nlohmann::json j = reclaims_json(log, inv, ReclaimerState{1234, "kill"});
+  EXPECT_EQ(j["untold"].dump(), "[{\"container\":\"a\",\"gpu_uuid\":\"" + gpu +
+                                    "\",\"with\":[\"b\"]},{\"container\":\"b\","
+                                    "\"gpu_uuid\":\"" +
+                                    gpu + "\",\"with\":[\"a\"]}]");
+}
+
 }  // namespace
 }  // namespace gpufrac::cli
