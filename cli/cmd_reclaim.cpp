@@ -1,21 +1,21 @@
-// `gpufrac reclaim run|start` (hidden from --help): the burst reclaimer (cli/reclaimer.hpp,
+// `gpufrac reclaim run|start` (hidden from --help): the burst reclaimer (reclaim/reclaimer.hpp,
 // docs/architecture.md "Burstable memory").
 //   gpufrac reclaim start   what the front-ends run after booking a share with a burst limit: returns
 //                           at once; when no reclaimer holds <state-dir>/reclaimer.lock, a detached
 //                           one (its own session, stdio on /dev/null, no inherited descriptor) runs.
 //   gpufrac reclaim run     the reclaimer in the foreground, until no booking has a burst limit.
-//   gpufrac reclaim keep    its keeper (cli/reclaim_keeper.hpp), which every reclaimer starts:
+//   gpufrac reclaim keep    its keeper (reclaim/reclaim_keeper.hpp), which every reclaimer starts:
 //                           waits for the reclaimer's lock and takes over if it dies.
-// One per node (cli/reclaim_start.hpp): the reclaimer holds flock(reclaimer.lock), which holds its
+// One per node (reclaim/reclaim_start.hpp): the reclaimer holds flock(reclaimer.lock), which holds its
 // pid, while it runs; the kernel drops it when it dies, and its keeper takes over at once. It leaves only when the
 // ledger, read under its lock, holds no burst booking: it lets reclaimer.lock go while it still holds the ledger's, so
 // a booking made meanwhile either kept it running or finds it gone and starts a new one.
 #include <cstdio>
 
 #include "cli/context.hpp"
-#include "cli/reclaim_keeper.hpp"
-#include "cli/reclaim_start.hpp"
 #include "core/log.hpp"
+#include "reclaim/reclaim_keeper.hpp"
+#include "reclaim/reclaim_start.hpp"
 
 namespace gpufrac::cli {
 
@@ -25,9 +25,9 @@ int run(Context& ctx) {
   auto cfg = ctx.load();
   if (!cfg) return ctx.fail(cfg.error());
   log::init(cfg->log, "gpufrac-reclaim");
-  auto code = run_reclaimer_here(*cfg);
+  auto code = reclaim::run_reclaimer_here(*cfg);
   if (!code) return ctx.fail(code.error());
-  if (*code < 0) std::printf("a reclaimer runs already (%s)\n", reclaimer_lock_path(*cfg).c_str());
+  if (*code < 0) std::printf("a reclaimer runs already (%s)\n", reclaim::reclaimer_lock_path(*cfg).c_str());
   return *code < 0 ? 0 : *code;
 }
 
@@ -35,14 +35,14 @@ int keep(Context& ctx) {
   auto cfg = ctx.load();
   if (!cfg) return ctx.fail(cfg.error());
   log::init(cfg->log, "gpufrac-reclaim");
-  auto code = run_keeper(*cfg);
+  auto code = reclaim::run_keeper(*cfg);
   return code ? *code : ctx.fail(code.error());
 }
 
 int start(Context& ctx) {
   auto cfg = ctx.load();
   if (!cfg) return ctx.fail(cfg.error());
-  auto started = start_detached_reclaimer(*cfg);
+  auto started = reclaim::start_detached_reclaimer(*cfg);
   if (!started) return ctx.fail(started.error());
   std::printf(*started ? "the reclaimer started\n" : "a reclaimer runs\n");
   return 0;

@@ -43,7 +43,7 @@ void add_burst_json(nlohmann::json& j, const ShareStatus& s) {
   j["borrowed_bytes"] = s.used_bytes ? nlohmann::json(borrowed_bytes(s)) : nlohmann::json(nullptr);
 }
 
-nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer) {
+nlohmann::json reclaims_json(const reclaim::ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer) {
   nlohmann::json events = nlohmann::json::array(), flags = nlohmann::json::array(), untold = nlohmann::json::array();
   std::uint64_t stopped = 0, refused = 0;
   for (const auto& [gpu, n] : log.stopped) stopped += n;
@@ -75,7 +75,7 @@ nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv, const 
           {"untold", untold}};
 }
 
-std::string render_reclaims(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer,
+std::string render_reclaims(const reclaim::ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer,
                             bool bursting) {
   std::string out;
   if (bursting)
@@ -105,7 +105,7 @@ std::string render_reclaims(const ReclaimLog& log, const Inventory& inv, const R
   return out;
 }
 
-std::vector<metrics::Family> burst_families(const StatusReport& r, const ReclaimLog& log,
+std::vector<metrics::Family> burst_families(const StatusReport& r, const reclaim::ReclaimLog& log,
                                             metrics::Labels (*labels)(const LedgerEntry&)) {
   using metrics::Family;
   using metrics::Type;

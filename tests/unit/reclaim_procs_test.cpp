@@ -1,13 +1,13 @@
-// The burst reclaimer's attribution of the driver's processes to shares (cli/reclaim_procs.hpp),
+// The burst reclaimer's attribution of the driver's processes to shares (reclaim/reclaim_procs.hpp),
 // over a fixture proc root: a process goes to the one share whose cgroup it is in, and shares of
 // one cgroup get none of them (the kernel cannot tell their processes apart).
 #include <gtest/gtest.h>
 
-#include "cli/reclaim_procs.hpp"
 #include "fake_proc.hpp"
+#include "reclaim/reclaim_procs.hpp"
 #include "scratch_dir.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 namespace {
 
 class ReclaimProcs : public ::testing::Test {
@@ -72,4 +72,4 @@ TEST_F(ReclaimProcs, SharesOfOneCgroupAreNotToldApartAndGetNoProcess) {
 }
 
 }  // namespace
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

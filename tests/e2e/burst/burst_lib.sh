@@ -134,7 +134,7 @@ agent_fill() {
 # The reclaimer's pid from its lock file while that process runs ("" when none does). Not by taking
 # the lock: a test holding it, however briefly, would keep a reclaimer from starting.
 reclaimer_pid() { lock_holder reclaimer.lock; }
-# The keeper's pid (cli/reclaim_keeper.hpp), from its lock file, while it runs.
+# The keeper's pid (reclaim/reclaim_keeper.hpp), from its lock file, while it runs.
 keeper_pid() { lock_holder reclaimer.keeper; }
 lock_holder() {
   local pid

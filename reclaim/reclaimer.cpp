@@ -1,4 +1,4 @@
-#include "cli/reclaimer.hpp"
+#include "reclaim/reclaimer.hpp"
 
 #include <time.h>
 
@@ -6,13 +6,13 @@
 #include <set>
 #include <thread>
 
-#include "cli/reclaim_procs.hpp"
 #include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "limits/host/region_guard.hpp"
+#include "reclaim/reclaim_procs.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 namespace {
 
@@ -265,4 +265,4 @@ Result<bool> Reclaimer::pass() {
   return true;
 }
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

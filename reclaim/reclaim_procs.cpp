@@ -1,4 +1,4 @@
-#include "cli/reclaim_procs.hpp"
+#include "reclaim/reclaim_procs.hpp"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include "core/text.hpp"
 #include "state/claim_members.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 std::string process_cgroups(const std::string& proc_root, std::int64_t pid) {
   auto text = fs::read_file(text::cat(proc_root, "/", pid, "/cgroup"), 64u << 10);
@@ -93,4 +93,4 @@ Result<> stop_process(const std::string& proc_root, std::int64_t pid, const std:
   return {};
 }
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

@@ -19,17 +19,17 @@
 #include <string>
 #include <vector>
 
-#include "cli/reclaim_log.hpp"
-#include "cli/reclaim_procs.hpp"
-#include "cli/reclaim_shares.hpp"
 #include "core/burst/lending.hpp"
 #include "core/config/config.hpp"
 #include "core/inventory/inventory.hpp"
 #include "limits/host/region_file.hpp"
 #include "limits/host/region_guard.hpp"
 #include "nvml/process_view.hpp"
+#include "reclaim/reclaim_log.hpp"
+#include "reclaim/reclaim_procs.hpp"
+#include "reclaim/reclaim_shares.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 // One share's region as a pass read it: ok (mapped and read whole), what it says, and the bytes its
 // live processes hold on the share's GPU.
@@ -80,4 +80,4 @@ class Reclaimer {
 // CLOCK_MONOTONIC milliseconds mod 2^32, never 0 (a region's reclaimer_beat).
 std::uint32_t reclaimer_beat_now();
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

@@ -13,7 +13,7 @@
 #include "core/config/config.hpp"
 #include "core/error.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 inline constexpr std::size_t kMaxReclaimEvents = 64;
 
@@ -61,4 +61,4 @@ Result<> save_reclaim_log(const std::string& path, const ReclaimLog& log);
 // `key` is the victim's container key (share_stopped counts by it).
 void record_stop(ReclaimLog& log, ReclaimEvent e, const std::string& key);
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

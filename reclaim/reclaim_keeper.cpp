@@ -1,4 +1,4 @@
-#include "cli/reclaim_keeper.hpp"
+#include "reclaim/reclaim_keeper.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,11 +9,11 @@
 #include <cstdio>
 #include <vector>
 
-#include "cli/reclaim_start.hpp"
 #include "core/fs.hpp"
 #include "core/log.hpp"
+#include "reclaim/reclaim_start.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 namespace {
 
@@ -91,4 +91,4 @@ Result<int> run_keeper(const Config& cfg) {
   return run_reclaimer_locked(cfg, std::move(lock));
 }
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

@@ -1,10 +1,10 @@
-#include "cli/reclaim_log.hpp"
+#include "reclaim/reclaim_log.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include "core/fs.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 using nlohmann::json;
 
@@ -74,4 +74,4 @@ void record_stop(ReclaimLog& log, ReclaimEvent e, const std::string& key) {
   if (log.events.size() > kMaxReclaimEvents) log.events.erase(log.events.begin());
 }
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

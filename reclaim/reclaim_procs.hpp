@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "cli/reclaim_shares.hpp"
 #include "core/burst/lending.hpp"
 #include "core/error.hpp"
 #include "nvml/process_view.hpp"
+#include "reclaim/reclaim_shares.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 // /proc/<pid>/cgroup as the kernel states it (every hierarchy's line, on one line:
 // state/claim_members.hpp), "" when it cannot be read.
@@ -52,4 +52,4 @@ std::vector<BurstShare> burst_shares(const std::vector<ShareSite>& sites, const 
 // of its container's). An error names the pid and why.
 Result<> stop_process(const std::string& proc_root, std::int64_t pid, const std::vector<std::string>& cgroups);
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

@@ -13,7 +13,7 @@
 #include "core/config/config.hpp"
 #include "core/error.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 std::string keeper_lock_path(const Config& cfg);
 
@@ -26,4 +26,4 @@ void ensure_keeper(const Config& cfg);
 // has a burst limit; its exit code (0 at once when another keeper runs).
 Result<int> run_keeper(const Config& cfg);
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

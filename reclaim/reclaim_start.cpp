@@ -1,4 +1,4 @@
-#include "cli/reclaim_start.hpp"
+#include "reclaim/reclaim_start.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,17 +9,17 @@
 #include <filesystem>
 #include <thread>
 
-#include "cli/reclaim_keeper.hpp"
-#include "cli/reclaim_log.hpp"
-#include "cli/reclaim_shares.hpp"
-#include "cli/reclaimer.hpp"
 #include "core/fs.hpp"
 #include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
 #include "limits/host/region_guard.hpp"
 #include "nvml/inventory_cache.hpp"
+#include "reclaim/reclaim_keeper.hpp"
+#include "reclaim/reclaim_log.hpp"
+#include "reclaim/reclaim_shares.hpp"
+#include "reclaim/reclaimer.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 namespace {
 
@@ -77,7 +77,7 @@ int run_reclaimer_locked(const Config& cfg, fs::UniqueFd lock) {
   for (int idle = 0, passes = 0;;) {
     auto more = reclaimer.pass();
     if (!more) log::warn("reclaim: " + more.error().message);
-    // A keeper beside it (cli/reclaim_keeper.hpp), checked about once a second; only after a pass
+    // A keeper beside it (reclaim/reclaim_keeper.hpp), checked about once a second; only after a pass
     // that ran through, so that a reclaimer that cannot run is not restarted in a loop.
     if (more && passes++ % kKeeperCheckPasses == 0) ensure_keeper(cfg);
     idle = more && !*more ? idle + 1 : 0;
@@ -149,4 +149,4 @@ std::string tidy_reclaimer(const Config& cfg, const LedgerState& state) {
   return "Removed the burst reclaimer's files (no booking has a burst limit).";
 }
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

@@ -2,7 +2,7 @@
 // flock(<state-dir>/reclaimer.lock) (its pid in the file) while it runs; started detached on demand
 // (`gpufrac reclaim start`, which the front-ends run after booking a share with a burst limit, and
 // gc while burst bookings remain); leaving once no booking has a burst limit. The kernel drops the
-// lock of a reclaimer that dies, and its keeper (cli/reclaim_keeper.hpp), waiting for that lock,
+// lock of a reclaimer that dies, and its keeper (reclaim/reclaim_keeper.hpp), waiting for that lock,
 // takes over.
 #pragma once
 
@@ -13,7 +13,7 @@
 #include "core/fs.hpp"
 #include "core/ledger/ledger_entry.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 std::string reclaimer_lock_path(const Config& cfg);
 
@@ -38,4 +38,4 @@ Result<bool> start_detached_reclaimer(const Config& cfg);
 // report, or "" when there was nothing to do.
 std::string tidy_reclaimer(const Config& cfg, const LedgerState& state);
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim
