@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <utility>
 #include <vector>
 
 #include "core/fs.hpp"
@@ -57,6 +58,12 @@ void ensure_keeper(const Config& cfg) {
     auto lock = take_keeper_lock(cfg);
     if (!lock) return log::warn("reclaim: no keeper: " + lock.error().message);
     if (!*lock) return;  // one runs
+  }
+  if (::access(cfg.cli_path.c_str(), X_OK) != 0) {  // said once, not tried again every second
+    static bool said = false;
+    if (!std::exchange(said, true))
+      log::warn("reclaim: no keeper: cli.path " + cfg.cli_path + " is not an executable gpufrac");
+    return;
   }
   // Made before fork: between fork and exec the child only makes async-signal-safe calls (the
   // reclaimer may have threads, NVML's).
