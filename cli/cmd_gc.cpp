@@ -6,7 +6,7 @@
 // mig.idle-timeout (nvml/mig_reclaim.hpp), and lists those kept for reuse. The driver limits of the
 // bookings it reclaims, and of those released before their limit was cleared, are cleared
 // (nvml/driver_limit_apply.hpp). While a booking has a burst limit it makes sure the burst
-// reclaimer runs; once none has, it removes the reclaimer's files (cli/reclaim_start.hpp).
+// reclaimer runs; once none has, it removes the reclaimer's files (reclaim/reclaim_start.hpp).
 // --dry-run says what it would do from what `status` reads
 // (cli/gc_dry_run.hpp), and writes nothing.
 #include <cstdio>
@@ -19,7 +19,6 @@
 #include "cdi/spec_write.hpp"
 #include "cli/context.hpp"
 #include "cli/gc_dry_run.hpp"
-#include "cli/reclaim_start.hpp"
 #include "cli/status_model.hpp"
 #include "cli/table.hpp"
 #include "core/ledger/ledger.hpp"
@@ -31,6 +30,7 @@
 #include "nvml/mig_reclaim.hpp"
 #include "nvml/mps_daemon.hpp"
 #include "nvml/mps_keeper.hpp"
+#include "reclaim/reclaim_start.hpp"
 #include "state/compute_slots.hpp"
 #include "state/container_state.hpp"
 
@@ -228,7 +228,7 @@ int run_gc(Context& ctx, bool json, bool dry_run) {
   // The burst reclaimer: running while a booking has a burst limit, its files gone once none has.
   if (!dry_run)
     if (auto state = Ledger(LedgerOptions::from(*cfg)).read())
-      if (auto line = tidy_reclaimer(*cfg, *state); !line.empty() && !json) out += line + "\n";
+      if (auto line = reclaim::tidy_reclaimer(*cfg, *state); !line.empty() && !json) out += line + "\n";
   std::fwrite(out.data(), 1, out.size(), stdout);
   if (!plan.limits.errors.empty()) return ctx.fail(internal_error(plan.limits.errors.front()).error());
   return 0;

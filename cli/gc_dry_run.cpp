@@ -1,11 +1,13 @@
 #include "cli/gc_dry_run.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
 #include "cli/node_view.hpp"
 #include "core/fs.hpp"
+#include "core/ledger/ledger.hpp"
 #include "core/ledger/ledger_limits.hpp"
 #include "core/ledger/ledger_mig.hpp"
 #include "core/ledger/ledger_mps.hpp"
@@ -13,7 +15,10 @@
 #include "core/text.hpp"
 #include "limits/host/arbiter_file.hpp"
 #include "limits/host/region_file.hpp"
+#include "nvml/discover.hpp"
+#include "nvml/inventory_cache.hpp"
 #include "nvml/mig_made.hpp"
+#include "nvml/mps_daemon.hpp"
 #include "state/container_state.hpp"
 
 namespace gpufrac::cli {
@@ -118,6 +123,29 @@ LimitsReport plan_limits(const NodeView& node, const GcReport& ledger, std::int6
   return out;
 }
 
+// Whether gc reads the inventory: to reclaim dynamic MIG instances (nvml/mig_reclaim.hpp) or MPS
+// daemons (cmd_gc.cpp's reclaim_mps); everything else it decides from the ledger and the processes.
+bool gc_reads_inventory(const Config& cfg) {
+  if (cfg.mig.mode == MigMode::dynamic || std::any_of(cfg.mig.gpus.begin(), cfg.mig.gpus.end(),
+                                                      [](const auto& kv) { return kv.second == MigMode::dynamic; }))
+    return true;
+  auto state = Ledger(LedgerOptions::from(cfg)).read();
+  return !state || !state->mps.empty() || !mps_recorded_gpus(cfg).empty();
+}
+
+// The inventory the plan is made on. gc works on a cache that no longer matches the node wherever it
+// does not read the inventory, so the plan does too: on the cache as it is (a warning on stderr
+// says so); where gc would refuse, the plan refuses in the same line.
+Result<Inventory> gc_inventory(const Config& cfg) {
+  auto inv = inventory_for_reading(cfg, discover);
+  if (inv || gc_reads_inventory(cfg)) return inv;
+  auto cached = read_inventory_cache(cfg);
+  if (!cached) return inv;
+  std::fprintf(stderr, "gpufrac: warning: %s; planned on the cached inventory, as gc reclaims\n",
+               inv.error().message.c_str());
+  return cached;
+}
+
 }  // namespace
 
 // The GPUs in MPS mode whose daemon gc would stop (no SM share, idle past the timeout) or keep.
@@ -140,7 +168,9 @@ MpsReclaim plan_mps(const Config& cfg, const NodeView& node, std::int64_t now) {
 }
 
 Result<GcPlan> plan_gc(const Config& cfg, std::int64_t now) {
-  auto node = read_node(cfg, now);
+  auto inv = gc_inventory(cfg);
+  if (!inv) return std::unexpected(inv.error());
+  auto node = read_node(cfg, now, std::move(*inv));
   if (!node) return std::unexpected(node.error());
   GcPlan p;
   p.ledger = plan_ledger(node->report, cfg);

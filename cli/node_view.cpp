@@ -6,7 +6,6 @@
 #include <map>
 #include <memory>
 
-#include "cli/reclaim_start.hpp"
 #include "core/fs.hpp"
 #include "core/ledger/ledger.hpp"
 #include "core/plan/plan.hpp"
@@ -18,6 +17,7 @@
 #include "nvml/driver_limits.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "nvml/mps_keeper.hpp"
+#include "reclaim/reclaim_start.hpp"
 #include "state/container_state.hpp"
 
 namespace gpufrac::cli {
@@ -105,7 +105,7 @@ UsageOf driver_usage(const Config& cfg, const LedgerState& ledger, UsageOf regio
 // The pid in the reclaimer's lock file while that process is a gpufrac one (read, never locked: a
 // reader holding the lock would keep a reclaimer from starting).
 std::int64_t running_reclaimer(const Config& cfg) {
-  auto text = fs::read_file(reclaimer_lock_path(cfg), 64);
+  auto text = fs::read_file(reclaim::reclaimer_lock_path(cfg), 64);
   if (!text) return 0;
   while (!text->empty() && text->back() == '\n') text->pop_back();
   const auto pid = text::parse_u64(*text);
@@ -138,10 +138,14 @@ std::uint64_t file_size(const std::string& path) {
 }  // namespace
 
 Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
-  NodeView v;
   auto inv = inventory_for_reading(cfg, discover);
   if (!inv) return std::unexpected(inv.error());
-  v.inventory = std::move(*inv);
+  return read_node(cfg, now, std::move(*inv));
+}
+
+Result<NodeView> read_node(const Config& cfg, std::int64_t now, Inventory inventory) {
+  NodeView v;
+  v.inventory = std::move(inventory);
   const LedgerOptions options = LedgerOptions::from(cfg);
   auto ledger = Ledger(options).read();
   if (!ledger) return std::unexpected(ledger.error());
@@ -149,10 +153,14 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now) {
   v.ledger_file_bytes = file_size(options.path);
   v.reclaimer_pid = running_reclaimer(cfg);
   v.burst_reclaim = to_string(cfg.burst.reclaim);
-  if (fs::exists(reclaim_log_path(cfg)))
-    if (auto log = load_reclaim_log(reclaim_log_path(cfg))) {
+  if (fs::exists(reclaim::reclaim_log_path(cfg)))
+    if (auto log = reclaim::load_reclaim_log(reclaim::reclaim_log_path(cfg))) {
       v.reclaims = std::move(*log);
       v.reclaim_log = true;
+      std::erase_if(v.reclaims.untold, [&](const auto& kv) {  // of shares released since the last pass
+        return std::none_of(v.ledger.entries.begin(), v.ledger.entries.end(),
+                            [&](const LedgerEntry& e) { return container_key(e) == kv.first; });
+      });
     }
   v.report = build_status(
       v.inventory, v.ledger, cfg.allocation, now, [&](const LedgerEntry& e) { return share_state(e, cfg, now); },

@@ -7,12 +7,12 @@
 
 #include <cstdint>
 
-#include "cli/reclaim_log.hpp"
 #include "cli/status_model.hpp"
 #include "core/config/config.hpp"
 #include "core/error.hpp"
 #include "core/inventory/inventory.hpp"
 #include "core/ledger/ledger_entry.hpp"
+#include "reclaim/reclaim_log.hpp"
 
 namespace gpufrac::cli {
 
@@ -21,13 +21,15 @@ struct NodeView {
   LedgerState ledger;
   std::uint64_t ledger_file_bytes = 0;  // size of ledger.json; 0 when there is none
   StatusReport report;
-  // What the burst reclaimer did (cli/reclaim_log.hpp); reclaim_log: its file exists.
-  ReclaimLog reclaims;
+  // What the burst reclaimer did (reclaim/reclaim_log.hpp); reclaim_log: its file exists.
+  reclaim::ReclaimLog reclaims;
   bool reclaim_log = false;
   std::int64_t reclaimer_pid = 0;  // the burst reclaimer running now (its lock file's pid), 0: none
   std::string burst_reclaim;       // the node's burst.reclaim
 };
 
 Result<NodeView> read_node(const Config& cfg, std::int64_t now);
+// The same over an inventory the caller read (gc --dry-run: cli/gc_dry_run.hpp).
+Result<NodeView> read_node(const Config& cfg, std::int64_t now, Inventory inventory);
 
 }  // namespace gpufrac::cli

@@ -43,8 +43,8 @@ void add_burst_json(nlohmann::json& j, const ShareStatus& s) {
   j["borrowed_bytes"] = s.used_bytes ? nlohmann::json(borrowed_bytes(s)) : nlohmann::json(nullptr);
 }
 
-nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer) {
-  nlohmann::json events = nlohmann::json::array(), flags = nlohmann::json::array();
+nlohmann::json reclaims_json(const reclaim::ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer) {
+  nlohmann::json events = nlohmann::json::array(), flags = nlohmann::json::array(), untold = nlohmann::json::array();
   std::uint64_t stopped = 0, refused = 0;
   for (const auto& [gpu, n] : log.stopped) stopped += n;
   for (const auto& [gpu, n] : log.refused) refused += n;
@@ -64,15 +64,18 @@ nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv, const 
                      {"region_bytes", f.published},
                      {"driver_bytes", f.held},
                      {"since", f.since}});
+  for (const auto& [key, u] : log.untold)
+    untold.push_back({{"container", u.id}, {"gpu_uuid", u.gpu_uuid}, {"with", u.with}});
   return {{"reclaimer_pid", reclaimer.pid != 0 ? nlohmann::json(reclaimer.pid) : nlohmann::json(nullptr)},
           {"burst_reclaim", reclaimer.policy},
           {"stopped", stopped},
           {"refused", refused},
           {"events", events},
-          {"flags", flags}};
+          {"flags", flags},
+          {"untold", untold}};
 }
 
-std::string render_reclaims(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer,
+std::string render_reclaims(const reclaim::ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer,
                             bool bursting) {
   std::string out;
   if (bursting)
@@ -92,10 +95,17 @@ std::string render_reclaims(const ReclaimLog& log, const Inventory& inv, const R
     out +=
         text::cat("  ", f.id, " on ", gpu_name(inv, f.gpu_uuid), ": its region says ", text::format_bytes(f.published),
                   ", the driver sees ", text::format_bytes(f.held), " (since ", clock_time(f.since), ")\n");
+  if (!log.untold.empty())
+    out +=
+        "\nShares that share a cgroup (the kernel cannot tell their processes apart: neither borrows, and "
+        "nothing is taken back for either)\n";
+  for (const auto& [key, u] : log.untold)
+    out += text::cat("  ", u.id, " on ", gpu_name(inv, u.gpu_uuid), ": one cgroup with ", text::join(u.with, ", "),
+                     "; its limit is its request\n");
   return out;
 }
 
-std::vector<metrics::Family> burst_families(const StatusReport& r, const ReclaimLog& log,
+std::vector<metrics::Family> burst_families(const StatusReport& r, const reclaim::ReclaimLog& log,
                                             metrics::Labels (*labels)(const LedgerEntry&)) {
   using metrics::Family;
   using metrics::Type;

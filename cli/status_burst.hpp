@@ -1,6 +1,6 @@
 // Burstable memory in `gpufrac status` and `gpufrac metrics` (docs/architecture.md "Burstable
 // memory"): a share's request, limit and what it borrows (what it uses past its request), and what
-// the reclaimer did (cli/reclaim_log.hpp): the processes it stopped, the requests it refused under
+// the reclaimer did (reclaim/reclaim_log.hpp): the processes it stopped, the requests it refused under
 // burst.reclaim: refuse, the regions the driver contradicts.
 #pragma once
 
@@ -10,9 +10,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "cli/reclaim_log.hpp"
 #include "cli/status_model.hpp"
 #include "metrics/exposition.hpp"
+#include "reclaim/reclaim_log.hpp"
 
 namespace gpufrac::cli {
 
@@ -29,17 +29,17 @@ struct ReclaimerState {
   std::string policy;
 };
 
-// "reclaims": {reclaimer_pid, burst_reclaim, stopped, refused, events, flags}, GPUs by index where
+// "reclaims": {reclaimer_pid, burst_reclaim, stopped, refused, events, flags, untold}, GPUs by index where
 // the inventory knows them.
-nlohmann::json reclaims_json(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer);
+nlohmann::json reclaims_json(const reclaim::ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer);
 // The text under the shares: whether the reclaimer runs (once a share has a burst limit), the
-// reclaims and the flagged regions ("" when there is none of them).
-std::string render_reclaims(const ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer,
+// reclaims, the flagged regions and the shares of one cgroup ("" when there is none of them).
+std::string render_reclaims(const reclaim::ReclaimLog& log, const Inventory& inv, const ReclaimerState& reclaimer,
                             bool bursting);
 
 // gpufrac_share_request_bytes, gpufrac_share_borrowed_bytes, gpufrac_share_reclaims_total,
 // gpufrac_gpu_reclaims_total, gpufrac_gpu_reclaims_refused_total (share labels: `labels`).
-std::vector<metrics::Family> burst_families(const StatusReport& r, const ReclaimLog& log,
+std::vector<metrics::Family> burst_families(const StatusReport& r, const reclaim::ReclaimLog& log,
                                             metrics::Labels (*labels)(const LedgerEntry&));
 
 }  // namespace gpufrac::cli

@@ -154,10 +154,10 @@ check_install() {
     [ -z "$warn" ] || fail "man $page: groff warnings: $warn"
   done
   out=$(MANWIDTH=80 man -l "$(man -w 1 gpufrac)" 2>&1 | tr -s " ") || true
-  # reclaim start/run: the burst reclaimer, a subcommand of /usr/bin/gpufrac started on demand by the
+  # reclaim start/run/keep: the burst reclaimer, a subcommand of /usr/bin/gpufrac started on demand by the
   # front-ends (no unit of its own; docs/architecture.md "Burstable memory").
   for cmd in "info" "status" "gc" "cdi generate" "cdi list" "cdi validate" "runtime configure" "simulate init-root" \
-    "reclaim start" "reclaim run"; do
+    "reclaim start" "reclaim run" "reclaim keep"; do
     grep -q "^ *$cmd" <<<"$out" || fail "man gpufrac does not describe $cmd"
   done
 

@@ -51,6 +51,8 @@ const char* to_string(ReclaimAnswer a) {
       return "not an owner";
     case ReclaimAnswer::none:
       return "no borrower";
+    case ReclaimAnswer::untold:
+      return "cannot be told apart";
   }
   return "?";
 }

@@ -42,7 +42,7 @@ std::uint64_t over_request(const BurstShare& s, std::uint64_t allowance);
 bool region_disagrees(const BurstShare& s, std::uint64_t allowance);
 
 // The answers of limits_abi.h (GPUFRAC_RECLAIM_*).
-enum class ReclaimAnswer { freed = 1, retry = 2, refused = 3, not_owner = 4, none = 5 };
+enum class ReclaimAnswer { freed = 1, retry = 2, refused = 3, not_owner = 4, none = 5, untold = 6 };
 const char* to_string(ReclaimAnswer a);
 
 struct ReclaimStep {

@@ -111,6 +111,7 @@ extern "C" {
 #define GPUFRAC_RECLAIM_REFUSED 3      /* burst.reclaim: refuse: borrowers keep what they hold */
 #define GPUFRAC_RECLAIM_NOT_OWNER 4    /* the driver sees the container past its request */
 #define GPUFRAC_RECLAIM_NONE 5         /* no borrower holds memory on the GPU */
+#define GPUFRAC_RECLAIM_UNTOLD 6       /* the container shares a cgroup with another: nothing taken back */
 #define GPUFRAC_RECLAIMER_BEAT_MS 2000 /* a beat older than this: no reclaimer runs */
 
 #define GPUFRAC_CONTAINER_DIR "/run/gpufrac"

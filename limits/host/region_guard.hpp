@@ -1,5 +1,5 @@
 // A usage region the host keeps mapped while its container runs (the burst reclaimer,
-// cli/reclaimer.hpp), read and written so that the container cannot crash the host process: the
+// reclaim/reclaimer.hpp), read and written so that the container cannot crash the host process: the
 // region is read-write in the container, which may truncate the file under the mapping, and a
 // touch of a page past the file's end is SIGBUS. Every access goes through a guard: a SIGBUS in it
 // ends the access (false) instead of the process, and the caller drops the mapping. The guarded

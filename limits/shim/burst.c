@@ -12,7 +12,7 @@
 #define GF_RECLAIM_ASKS 3        /* requests per allocation */
 #define GF_WAIT_STEP_MS 10       /* the pause between two tries of a waiting allocation */
 
-static int g_log_lend, g_log_refuse;
+static int g_log_lend, g_log_refuse, g_log_untold;
 
 static uint32_t monotonic_ms(void) {
   struct timespec ts;
@@ -93,6 +93,13 @@ int gf_after_oom(int idx, uint64_t n, uint64_t in_use, const char* api, struct g
       gf_log_once(&g_log_refuse,
                   "%s of %llu refused on %s: the GPU's memory is lent to containers past their requests, and "
                   "this node keeps loans (burst.reclaim: refuse); it fails until they free it",
+                  api, (unsigned long long)n, d->uuid);
+    }
+    if (answer == GPUFRAC_RECLAIM_UNTOLD) {
+      gf_log_once(&g_log_untold,
+                  "%s of %llu refused on %s: this container shares its cgroup with another share of the GPU, so "
+                  "the reclaimer cannot tell their processes apart: it takes no memory back for it, and neither "
+                  "may borrow; give each container its own cgroup",
                   api, (unsigned long long)n, d->uuid);
     }
   }

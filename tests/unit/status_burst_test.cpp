@@ -44,10 +44,10 @@ TEST(StatusBurst, TheReclaimersLog) {
   ::tzset();
   const Inventory inv = test::shipped_machine("a100-40gb-x1.yaml");
   const std::string gpu = inv.gpus[0].uuid;
-  ReclaimLog log;
-  record_stop(log, ReclaimEvent{1764338400, gpu, "nb", 4242, 25 * kGiB, "trainer"}, "nb@p4242-1");
+  reclaim::ReclaimLog log;
+  reclaim::record_stop(log, reclaim::ReclaimEvent{1764338400, gpu, "nb", 4242, 25 * kGiB, "trainer"}, "nb@p4242-1");
   log.refused[gpu] = 2;
-  log.flags["liar@p7-1"] = ReclaimFlag{gpu, "liar", 0, 12 * kGiB, 1764338400};
+  log.flags["liar@p7-1"] = reclaim::ReclaimFlag{gpu, "liar", 0, 12 * kGiB, 1764338400};
   EXPECT_EQ(render_reclaims(log, inv, ReclaimerState{1234, "kill"}, true),
             "\nBurst reclaimer: pid 1234 (burst.reclaim: kill)\n"
             "\nMemory lent and taken back (burst.reclaim)\n"
@@ -62,11 +62,29 @@ TEST(StatusBurst, TheReclaimersLog) {
   EXPECT_EQ(j["refused"], 2);
   EXPECT_EQ(j["events"][0]["gpu_index"], 0);
   EXPECT_EQ(j["flags"][0]["container"], "liar");
-  EXPECT_EQ(render_reclaims(ReclaimLog{}, inv, ReclaimerState{}, false), "");
-  EXPECT_EQ(render_reclaims(ReclaimLog{}, inv, ReclaimerState{}, true),
+  EXPECT_EQ(render_reclaims(reclaim::ReclaimLog{}, inv, ReclaimerState{}, false), "");
+  EXPECT_EQ(render_reclaims(reclaim::ReclaimLog{}, inv, ReclaimerState{}, true),
             "\nBurst reclaimer: not running; shares with a limit borrow nothing until one runs (the next start, or "
             "gpufrac gc, starts it)\n");
   EXPECT_EQ(log.share_stopped.at("nb@p4242-1"), 1u);
+}
+
+TEST(StatusBurst, SharesOfOneCgroupAreListedWithWhy) {
+  const Inventory inv = test::shipped_machine("a100-40gb-x1.yaml");
+  const std::string gpu = inv.gpus[0].uuid;
+  reclaim::ReclaimLog log;
+  log.untold["a@p1-1"] = reclaim::ReclaimUntold{gpu, "a", {"b"}};
+  log.untold["b@p2-1"] = reclaim::ReclaimUntold{gpu, "b", {"a"}};
+  EXPECT_EQ(render_reclaims(log, inv, ReclaimerState{1234, "kill"}, false),
+            "\nShares that share a cgroup (the kernel cannot tell their processes apart: neither borrows, and "
+            "nothing is taken back for either)\n"
+            "  a on GPU 0: one cgroup with b; its limit is its request\n"
+            "  b on GPU 0: one cgroup with a; its limit is its request\n");
+  const nlohmann::json j = reclaims_json(log, inv, ReclaimerState{1234, "kill"});
+  EXPECT_EQ(j["untold"].dump(), "[{\"container\":\"a\",\"gpu_uuid\":\"" + gpu +
+                                    "\",\"with\":[\"b\"]},{\"container\":\"b\","
+                                    "\"gpu_uuid\":\"" +
+                                    gpu + "\",\"with\":[\"a\"]}]");
 }
 
 }  // namespace

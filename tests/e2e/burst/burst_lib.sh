@@ -133,10 +133,13 @@ agent_fill() {
 
 # The reclaimer's pid from its lock file while that process runs ("" when none does). Not by taking
 # the lock: a test holding it, however briefly, would keep a reclaimer from starting.
-reclaimer_pid() {
+reclaimer_pid() { lock_holder reclaimer.lock; }
+# The keeper's pid (reclaim/reclaim_keeper.hpp), from its lock file, while it runs.
+keeper_pid() { lock_holder reclaimer.keeper; }
+lock_holder() {
   local pid
-  pid=$(cat "$E2E_TMP/state/reclaimer.lock" 2>/dev/null || true)
-  [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "^$GPUFRAC " && echo "$pid" || true
+  pid=$(cat "$E2E_TMP/state/$1" 2>/dev/null || true)
+  [ -n "$pid" ] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | grep -q "^$GPUFRAC " && echo "$pid" || true
 }
 # wait_reclaimer: until the reclaimer runs (up to 5 s), then one more pass for its beat.
 wait_reclaimer() {
@@ -147,9 +150,14 @@ wait_reclaimer() {
   done
   fail "no reclaimer runs"
 }
-# stop_reclaimer: kills this test's reclaimer (cleanup), by the pid its lock file holds.
+# stop_reclaimer: kills this test's keeper and reclaimer together (a keeper left would take over),
+# by the pids their lock files hold, until neither runs.
 stop_reclaimer() {
-  local pid
-  pid=$(reclaimer_pid)
-  [ -n "$pid" ] && kill -9 "$pid" 2>/dev/null || true
+  local pids _
+  for _ in 1 2 3 4 5; do
+    pids="$(keeper_pid) $(reclaimer_pid)"
+    [ -z "${pids// /}" ] && return 0
+    kill -9 $pids 2>/dev/null || true
+    sleep 0.1
+  done
 }

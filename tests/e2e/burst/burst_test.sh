@@ -4,7 +4,7 @@
 #  1. A (request 10Gi, limit 30Gi) takes 25 GiB while alone; B (request 20Gi) is admitted and takes
 #     20 GiB: A's process is stopped, B succeeds, status, metrics and the log show the reclaim;
 #  2. burst.reclaim: refuse: B's allocation past the free memory fails with the shim's line, A runs;
-#     a killed reclaimer is started again (by gc), one leaves once no burst booking is left, and gc
+#     a reclaimer killed with its keeper is started again (by gc), one leaves once no burst booking is left, and gc
 #     then removes its files;
 #  3. on-limit: wait (5 s): an allocation past the limit succeeds when the container's other
 #     process frees within the timeout, and fails with the usual line when nothing frees;
@@ -89,12 +89,14 @@ agent_stop "$P-b2"
 sed -i 's|^burst: .*|burst: {reclaim: kill, context-allowance: 0}|' "$GPUFRAC_CONFIG"
 stop_reclaimer
 
-# The reclaimer's life: killed, it is started again (here by gc); with no burst booking left it
-# leaves by itself, and gc removes its files.
+# The reclaimer's life: killed with its keeper (e2e.burst_keeper: alone, the keeper takes over), it
+# is started again (here by gc); with no burst booking left it leaves by itself, and gc removes its
+# files.
 agent_start "$P-a3" "$E2E_TMP/a"
 wait_reclaimer
 OLD=$(reclaimer_pid)
-kill -9 "$OLD"
+for _ in $(seq 100); do [ -n "$(keeper_pid)" ] && break; sleep 0.05; done
+stop_reclaimer
 for _ in $(seq 100); do [ -z "$(reclaimer_pid)" ] && break; sleep 0.05; done
 run "$GPUFRAC" gc
 assert_contains "$OUT" "Started the burst reclaimer (a booking has a burst limit and none ran)." "gc starts a killed reclaimer again"
@@ -105,7 +107,7 @@ for _ in $(seq 200); do [ -z "$(reclaimer_pid)" ] && break; sleep 0.05; done
 assert_eq "$(reclaimer_pid)" "" "with no burst booking left the reclaimer leaves by itself"
 run "$GPUFRAC" gc
 assert_contains "$OUT" "Removed the burst reclaimer's files (no booking has a burst limit)." "gc removes its files"
-assert_eq "$(ls "$E2E_TMP/state" | grep -c -e reclaims.json -e reclaimer.lock || true)" 0 "nothing of the reclaimer is left"
+assert_eq "$(ls "$E2E_TMP/state" | grep -c -e reclaims.json -e reclaimer. || true)" 0 "nothing of the reclaimer is left"
 
 # 3. on-limit: wait: two processes of one container of 4Gi; the second waits for the first.
 mkdir -p "$E2E_TMP/w.io"

@@ -1,4 +1,4 @@
-#include "cli/reclaimer.hpp"
+#include "reclaim/reclaimer.hpp"
 
 #include <time.h>
 
@@ -6,13 +6,13 @@
 #include <set>
 #include <thread>
 
-#include "cli/reclaim_procs.hpp"
 #include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
 #include "limits/host/region_guard.hpp"
+#include "reclaim/reclaim_procs.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 namespace {
 
@@ -71,8 +71,28 @@ std::vector<Reading> Reclaimer::read_sites(const std::vector<ShareSite>& sites) 
   return out;
 }
 
-void Reclaimer::publish(const std::vector<ShareSite>& sites, const std::vector<Reading>& readings, std::uint64_t total,
-                        std::uint32_t beat) {
+void Reclaimer::note_untold(const std::string& gpu, const std::vector<ShareSite>& sites, const Memberships& m) {
+  for (std::size_t i = 0; i < sites.size(); ++i) {
+    auto it = log_.untold.find(sites[i].key);
+    if (m.untold[i].empty()) {
+      if (it != log_.untold.end() && it->second.gpu_uuid == gpu) log_.untold.erase(it), log_dirty_ = true;
+      continue;
+    }
+    ReclaimUntold u{gpu, sites[i].id, {}};
+    for (std::size_t j : m.untold[i]) u.with.push_back(sites[j].id);
+    if (it != log_.untold.end() && it->second == u) continue;
+    log::warn(text::cat("reclaim: ", u.id, " shares a cgroup with ", text::join(u.with, ", "), " on ", gpu,
+                        ": the kernel cannot tell their processes apart; neither borrows, and nothing is taken back "
+                        "for either"));
+    log_.untold[sites[i].key] = std::move(u);
+    log_dirty_ = true;
+  }
+}
+
+void Reclaimer::publish(const std::string& gpu, const std::vector<ShareSite>& sites,
+                        const std::vector<Reading>& readings, std::uint64_t total, std::uint32_t beat) {
+  const Memberships m = memberships(sites, cfg_.proc_root);
+  note_untold(gpu, sites, m);
   std::vector<BurstShare> shares;
   for (std::size_t i = 0; i < sites.size(); ++i)
     shares.push_back({sites[i].id, sites[i].request, sites[i].limit, readings[i].used, 0, 0});
@@ -80,7 +100,8 @@ void Reclaimer::publish(const std::vector<ShareSite>& sites, const std::vector<R
     gpufrac_region* r = readings[i].ok ? region(sites[i].region) : nullptr;
     if (r == nullptr) continue;
     // A share whose processes cannot be told apart could not be stopped: it borrows nothing.
-    const std::uint64_t ceiling = sites[i].known() ? lend_ceiling(shares, i, total) : sites[i].request;
+    const bool told = sites[i].known() && m.untold[i].empty();
+    const std::uint64_t ceiling = told ? lend_ceiling(shares, i, total) : sites[i].request;
     if (!limits::publish_guarded(r, beat, sites[i].burst(), static_cast<std::uint8_t>(sites[i].device), ceiling))
       drop(sites[i].region, sites[i].id);
   }
@@ -110,6 +131,11 @@ ReclaimAnswer Reclaimer::serve(const std::string& gpu, const std::vector<ShareSi
       return ReclaimAnswer::none;
     }
     const Attribution a = attribute(sites, *procs, cfg_.proc_root);
+    if (!a.untold[asker].empty()) {  // one cgroup with another share: whose memory is whose is unknown
+      log::info(text::cat("reclaim for ", sites[asker].id, " on ", gpu,
+                          ": it shares a cgroup with another share; nothing is taken back"));
+      return ReclaimAnswer::untold;
+    }
     if (a.cgroups[asker].empty()) {  // its processes cannot be told apart: its need cannot be checked
       log::info(text::cat("reclaim for ", sites[asker].id, " on ", gpu, ": its processes cannot be told apart"));
       return ReclaimAnswer::none;
@@ -213,17 +239,18 @@ Result<bool> Reclaimer::pass() {
   if (!has_burst_booking(*state)) return false;
   const std::uint32_t beat = reclaimer_beat_now();
   const bool check = passes_++ % kCheckEveryPasses == 0;
-  std::set<std::string> live;
+  std::set<std::string> live, keys;
   std::map<std::string, std::set<int>> served;
   for (const auto& [gpu, sites] : burst_sites(*state, cfg_)) {
     const std::uint64_t total = gpu_memory(inv_, gpu);
     if (total == 0) continue;
     for (const auto& s : sites) {
+      keys.insert(s.key);
       live.insert(s.region);
       served[s.region].insert(s.device);
     }
     const auto readings = read_sites(sites);
-    publish(sites, readings, total, beat);
+    publish(gpu, sites, readings, total, beat);
     answer(gpu, sites, readings, total);
     if (check) {
       std::vector<std::uint64_t> used;
@@ -232,9 +259,10 @@ Result<bool> Reclaimer::pass() {
     }
   }
   std::erase_if(regions_, [&](const auto& kv) { return !live.contains(kv.first); });
+  if (std::erase_if(log_.untold, [&](const auto& kv) { return !keys.contains(kv.first); }) != 0) log_dirty_ = true;
   answer_leftovers(served);
   save_log();
   return true;
 }
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

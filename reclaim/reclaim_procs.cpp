@@ -1,4 +1,4 @@
-#include "cli/reclaim_procs.hpp"
+#include "reclaim/reclaim_procs.hpp"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 #include "core/text.hpp"
 #include "state/claim_members.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 std::string process_cgroups(const std::string& proc_root, std::int64_t pid) {
   auto text = fs::read_file(text::cat(proc_root, "/", pid, "/cgroup"), 64u << 10);
@@ -27,18 +27,34 @@ bool member(const std::vector<std::string>& list, const std::string& cg) {
 
 }  // namespace
 
-Attribution attribute(const std::vector<ShareSite>& sites, const std::vector<GpuProcessMemory>& procs,
-                      const std::string& proc_root) {
-  Attribution a;
-  a.of.resize(sites.size());
+Memberships memberships(const std::vector<ShareSite>& sites, const std::string& proc_root) {
+  Memberships m;
   const std::string own = process_cgroups(proc_root, ::getpid());
   for (const auto& s : sites) {
     std::vector<std::string> list = s.members;
     if (s.pid != 0 && process_liveness(proc_root, s.pid, s.pid_start) == Liveness::alive)
       list.push_back(process_cgroups(proc_root, s.pid));
     std::erase_if(list, [&](const std::string& cg) { return cg.empty() || cg == own; });
-    a.cgroups.push_back(std::move(list));
+    m.cgroups.push_back(std::move(list));
   }
+  m.untold.resize(sites.size());
+  for (std::size_t i = 0; i < sites.size(); ++i)
+    for (std::size_t j = i + 1; j < sites.size(); ++j)
+      if (std::any_of(m.cgroups[i].begin(), m.cgroups[i].end(),
+                      [&](const auto& cg) { return member(m.cgroups[j], cg); }))
+        m.untold[i].push_back(j), m.untold[j].push_back(i);
+  for (std::size_t i = 0; i < sites.size(); ++i)
+    if (!m.untold[i].empty()) m.cgroups[i].clear();
+  return m;
+}
+
+Attribution attribute(const std::vector<ShareSite>& sites, const std::vector<GpuProcessMemory>& procs,
+                      const std::string& proc_root) {
+  Attribution a;
+  a.of.resize(sites.size());
+  Memberships m = memberships(sites, proc_root);
+  a.cgroups = std::move(m.cgroups);
+  a.untold = std::move(m.untold);
   for (const auto& p : procs) {
     a.total = saturating_add(a.total, p.bytes);
     const std::string cg = process_cgroups(proc_root, p.pid);
@@ -77,4 +93,4 @@ Result<> stop_process(const std::string& proc_root, std::int64_t pid, const std:
   return {};
 }
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

@@ -1,4 +1,4 @@
-#include "cli/reclaim_shares.hpp"
+#include "reclaim/reclaim_shares.hpp"
 
 #include <algorithm>
 
@@ -7,7 +7,7 @@
 #include "limits/host/limit_file.hpp"
 #include "state/claim_members.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 namespace {
 
@@ -56,4 +56,4 @@ std::map<std::string, std::vector<ShareSite>> burst_sites(const LedgerState& sta
   return out;
 }
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

@@ -19,17 +19,17 @@
 #include <string>
 #include <vector>
 
-#include "cli/reclaim_log.hpp"
-#include "cli/reclaim_procs.hpp"
-#include "cli/reclaim_shares.hpp"
 #include "core/burst/lending.hpp"
 #include "core/config/config.hpp"
 #include "core/inventory/inventory.hpp"
 #include "limits/host/region_file.hpp"
 #include "limits/host/region_guard.hpp"
 #include "nvml/process_view.hpp"
+#include "reclaim/reclaim_log.hpp"
+#include "reclaim/reclaim_procs.hpp"
+#include "reclaim/reclaim_shares.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 // One share's region as a pass read it: ok (mapped and read whole), what it says, and the bytes its
 // live processes hold on the share's GPU.
@@ -50,8 +50,10 @@ class Reclaimer {
   // A mapping that faulted (limits/host/region_guard.hpp): unmapped, and said once in the log.
   void drop(const std::string& path, const std::string& id);
   std::vector<Reading> read_sites(const std::vector<ShareSite>& sites);
-  void publish(const std::vector<ShareSite>& sites, const std::vector<Reading>& readings, std::uint64_t total,
-               std::uint32_t beat);
+  // Shares of one cgroup (reclaim_procs.hpp): in the log for status, and said once in gpufrac's.
+  void note_untold(const std::string& gpu, const std::vector<ShareSite>& sites, const Memberships& m);
+  void publish(const std::string& gpu, const std::vector<ShareSite>& sites, const std::vector<Reading>& readings,
+               std::uint64_t total, std::uint32_t beat);
   void answer(const std::string& gpu, const std::vector<ShareSite>& sites, const std::vector<Reading>& readings,
               std::uint64_t total);
   ReclaimAnswer serve(const std::string& gpu, const std::vector<ShareSite>& sites,
@@ -78,4 +80,4 @@ class Reclaimer {
 // CLOCK_MONOTONIC milliseconds mod 2^32, never 0 (a region's reclaimer_beat).
 std::uint32_t reclaimer_beat_now();
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

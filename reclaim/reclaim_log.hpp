@@ -1,8 +1,8 @@
 // What the burst reclaimer did, for `gpufrac status` and `gpufrac metrics`
 // (<state-dir>/reclaims.json, written by the reclaimer alone, replaced atomically): the latest
 // reclaims (at most kMaxReclaimEvents), how many processes it stopped and how many requests it
-// refused on each GPU and of each share, and the shares whose usage region the driver contradicts
-// (flagged, never believed). A missing file is an empty log.
+// refused on each GPU and of each share, the shares whose usage region the driver contradicts
+// (flagged, never believed) and those it cannot tell apart. A missing file is an empty log.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include "core/config/config.hpp"
 #include "core/error.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 inline constexpr std::size_t kMaxReclaimEvents = 64;
 
@@ -35,12 +35,22 @@ struct ReclaimFlag {
   bool operator==(const ReclaimFlag&) const = default;
 };
 
+// A share whose processes the kernel cannot tell from another share's on the GPU (one cgroup):
+// neither borrows (its ceiling is its request) and the reclaimer takes nothing back for it.
+struct ReclaimUntold {
+  std::string gpu_uuid;
+  std::string id;                 // the container id (or claim)
+  std::vector<std::string> with;  // the ids of the shares it cannot be told from
+  bool operator==(const ReclaimUntold&) const = default;
+};
+
 struct ReclaimLog {
   std::vector<ReclaimEvent> events;                    // oldest first
   std::map<std::string, std::uint64_t> stopped;        // by GPU uuid
   std::map<std::string, std::uint64_t> refused;        // by GPU uuid (burst.reclaim: refuse)
   std::map<std::string, std::uint64_t> share_stopped;  // by container key: its processes stopped
   std::map<std::string, ReclaimFlag> flags;            // by container key
+  std::map<std::string, ReclaimUntold> untold;         // by container key
   bool operator==(const ReclaimLog&) const = default;
 };
 
@@ -51,4 +61,4 @@ Result<> save_reclaim_log(const std::string& path, const ReclaimLog& log);
 // `key` is the victim's container key (share_stopped counts by it).
 void record_stop(ReclaimLog& log, ReclaimEvent e, const std::string& key);
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

@@ -1,10 +1,10 @@
-#include "cli/reclaim_log.hpp"
+#include "reclaim/reclaim_log.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include "core/fs.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 using nlohmann::json;
 
@@ -41,6 +41,10 @@ Result<ReclaimLog> load_reclaim_log(const std::string& path) {
       log.flags[key] = ReclaimFlag{f.at("gpu").get<std::string>(), f.at("id").get<std::string>(),
                                    f.at("published").get<std::uint64_t>(), f.at("held").get<std::uint64_t>(),
                                    f.at("since").get<std::int64_t>()};
+    if (doc.contains("untold"))  // written since the reclaimer tells shares of one cgroup apart
+      for (const auto& [key, u] : doc.at("untold").items())
+        log.untold[key] = ReclaimUntold{u.at("gpu").get<std::string>(), u.at("id").get<std::string>(),
+                                        u.at("with").get<std::vector<std::string>>()};
     return log;
   } catch (const std::exception& e) {
     return internal_error(path + ": not a reclaim log (" + e.what() + "); remove it, the reclaimer writes it again");
@@ -48,16 +52,18 @@ Result<ReclaimLog> load_reclaim_log(const std::string& path) {
 }
 
 Result<> save_reclaim_log(const std::string& path, const ReclaimLog& log) {
-  json events = json::array(), flags = json::object();
+  json events = json::array(), flags = json::object(), untold = json::object();
   for (const auto& e : log.events) events.push_back(event_json(e));
   for (const auto& [key, f] : log.flags)
     flags[key] = {{"gpu", f.gpu_uuid}, {"id", f.id}, {"published", f.published}, {"held", f.held}, {"since", f.since}};
+  for (const auto& [key, u] : log.untold) untold[key] = {{"gpu", u.gpu_uuid}, {"id", u.id}, {"with", u.with}};
   const json doc{{"version", 1},
                  {"events", events},
                  {"stopped", log.stopped},
                  {"refused", log.refused},
                  {"share_stopped", log.share_stopped},
-                 {"flags", flags}};
+                 {"flags", flags},
+                 {"untold", untold}};
   return fs::write_file_atomic(path, doc.dump() + "\n", 0644);
 }
 
@@ -68,4 +74,4 @@ void record_stop(ReclaimLog& log, ReclaimEvent e, const std::string& key) {
   if (log.events.size() > kMaxReclaimEvents) log.events.erase(log.events.begin());
 }
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

@@ -8,27 +8,38 @@
 #include <string>
 #include <vector>
 
-#include "cli/reclaim_shares.hpp"
 #include "core/burst/lending.hpp"
 #include "core/error.hpp"
 #include "nvml/process_view.hpp"
+#include "reclaim/reclaim_shares.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 // /proc/<pid>/cgroup as the kernel states it (every hierarchy's line, on one line:
 // state/claim_members.hpp), "" when it cannot be read.
 std::string process_cgroups(const std::string& proc_root, std::int64_t pid);
+
+// Which cgroups tell each site's processes apart. A site's memberships are those of its booking
+// process (or, for a claim, of its containers); a site whose process is gone or pending, or whose
+// membership is the reclaimer's own, has none. Sites that share a membership (two containers in one
+// cgroup: a spec may name the same linux.cgroupsPath twice, a runtime may put a pod in one) cannot
+// be told apart by the kernel: each has none, and `untold` names the others.
+struct Memberships {
+  std::vector<std::vector<std::string>> cgroups;  // per site, its memberships (none: unknown)
+  std::vector<std::vector<std::size_t>> untold;   // per site, the sites sharing one of its cgroups
+};
+Memberships memberships(const std::vector<ShareSite>& sites, const std::string& proc_root);
 
 // The driver's processes of a GPU, by share.
 struct Attribution {
   std::vector<std::vector<GpuProcessMemory>> of;  // per site, its processes
   std::uint64_t total = 0;                        // held by every process on the GPU
   std::vector<std::vector<std::string>> cgroups;  // per site, its memberships (none: unknown)
+  std::vector<std::vector<std::size_t>> untold;   // per site, the sites it cannot be told from
 };
 
-// Each process goes to the site whose booking process (or, for a claim, one of its containers) has
-// the same cgroups; a site whose process is gone or pending, or whose membership is the reclaimer's
-// own, gets none (it cannot be told apart).
+// Each process goes to the one site whose memberships hold its cgroups; a process of sites that
+// cannot be told apart (memberships above) goes to none: attribution is unambiguous or not made.
 Attribution attribute(const std::vector<ShareSite>& sites, const std::vector<GpuProcessMemory>& procs,
                       const std::string& proc_root);
 
@@ -41,4 +52,4 @@ std::vector<BurstShare> burst_shares(const std::vector<ShareSite>& sites, const 
 // of its container's). An error names the pid and why.
 Result<> stop_process(const std::string& proc_root, std::int64_t pid, const std::vector<std::string>& cgroups);
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

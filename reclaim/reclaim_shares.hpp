@@ -13,7 +13,7 @@
 #include "core/config/config.hpp"
 #include "core/ledger/ledger_entry.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 struct ShareSite {
   std::string key;  // container key (or a claim's uid)
@@ -36,4 +36,4 @@ std::map<std::string, std::vector<ShareSite>> burst_sites(const LedgerState& sta
 // Whether the ledger holds a booking with a limit above its request.
 bool has_burst_booking(const LedgerState& state);
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim

@@ -1,4 +1,4 @@
-#include "cli/reclaim_start.hpp"
+#include "reclaim/reclaim_start.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -9,21 +9,23 @@
 #include <filesystem>
 #include <thread>
 
-#include "cli/reclaim_log.hpp"
-#include "cli/reclaim_shares.hpp"
-#include "cli/reclaimer.hpp"
 #include "core/fs.hpp"
 #include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
 #include "limits/host/region_guard.hpp"
 #include "nvml/inventory_cache.hpp"
+#include "reclaim/reclaim_keeper.hpp"
+#include "reclaim/reclaim_log.hpp"
+#include "reclaim/reclaim_shares.hpp"
+#include "reclaim/reclaimer.hpp"
 
-namespace gpufrac::cli {
+namespace gpufrac::reclaim {
 
 namespace {
 
 constexpr int kPassMs = 20;
-constexpr int kIdlePasses = 100;  // about 2 s without a burst booking before it leaves
+constexpr int kIdlePasses = 100;        // about 2 s without a burst booking before it leaves
+constexpr int kKeeperCheckPasses = 50;  // about once a second
 
 // The reclaimer's lock, taken without waiting; an empty fd when another reclaimer holds it.
 Result<fs::UniqueFd> take_lock(const Config& cfg) {
@@ -42,8 +44,8 @@ void write_pid(int fd) {
     log::warn("reclaim: cannot write its pid into its lock file");
 }
 
-// Under the ledger's lock: no burst booking left, so the reclaimer lets its lock go and leaves. A
-// state directory that is gone (a node's /run emptied) is left at once.
+}  // namespace
+
 bool leave_when_idle(const Config& cfg, fs::UniqueFd& lock) {
   if (!fs::exists(cfg.ledger_path())) return true;
   bool leave = false;
@@ -57,7 +59,7 @@ bool leave_when_idle(const Config& cfg, fs::UniqueFd& lock) {
   return leave;
 }
 
-int run_loop(const Config& cfg, fs::UniqueFd lock) {
+int run_reclaimer_locked(const Config& cfg, fs::UniqueFd lock) {
   auto view = ProcessView::open(cfg);
   if (!view) {
     log::error("reclaim: " + view.error().message + "; burst limits stay at their requests");
@@ -72,9 +74,12 @@ int run_loop(const Config& cfg, fs::UniqueFd lock) {
   limits::install_region_guard();  // a container that truncates its region must not end the reclaimer
   log::info("reclaim: the burst reclaimer runs (burst.reclaim: " + std::string(to_string(cfg.burst.reclaim)) + ")");
   Reclaimer reclaimer(cfg, std::move(*view), std::move(*inv));
-  for (int idle = 0;;) {
+  for (int idle = 0, passes = 0;;) {
     auto more = reclaimer.pass();
     if (!more) log::warn("reclaim: " + more.error().message);
+    // A keeper beside it (reclaim/reclaim_keeper.hpp), checked about once a second; only after a pass
+    // that ran through, so that a reclaimer that cannot run is not restarted in a loop.
+    if (more && passes++ % kKeeperCheckPasses == 0) ensure_keeper(cfg);
     idle = more && !*more ? idle + 1 : 0;
     if (idle >= kIdlePasses && leave_when_idle(cfg, lock)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(kPassMs));
@@ -82,6 +87,8 @@ int run_loop(const Config& cfg, fs::UniqueFd lock) {
   log::info("reclaim: no booking has a burst limit; the reclaimer leaves");
   return 0;
 }
+
+namespace {
 
 // The grandchild: a session of its own, stdio on /dev/null, no other descriptor (the caller's pipes
 // must see EOF at once).
@@ -94,7 +101,7 @@ int run_loop(const Config& cfg, fs::UniqueFd lock) {
   if (::chdir("/") != 0) ::_exit(2);
   log::init(cfg.log, "gpufrac-reclaim");
   auto lock = take_lock(cfg);
-  ::_exit(lock && *lock ? run_loop(cfg, std::move(*lock)) : 0);
+  ::_exit(lock && *lock ? run_reclaimer_locked(cfg, std::move(*lock)) : 0);
 }
 
 }  // namespace
@@ -107,7 +114,7 @@ Result<int> run_reclaimer_here(const Config& cfg) {
   auto lock = take_lock(cfg);
   if (!lock) return std::unexpected(lock.error());
   if (!*lock) return -1;
-  return run_loop(cfg, std::move(*lock));
+  return run_reclaimer_locked(cfg, std::move(*lock));
 }
 
 Result<bool> start_detached_reclaimer(const Config& cfg) {
@@ -135,7 +142,11 @@ std::string tidy_reclaimer(const Config& cfg, const LedgerState& state) {
   std::error_code ec;
   std::filesystem::remove(reclaim_log_path(cfg), ec);
   std::filesystem::remove(reclaimer_lock_path(cfg), ec);
+  if (fs::exists(keeper_lock_path(cfg)))
+    if (fs::UniqueFd keeper(::open(keeper_lock_path(cfg).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+        keeper && ::flock(keeper.get(), LOCK_EX | LOCK_NB) == 0)
+      std::filesystem::remove(keeper_lock_path(cfg), ec);  // a keeper that runs leaves by itself
   return "Removed the burst reclaimer's files (no booking has a burst limit).";
 }
 
-}  // namespace gpufrac::cli
+}  // namespace gpufrac::reclaim
