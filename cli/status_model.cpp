@@ -85,10 +85,13 @@ void mark_multi_gpu_shares(StatusReport& r) {
 }
 
 // A GPU in MPS mode: since when it has had no SM share (its ledger record), while it has none.
-void mark_sm_mode(DeviceStatus& d, const DeviceLoad& load, const LedgerState& ledger, std::int64_t now) {
+void mark_sm_mode(DeviceStatus& d, const DeviceLoad& load, const LedgerState& ledger, std::int64_t now,
+                  std::uint32_t idle_timeout_s) {
   d.sm_mode = load.sm_mode();
-  if (const MpsGpuRecord* rec = find_mps_record(ledger, d.uuid); rec && load.sm_shares == 0)
+  if (const MpsGpuRecord* rec = find_mps_record(ledger, d.uuid); rec && load.sm_shares == 0) {
     d.sm_idle_s = std::max<std::int64_t>(0, now - rec->since);
+    d.sm_switch_back_s = std::max<std::int64_t>(0, static_cast<std::int64_t>(idle_timeout_s) - *d.sm_idle_s);
+  }
 }
 
 nlohmann::json mps_json(const DeviceStatus& d) {
@@ -96,7 +99,11 @@ nlohmann::json mps_json(const DeviceStatus& d) {
           {"daemon_pid", d.mps_daemon_pid ? nlohmann::json(d.mps_daemon_pid) : nlohmann::json(nullptr)},
           {"server_pid", d.mps_server_pid ? nlohmann::json(*d.mps_server_pid) : nlohmann::json(nullptr)},
           {"clients", d.mps_clients},
-          {"idle_s", d.sm_idle_s ? nlohmann::json(*d.sm_idle_s) : nlohmann::json(nullptr)}};
+          {"idle_s", d.sm_idle_s ? nlohmann::json(*d.sm_idle_s) : nlohmann::json(nullptr)},
+          // Idle: back to time sharing at the next time share, or by the idle timeout in this many s.
+          {"switch_back", d.sm_switch_back_s
+                              ? nlohmann::json{{"on_time_share", true}, {"timeout_in_s", *d.sm_switch_back_s}}
+                              : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json share_json(const ShareStatus& s) {
@@ -127,7 +134,7 @@ StatusReport build_status(const Inventory& inv, const LedgerState& ledger, const
   for (const Gpu* g : gpus) {
     r.devices.push_back(gpu_status(*g, load.of(g->uuid), cfg));
     r.devices.back().shares = shares_of(load.of(g->uuid).entries, src);
-    mark_sm_mode(r.devices.back(), load.of(g->uuid), ledger, now);
+    mark_sm_mode(r.devices.back(), load.of(g->uuid), ledger, now, cfg.sm_sharing.idle_timeout_s);
     std::vector<const MigInstance*> instances;
     for (const auto& m : g->mig_instances) instances.push_back(&m);
     std::sort(instances.begin(), instances.end(), [](const MigInstance* a, const MigInstance* b) {

@@ -61,6 +61,9 @@ struct DeviceStatus {
   // says (filled in by read_node: asking the daemon is I/O; "" until then).
   bool sm_mode = false;
   std::optional<std::int64_t> sm_idle_s;
+  // While idle: seconds until compute.mps-idle-timeout stops its daemon (0: at the next provisioning
+  // or gc). A time share switches it back at once in any case.
+  std::optional<std::int64_t> sm_switch_back_s;
   std::string mps_state;  // "ACTIVE", "FAULT", "idle" (no server), "no daemon", or "unknown: <why>"
   std::int64_t mps_daemon_pid = 0;
   std::optional<std::int64_t> mps_server_pid;

@@ -322,15 +322,17 @@ std::string render_split(const StatusReport& r) {
   return t.empty() ? "" : "\nMIG GPU instances with compute instances (they share its memory)\n" + t.render();
 }
 
-// SM sharing: each GPU in MPS mode, its daemon and server, and how long it has had no SM share.
+// SM sharing: each GPU in MPS mode, its daemon and server, how long it has had no SM share, and when
+// it goes back to time sharing (at once for a time share, else at the idle timeout).
 std::string render_mps(const StatusReport& r, const StatusStyle& st) {
-  Table t({"GPU", "UUID", "MODE", "DAEMON", "SERVER", "STATE", "CLIENTS", "IDLE"});
+  Table t({"GPU", "UUID", "MODE", "DAEMON", "SERVER", "STATE", "CLIENTS", "IDLE", "SWITCHES BACK"});
   for (const auto& d : r.devices) {
     if (!d.sm_mode) continue;
     const std::string state = d.mps_state == "FAULT" ? paint(st, "31", d.mps_state) : d.mps_state;
     t.add({text::cat(d.gpu_index), short_id(d.uuid, st.no_trunc), "sm",
            d.mps_daemon_pid ? text::cat(d.mps_daemon_pid) : "-", d.mps_server_pid ? text::cat(*d.mps_server_pid) : "-",
-           state, text::cat(d.mps_clients), d.sm_idle_s ? format_age(*d.sm_idle_s) : "-"});
+           state, text::cat(d.mps_clients), d.sm_idle_s ? format_age(*d.sm_idle_s) : "-",
+           d.sm_switch_back_s ? text::cat("at a time share, or in ", format_age(*d.sm_switch_back_s)) : "-"});
   }
   return t.empty() ? "" : "\nGPUs in SM mode (MPS daemons)\n" + t.render();
 }

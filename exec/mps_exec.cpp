@@ -39,7 +39,9 @@ bool mps_reclaim_may_help(const Error& refusal, const Request& request, const Co
   if (refusal.kind != ErrorKind::user || is_sm_request(request)) return false;
   auto state = Ledger(LedgerOptions::from(cfg)).read();
   const auto now = static_cast<std::int64_t>(std::time(nullptr));
-  return state && !expired_mps_gpus(*state, cfg.allocation.sm_sharing.idle_timeout_s, now).empty();
+  // Any GPU idle in MPS mode, whatever its idle time: the timeout only keeps a daemon warm for the
+  // next SM share, it never keeps a time share out.
+  return state && !expired_mps_gpus(*state, 0, now).empty();
 }
 
 }  // namespace gpufrac

@@ -2,8 +2,8 @@
 // must never load NVML: `<cli.path> mps provision ...` (nvml/mps_provision.hpp), executed as
 // exec/cli_exec.hpp runs every helper. Every SM share goes through it (its GPU's MPS daemon must
 // run before the container does), and so does a time share refused while a GPU in MPS mode sits
-// idle past compute.mps-idle-timeout (the provisioner stops that daemon first). A container that
-// asks for neither never comes here.
+// idle, with no SM share left (the provisioner stops that daemon and switches the GPU back at once,
+// whatever compute.mps-idle-timeout says). A container that asks for neither never comes here.
 #pragma once
 
 #include <string>
@@ -27,7 +27,7 @@ std::vector<std::string> mps_provision_argv(const Config& cfg, const ProvisionCa
 Result<std::string> run_mps_provision(const Config& cfg, const ProvisionCall& call);
 
 // Whether a time share refused with `refusal` may fit once idle MPS daemons are stopped: a user
-// error, and the ledger holds a GPU in MPS mode without an SM share idle for the timeout.
+// error, and the ledger holds a GPU in MPS mode without an SM share (however long it has been idle).
 bool mps_reclaim_may_help(const Error& refusal, const Request& request, const Config& cfg);
 
 }  // namespace gpufrac

@@ -40,15 +40,15 @@ Result<> check_ref(const ClaimRef& c) {
 
 // A dynamic-MIG profile device goes through the provisioner, which reserves first (the instance
 // may exist, idle) and otherwise creates it at the device's placement; everything else is booked.
-Result<Booking> book(const Config& cfg, Ledger& ledger, const ReserveArgs& args, const Inventory& inv,
-                     bool dynamic_mig) {
-  if (args.request.compute_mode == ComputeMode::sm) {  // SM sharing: its GPU's MPS daemon made sure of
+Result<Booking> book(const Config& cfg, const ReserveArgs& args, const Inventory& inv, bool dynamic_mig) {
+  // SM sharing: its GPU's MPS daemon made sure of; any other share is booked as usual, a GPU idle in
+  // MPS mode that keeps it out switched back to time sharing at once (nvml/mps_provision.hpp).
+  if (args.request.compute_mode == ComputeMode::sm || !dynamic_mig) {
     auto provisioned = provision_mps(cfg, args, inv);
     if (!provisioned) return std::unexpected(provisioned.error());
     for (const auto& note : provisioned->notes) log::info("claim " + args.container_id + ": " + note);
     return std::move(provisioned->booking);
   }
-  if (!dynamic_mig) return ledger.reserve(args, inv, cfg.allocation);
   auto provisioned = provision_mig(cfg, args, cdi::spec_refresher(cfg));
   if (!provisioned) return std::unexpected(provisioned.error());
   for (const auto& note : provisioned->notes) log::info("claim " + args.container_id + ": " + note);
@@ -167,7 +167,7 @@ Result<std::vector<PreparedDevice>> DraDriver::prepare_locked(const ClaimRef& c)
     std::vector<PreparedDevice> devices;
     bool made_mig = false;
     for (const auto& s : *shares) {
-      auto b = book(cfg, ledger, reserve_args(c, s), *inventory, s.dynamic_mig);
+      auto b = book(cfg, reserve_args(c, s), *inventory, s.dynamic_mig);
       if (!b) return std::unexpected(b.error().wrap(text::cat("claim ", c.describe(), ": ", s.device)));
       made_mig = made_mig || s.dynamic_mig;
       devices.push_back({s.request, options_.node, s.device, s.share_id, {claim_cdi_id(c.uid)}});

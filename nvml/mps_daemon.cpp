@@ -25,6 +25,8 @@
 #include "core/plan/plan_mps.hpp"
 #include "core/process.hpp"
 #include "core/text.hpp"
+#include "nvml/mps_dirs.hpp"
+#include "nvml/mps_spawn.hpp"
 
 extern char** environ;
 
@@ -32,88 +34,22 @@ namespace gpufrac {
 
 namespace {
 
-constexpr const char* kPidFile = "nvidia-cuda-mps-control.pid";
-constexpr rlim_t kMpsOpenFiles = 16384;
 constexpr std::chrono::seconds kAnswerTimeout{10};
-
-// PATH, the daemon's CUDA variables and the caller's GPUFRAC_FAKE_* (set only by tests: the fake
-// driver's state).
-std::vector<std::string> daemon_env(const Config& cfg, const std::string& gpu_uuid) {
-  std::vector<std::string> env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "CUDA_VISIBLE_DEVICES=" + gpu_uuid,
-                                  "CUDA_MPS_PIPE_DIRECTORY=" + mps_pipe_dir(cfg, gpu_uuid),
-                                  "CUDA_MPS_LOG_DIRECTORY=" + mps_log_dir(cfg, gpu_uuid)};
-  for (char** e = environ; e && *e; ++e)
-    if (std::string_view(*e).starts_with("GPUFRAC_FAKE_")) env.emplace_back(*e);
-  return env;
-}
-
-std::vector<char*> c_strings(std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (auto& s : v) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
-}
-
-// What the daemon starts with: stdin /dev/null, stdout and stderr appended to its log directory's
-// control.log, nothing else of its starter (the caller's locks and pipes must not live on in it).
-struct DaemonStdio {
-  int null_fd, log_fd;
-};
-
-// In a child: fds 0-2 as given (moved above 2 first, so that one given at 0-2 is not overwritten
-// before it is placed; one given closed stays closed), every other fd closed (the caller's are never
-// inherited: a lock or a pipe a daemon held would outlive the caller's use of it).
-// Async-signal-safe.
-bool only_stdio(int in, int out, int err) {
-  const int given[3] = {in, out, err};
-  int high[3];
-  for (int i = 0; i < 3; ++i)
-    if ((high[i] = ::fcntl(given[i], F_DUPFD_CLOEXEC, 3)) < 0 && errno != EBADF) return false;
-  for (int i = 0; i < 3; ++i) {
-    if (high[i] < 0)
-      ::close(i);
-    else if (::dup2(high[i], i) < 0)
-      return false;
-  }
-  return ::syscall(SYS_close_range, 3, ~0u, 0) == 0;
-}
-
-// In the child: a mount namespace of its own whose /dev/shm is the GPU's shm directory, more open
-// files, its stdio, then the daemon. Only async-signal-safe calls.
-[[noreturn]] void exec_daemon(const char* control, const char* shm, DaemonStdio io, char** argv, char** envp) {
-  if (::unshare(CLONE_NEWNS) != 0 || ::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) != 0 ||
-      ::mount(shm, "/dev/shm", nullptr, MS_BIND, nullptr) != 0)
-    ::_exit(126);
-  if (!only_stdio(io.null_fd, io.log_fd, io.log_fd)) ::_exit(125);
-  struct rlimit nofile {};
-  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < kMpsOpenFiles) {
-    nofile.rlim_cur =
-        nofile.rlim_max == RLIM_INFINITY || nofile.rlim_max >= kMpsOpenFiles ? kMpsOpenFiles : nofile.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &nofile);
-  }
-  ::execve(control, argv, envp);
-  ::_exit(127);
-}
 
 Result<int> wait_child(pid_t child) {
   int status = 0;
   while (::waitpid(child, &status, 0) < 0)
-    if (errno != EINTR) return sys_error("cannot wait for the MPS control daemon's start");
+    if (errno != EINTR) return sys_error("cannot wait for the MPS control shell");
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// The pid the daemon wrote in its pipe directory, once it is there.
-Result<std::int64_t> wait_pid_file(const std::string& pipe) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (;;) {
-    if (auto text = fs::read_file(pipe + "/" + kPidFile, 64); text && text->ends_with("\n")) {
-      auto pid = text::parse_u64(std::string_view(*text).substr(0, text->size() - 1));
-      if (pid && *pid > 0 && *pid <= static_cast<std::uint64_t>(kMaxPid)) return static_cast<std::int64_t>(*pid);
-    }
-    if (std::chrono::steady_clock::now() > deadline)
-      return internal_error(text::cat("the MPS control daemon wrote no pid to ", pipe, "/", kPidFile, " in 10 s"));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+// Whether the process's first argument is the driver's control program (what a daemon gpufrac
+// started runs: the -d parent's argv, which its daemon child keeps).
+bool runs_mps_control(const Config& cfg, std::int64_t pid) {
+  auto cmdline = fs::read_file(text::cat(cfg.proc_root, "/", pid, "/cmdline"), 4096);
+  if (!cmdline) return false;
+  const std::string argv0 = cmdline->substr(0, cmdline->find('\0'));
+  return fs::basename(argv0) == "nvidia-cuda-mps-control";
 }
 
 // The control shell's output up to its end, at most 1 MiB, within kAnswerTimeout: a daemon that
@@ -209,6 +145,7 @@ std::vector<std::string> mps_recorded_gpus(const Config& cfg) {
 }
 
 Result<> remove_mps_files(const Config& cfg, const std::string& gpu_uuid) {
+  if (auto r = unmount_mps_dirs(cfg, gpu_uuid); !r) return r;
   std::error_code ec;
   std::filesystem::remove_all(mps_dir(cfg, gpu_uuid), ec);
   if (ec) return internal_error("cannot remove " + mps_dir(cfg, gpu_uuid) + ": " + ec.message());
@@ -224,30 +161,15 @@ Result<std::string> mps_control_path(const Inventory& inv) {
       "utilities and run gpufrac info --refresh");
 }
 
-Result<std::int64_t> spawn_mps_daemon(const Config& cfg, const std::string& control, const std::string& gpu_uuid) {
-  for (const auto& dir : {mps_pipe_dir(cfg, gpu_uuid), mps_shm_dir(cfg, gpu_uuid), mps_log_dir(cfg, gpu_uuid)})
-    if (auto r = fs::make_dirs(dir, 0755); !r) return std::unexpected(r.error());
-  ::chmod(mps_shm_dir(cfg, gpu_uuid).c_str(), 01777);  // /dev/shm's mode: every container user writes there
-  ::unlink((mps_pipe_dir(cfg, gpu_uuid) + "/" + kPidFile).c_str());
-  std::vector<std::string> args = {"nvidia-cuda-mps-control", "-d"}, env = daemon_env(cfg, gpu_uuid);
-  auto argv = c_strings(args), envp = c_strings(env);
-  const std::string shm = mps_shm_dir(cfg, gpu_uuid), log = mps_log_dir(cfg, gpu_uuid) + "/control.log";
-  fs::UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!null_fd) return sys_error("cannot open /dev/null");
-  fs::UniqueFd log_fd(::open(log.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
-  if (!log_fd) return sys_error("cannot open " + log);
-  const pid_t child = ::fork();
-  if (child < 0) return sys_error("cannot fork to start the MPS control daemon");
-  if (child == 0) exec_daemon(control.c_str(), shm.c_str(), {null_fd.get(), log_fd.get()}, argv.data(), envp.data());
-  auto status = wait_child(child);
-  if (!status) return std::unexpected(status.error());
-  if (*status != 0)
-    return internal_error(text::cat(control, " -d for ", gpu_uuid, " failed (status ", *status,
-                                    *status == 126   ? ": no mount namespace with its shm directory at /dev/shm"
-                                    : *status == 125 ? ": cannot set its standard streams or close other files"
-                                                     : "",
-                                    "); see ", log));
-  return wait_pid_file(mps_pipe_dir(cfg, gpu_uuid));
+bool kill_mps_daemon(const Config& cfg, const MpsDaemonRecord& r) {
+  if (r.pid <= 0) return false;
+  fs::UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(r.pid), 0)));
+  if (!pidfd) return false;
+  // The pidfd names one process from now on: the one that has the recorded start time and runs the
+  // control program, or none is signalled.
+  if (process_liveness(cfg.proc_root, r.pid, r.pid_start) != Liveness::alive || !runs_mps_control(cfg, r.pid))
+    return false;
+  return ::syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) == 0;
 }
 
 Result<std::string> mps_command(const Config& cfg, const std::string& control, const std::string& gpu_uuid,
@@ -257,12 +179,16 @@ Result<std::string> mps_command(const Config& cfg, const std::string& control, c
   fs::UniqueFd in_r(in[0]), in_w(in[1]);
   if (::pipe2(out, O_CLOEXEC) != 0) return sys_error("cannot create a pipe");
   fs::UniqueFd out_r(out[0]), out_w(out[1]);
-  std::vector<std::string> args = {"nvidia-cuda-mps-control"}, env = daemon_env(cfg, gpu_uuid);
+  std::vector<std::string> args = {"nvidia-cuda-mps-control"}, env = mps_daemon_env(cfg, gpu_uuid);
   auto argv = c_strings(args), envp = c_strings(env);
+  // The shell's complaints ("Cannot find MPS control daemon process") are not the caller's output:
+  // a daemon that does not answer is this function's error.
+  fs::UniqueFd null_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+  if (!null_fd) return sys_error("cannot open /dev/null");
   const pid_t child = ::fork();
   if (child < 0) return sys_error("cannot fork to run " + control);
   if (child == 0) {
-    if (!only_stdio(in_r.get(), out_w.get(), 2)) ::_exit(127);
+    if (!only_stdio(in_r.get(), out_w.get(), null_fd.get())) ::_exit(127);
     ::execve(control.c_str(), argv.data(), envp.data());
     ::_exit(127);
   }

@@ -15,6 +15,8 @@
 //    where /dev/shm is <mps dir>/shm (so its servers' segments are there, for the containers that get
 //    that directory, and never in the host's /dev/shm); stdin /dev/null, stdout and stderr appended
 //    to <mps dir>/log/control.log, no other fd of the caller (all from 3 up closed before the exec).
+//    pipe/ and shm/ are tmpfs mounted fresh at each start (nvml/mps_dirs.hpp); the pid recorded is
+//    the kernel's (nvml/mps_spawn.hpp), never read from the pipe directory a container can write.
 #pragma once
 
 #include <sys/types.h>
@@ -28,6 +30,7 @@
 #include "core/error.hpp"
 #include "core/fs.hpp"
 #include "core/inventory/inventory.hpp"
+#include "nvml/mps_spawn.hpp"
 
 namespace gpufrac {
 
@@ -58,15 +61,19 @@ Result<> write_mps_record(const Config& cfg, const MpsDaemonRecord& r);
 Result<std::optional<MpsDaemonRecord>> read_mps_record(const Config& cfg, const std::string& gpu_uuid);
 // The GPUs that have a record (for gc), by uuid.
 std::vector<std::string> mps_recorded_gpus(const Config& cfg);
-// Removes the record and the daemon's pipe, shm and log directories.
+// Detaches the daemon's pipe and shm tmpfs, removes the record and the daemon's directories.
 Result<> remove_mps_files(const Config& cfg, const std::string& gpu_uuid);
 
 // The driver's nvidia-cuda-mps-control on the host, from the inventory (driver discovery).
 Result<std::string> mps_control_path(const Inventory& inv);
 
-// Starts the daemon for the GPU (as above) and returns its pid, read from the pid file it writes in
-// its pipe directory (waited for up to 10 s).
-Result<std::int64_t> spawn_mps_daemon(const Config& cfg, const std::string& control, const std::string& gpu_uuid);
+// Starts the daemon for the GPU (as above), in fresh pipe and shm tmpfs (nvml/mps_dirs.hpp), and
+// returns its pid and start time as the kernel gives them (nvml/mps_spawn.hpp: never a pid a file
+// says alone); waits up to 10 s for it.
+Result<MpsSpawned> spawn_mps_daemon(const Config& cfg, const std::string& control, const std::string& gpu_uuid);
+// SIGKILL to the record's daemon through a pidfd, only when that process has the recorded start
+// time and runs nvidia-cuda-mps-control; false when nothing was signalled.
+bool kill_mps_daemon(const Config& cfg, const MpsDaemonRecord& r);
 // Sends control commands to the GPU's daemon (the control binary without -d, commands on its stdin)
 // and returns what it printed; an error when no daemon answers, or none within 10 s (the shell is
 // killed: a hung daemon must not hold the GPU's lock).

@@ -110,10 +110,8 @@ std::vector<std::string> end_daemon(const Config& cfg, const std::string& contro
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (daemon_alive(cfg, r) && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (daemon_alive(cfg, r)) {
-    ::kill(static_cast<pid_t>(r.pid), SIGKILL);
+  if (daemon_alive(cfg, r) && kill_mps_daemon(cfg, r))
     notes.push_back(text::cat("the MPS control daemon ", r.pid, " of ", r.gpu_uuid, " did not quit: killed"));
-  }
   return notes;
 }
 
@@ -136,16 +134,14 @@ Result<std::vector<std::string>> start_daemon(const Config& cfg, const std::stri
   fault::point("mps-after-record");
   if (auto s = (*modes)->set(gpu_uuid, NVML_COMPUTEMODE_EXCLUSIVE_PROCESS); !s) return std::unexpected(s.error());
   fault::point("mps-after-mode");
-  auto pid = spawn_mps_daemon(cfg, control, gpu_uuid);
-  if (!pid) return std::unexpected(pid.error());
+  auto spawned = spawn_mps_daemon(cfg, control, gpu_uuid);
+  if (!spawned) return std::unexpected(spawned.error());
   fault::point("mps-after-start");
-  auto stat = read_proc_stat(cfg.proc_root, *pid);
-  if (!stat) return std::unexpected(stat.error().wrap("the MPS control daemon"));
   r.state = MpsDaemonState::running;
-  r.pid = *pid;
-  r.pid_start = stat->start_time;
+  r.pid = spawned->pid;
+  r.pid_start = spawned->start_time;
   if (auto w = write_mps_record(cfg, r); !w) return std::unexpected(w.error());
-  notes.push_back(text::cat("started the MPS control daemon ", *pid, " of ", gpu_uuid, " (compute mode ",
+  notes.push_back(text::cat("started the MPS control daemon ", r.pid, " of ", gpu_uuid, " (compute mode ",
                             r.prior_compute_mode, " -> EXCLUSIVE_PROCESS)"));
   return notes;
 }

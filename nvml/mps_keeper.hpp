@@ -56,4 +56,12 @@ struct MpsReclaim {
 Result<MpsReclaim> reclaim_idle_mps(const Config& cfg, const Inventory& inv, Ledger& ledger,
                                     const std::string& except = "");
 
+// A time share that arrives while a GPU sits idle in MPS mode (no SM share left, whatever its idle
+// time): the GPU's daemon stopped, its compute mode restored and its ledger record dropped at once,
+// unless an SM share came meanwhile. The idle timeout only keeps a daemon warm for the next SM share.
+Result<MpsReclaim> switch_back_idle_gpu(const Config& cfg, const Inventory& inv, Ledger& ledger,
+                                        const std::string& gpu);
+// The GPUs in MPS mode without an SM share, by uuid, lowest index first.
+std::vector<std::string> idle_mps_gpus(const Inventory& inv, const LedgerState& state);
+
 }  // namespace gpufrac

@@ -2,7 +2,9 @@
 // MPS daemon of its GPU runs. `gpufrac mps provision` runs it for the static hook and wrapper (which
 // cannot load NVML); gpufrac-dra calls it in process. Order:
 //  1. daemons idle past compute.mps-idle-timeout are stopped (GPUs they held go back to time
-//     sharing; a time share refused because of one comes here too);
+//     sharing). A time share comes here when a GPU idle in MPS mode (no SM share left) kept it out:
+//     it is booked as usual, and while it is refused the idle GPUs go back to time sharing at once,
+//     one at a time (lowest index first), the booking tried again after each;
 //  2. the ordinary reservation: the allocator puts an SM share on a GPU in MPS mode or an empty GPU
 //     that may switch, and the same ledger transaction records a GPU that switches (ledger "mps"), so
 //     no time share lands there meanwhile;

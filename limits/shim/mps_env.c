@@ -4,7 +4,9 @@
  * front-end that cannot set the environment: an OCI hook). Before main, and so before any cuInit:
  *   CUDA_MPS_PIPE_DIRECTORY            GPUFRAC_CONTAINER_MPS_PIPE, unless set
  *   CUDA_MPS_ACTIVE_THREAD_PERCENTAGE  the share's percent, unless set lower (a client may only lower it)
- *   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT   <uuid>=<the device line's limit in MiB>M, unless set
+ *   CUDA_MPS_PINNED_DEVICE_MEM_LIMIT   <uuid>=<the device line's limit in MiB>M, unless set lower for
+ *                                      this GPU alone (<uuid or 0>=<n>M or <n>G); any other value,
+ *                                      a higher one included, is replaced: the lower of the two wins
  * A container without an SM share pays one access() for it (its gpufrac directory has no mps/). */
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,6 +26,28 @@ static void set_lowered_percent(unsigned percent) {
   char text[16];
   snprintf(text, sizeof text, "%u", percent);
   setenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", text, 1);
+}
+
+/* The MiB a CUDA_MPS_PINNED_DEVICE_MEM_LIMIT value gives `uuid` (the container's one GPU, also
+ * "0" inside it) when it is one entry in MiB or GiB; 0 for any other form. */
+static unsigned long long pinned_mib(const char* value, const char* uuid) {
+  const char* eq = strchr(value, '=');
+  if (eq == NULL) return 0;
+  const size_t key = (size_t)(eq - value);
+  if (!((key == 1 && value[0] == '0') || (key == strlen(uuid) && strncmp(value, uuid, key) == 0))) return 0;
+  char* end = NULL;
+  const unsigned long long n = strtoull(eq + 1, &end, 10);
+  if (end == eq + 1 || n == 0 || n > (1ull << 30) || end[0] == '\0' || end[1] != '\0') return 0;
+  return end[0] == 'M' ? n : end[0] == 'G' ? n << 10 : 0;
+}
+
+static void set_lowered_limit(const char* uuid, unsigned long long mib) {
+  const char* now = getenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT");
+  const unsigned long long have = now != NULL ? pinned_mib(now, uuid) : 0;
+  if (have > 0 && have <= mib) return;
+  char value[GPUFRAC_UUID_SIZE + 32];
+  snprintf(value, sizeof value, "%s=%lluM", uuid, mib);
+  setenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", value, 1);
 }
 
 /* The limit of `uuid`'s device line, 0 when there is none. */
@@ -48,11 +72,7 @@ static void apply(const char* text) {
     setenv("CUDA_MPS_PIPE_DIRECTORY", GPUFRAC_CONTAINER_MPS_PIPE, 0);
     set_lowered_percent(percent);
     const unsigned long long limit = device_limit(text, uuid);
-    if (limit >= (1ull << 20)) {
-      char value[GPUFRAC_UUID_SIZE + 32];
-      snprintf(value, sizeof value, "%s=%lluM", uuid, limit >> 20);
-      setenv("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT", value, 0);
-    }
+    if (limit >= (1ull << 20)) set_lowered_limit(uuid, limit >> 20);
     return; /* an SM share is its container's only GPU */
   }
 }

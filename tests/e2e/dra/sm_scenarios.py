@@ -3,7 +3,8 @@ simulated one-GPU node reached through the fake NVML: a claim asking compute: "3
 parameter computeMode: sm is prepared as an SM share (the GPU switched to MPS, its daemon started in
 the plugin's process), its CDI spec carries the MPS client environment, and a real podman container
 started by its CDI id is an MPS client with 30 % of the SMs; the parameter without a compute request,
-or with an unknown key, refuses the claim in one line and books nothing; unprepare releases it.
+or with an unknown key, refuses the claim in one line and books nothing; unprepare releases it, and a
+time-share claim right after switches the idle GPU back to time sharing at once.
 Prints one FAIL line per failed check; exit 1 when any failed."""
 import json
 import os
@@ -63,7 +64,14 @@ def scenario(api, kubelet):
     resp = kubelet.unprepare([c])
     check(all(e.error == "" for e in resp.claims.values()), "unprepare: %s" % resp)
     check([e for e in ledger()["entries"] if e["source"] == "dra"] == [], "unprepare released the SM share")
-    check(len(ledger()["mps"]) == 1, "the GPU stays in MPS mode until gc stops its idle daemon")
+    check(len(ledger()["mps"]) == 1, "the GPU stays in MPS mode, idle")
+    t = scheduler.allocate(api, "inference", "timeshare", {"memory": "4Gi"})
+    check(t is not None, "the scheduler places a time-share claim")
+    err = kubelet.prepare([t]).claims[t["uid"]].error
+    check(err == "", "a time-share claim right after the last SM share ended is prepared: " + err)
+    check(ledger().get("mps", []) == [], "its GPU went back to time sharing at once")
+    resp = kubelet.unprepare([t])
+    check(all(e.error == "" for e in resp.claims.values()), "unprepare of the time share: %s" % resp)
 
 
 def main():

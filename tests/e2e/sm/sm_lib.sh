@@ -34,6 +34,7 @@ sm_exit() {
   local rc=$?
   set +e
   sm_kill_daemons
+  sm_unmount
   if [ "${GPUFRAC_KEEP_TMP:-0}" != 1 ]; then
     (exit $rc)
     e2e_cleanup
@@ -52,6 +53,14 @@ sm_daemons() {
   echo "$out"
 }
 
+# The mounts under this test's state directory (the daemons' pipe and shm tmpfs), deepest first.
+sm_mounts() { awk -v d="$E2E_TMP/state/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r; }
+# Detaches what gc did not (a test that failed half-way), so that the directory can go.
+sm_unmount() {
+  local m
+  for m in $(sm_mounts); do umount -l "$m" 2>/dev/null || true; done
+}
+
 # Stops every MPS daemon this test caused, by pid (no systemd reaps them on a CI node), and waits
 # until none runs.
 sm_kill_daemons() {
@@ -63,7 +72,7 @@ sm_kill_daemons() {
 # sm_end: the node brought back from SM sharing as designed, and checked: every SM share released by
 # then, the idle timeout set to 0, `gpufrac gc` stops each recorded daemon (its recorded pid no
 # longer runs) and restores its GPU's compute mode, no GPU stays in MPS mode, and no daemon process
-# of this test is left.
+# or daemon tmpfs of this test is left.
 sm_end() {
   sed -i '/^compute:/d' "$GPUFRAC_CONFIG"
   echo "compute: {mps-idle-timeout: 0}" >>"$GPUFRAC_CONFIG"
@@ -79,6 +88,7 @@ sm_end() {
   assert_eq "$(ledger '.mps // [] | length')" 0 "no GPU is recorded in MPS mode"
   assert_eq "$(awk '$2 != 0' "$GPUFRAC_FAKE_NVML_STATE.compute-mode" 2>/dev/null)" "" "every GPU's compute mode is DEFAULT"
   assert_eq "$(sm_daemons)" "" "no MPS daemon process of this test is left"
+  assert_eq "$(sm_mounts)" "" "no pipe or shm tmpfs of a daemon is left mounted"
 }
 
 # sm_holds_none <pid> <path>: fails for each fd of the process that refers to the path (a daemon
