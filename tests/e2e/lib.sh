@@ -42,7 +42,7 @@ e2e_kill_tmp_processes() {
   local p
   for p in /proc/[0-9]*; do
     [ "${p#/proc/}" = "$$" ] && continue
-    if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$E2E_TMP/"; then kill -9 "${p#/proc/}" 2>/dev/null || true; fi
+    if { tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null | grep -qF -- "$E2E_TMP/"; then kill -9 "${p#/proc/}" 2>/dev/null || true; fi
   done
 }
 

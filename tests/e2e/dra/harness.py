@@ -14,7 +14,8 @@ describes them.
   against the resource.k8s.io/v1 OpenAPI excerpt (tests/fixtures/kubernetes-openapi), the slice
   limits and the request-policy rules (schema.py); violations are kept for the test to assert on.
   Faults can be switched on per claim, and for the slice LIST (an answer cut short, one of the
-  wrong types, one announcing 1 GiB).
+  wrong types, one announcing 1 GiB); slice writes can be held back (hold_slice_writes), so that a
+  test sees the driver's pool half written, as a scheduler does while a driver publishes.
 """
 import atexit
 import http.server
@@ -128,6 +129,8 @@ class ApiServer:
         self.claims = {}          # (namespace, name) -> ResourceClaim
         self.faults = {}          # (namespace, name) -> 401 | 403 | 500 | "hang" | "malformed"
         self.list_fault = None    # the slice LIST's answer: None | "truncated" | "wrong-types" | "huge"
+        self.slice_writes_left = None  # how many more slice creates and updates are stored now (None: all)
+        self.slice_gate = threading.Condition()
         self.violations = []      # every schema or limit problem in a body the driver sent
         self.requests = []        # (method, path)
         self.rv = 100
@@ -169,6 +172,9 @@ class ApiServer:
                 if identity is None:
                     return self._send(*status(401, "Unauthorized", "Unauthorized"))
                 server.identities.add(identity)
+                slice_write = method in ("POST", "PUT") and self.path.startswith(server.SLICES)
+                if slice_write and not server.slice_write_passes():
+                    return self._send(*status(503, "ServiceUnavailable", "slice writes are held back"))
                 result = server.handle(method, self.path, body)
                 if result == "hang":
                     time.sleep(30)
@@ -234,6 +240,28 @@ class ApiServer:
     def stop(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+    def hold_slice_writes(self, after=0):
+        """Slice creates and updates beyond the next `after` wait (their requests unanswered) until
+        release_slice_writes; one held 8 s (the driver's client waits 10 s for an answer) is refused
+        with a 503, so the slices stay as they are however long the test takes."""
+        with self.slice_gate:
+            self.slice_writes_left = after
+
+    def release_slice_writes(self):
+        with self.slice_gate:
+            self.slice_writes_left = None
+            self.slice_gate.notify_all()
+
+    def slice_write_passes(self):
+        """In a request's thread, before a slice write is handled: waits while writes are held;
+        False when it is to be refused."""
+        with self.slice_gate:
+            if not self.slice_gate.wait_for(lambda: self.slice_writes_left != 0, timeout=8):
+                return False
+            if self.slice_writes_left:
+                self.slice_writes_left -= 1
+            return True
 
     def next_rv(self):
         self.rv += 1

@@ -152,7 +152,8 @@ def unreachable_at_start(api):
         check(dra_lines(plugin.stderr)[:1] == ["gpufrac-dra: warning: " + line],
               "stderr says why: %s" % dra_lines(plugin.stderr))
         later = harness.ApiServer(port=port, pki_of=api)
-        check(s.wait_for(lambda: len(later.slices) == 2), "the slices are published once it is up")
+        check(s.wait_for(lambda: s.pool_missing(later, ["gpu-0"]) is None, 30),
+              "the slices are published once it is up: %s" % s.pool_missing(later, ["gpu-0"]))
         logged = [m for m in log_messages() if "ResourceSlices" in m and str(port) in m]
         check(logged == [line], "logged once, not every resync: %s" % logged)
         later.stop()
@@ -180,28 +181,29 @@ def insecure(api):
         plugin.stop()
 
 
-def main():
+def certificate_files(api):
+    plugin = files_next_to_the_kubeconfig(api)
+    s.require(plugin.wait_registered(), "the plugin registers with client-certificate files from $KUBECONFIG")
+    s.wait_pool(api, ["gpu-0"], ["memory", "fraction"])
+    check(len(api.slices) == 2, "two slices published: %d" % len(api.slices))
+    check(api.identities == {"cert:gpufrac-dra"}, "known by its client certificate: %s" % api.identities)
+    check(api.violations == [], "every slice body passes the schema and limits: %s" % api.violations[:3])
+    kubelet = harness.Kubelet(plugin.registration)
+    kubelet.register()
+    quarters_and_eighths(api, kubelet)
+    check(plugin.stop() == 0, "SIGTERM stops the plugin")
+
+
+def everything():
     api = harness.ApiServer()
     refusals(api)
-    plugin = files_next_to_the_kubeconfig(api)
-    try:
-        registered = plugin.wait_registered()
-        check(registered, "the plugin registers with client-certificate files from $KUBECONFIG")
-        check(s.wait_for(lambda: len(api.slices) == 2), "two slices published: %d" % len(api.slices))
-        check(api.identities == {"cert:gpufrac-dra"}, "known by its client certificate: %s" % api.identities)
-        check(api.violations == [], "every slice body passes the schema and limits: %s" % api.violations[:3])
-        if registered:
-            kubelet = harness.Kubelet(plugin.registration)
-            kubelet.register()
-            quarters_and_eighths(api, kubelet)
-            check(plugin.stop() == 0, "SIGTERM stops the plugin")
-    finally:
-        if plugin.proc.poll() is None:
-            plugin.stop(9)
+    s.guarded(certificate_files, api)
     insecure(api)
     unreachable_at_start(api)
-    print("%d check(s) failed" % len(s.failures) if s.failures else "PASS")
-    return 1 if s.failures else 0
+
+
+def main():
+    return s.finish(everything)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ def idle_records():
 
 
 def profile_devices(api, kubelet):
-    check(s.wait_for(lambda: len(api.slices) == 2), "two slices published: %d" % len(api.slices))
+    s.wait_pool(api, ["gpu-0-mig-1g10gb-19-3", "gpu-0-mig-1c3g40gb-9-4-0"])
+    check(len(api.slices) == 2, "two slices published: %d" % len(api.slices))
     check(api.violations == [], "every slice body passes the schema and limits: %s" % api.violations[:3])
     devices = {d["name"]: d for sl in api.slices.values() for d in sl["spec"].get("devices", [])}
     wholes = [d for d in devices.values() if "c." not in d["attributes"]["profile"]["string"]]
@@ -86,23 +87,21 @@ def unprepare_keeps_it_idle(api, kubelet, c):
     kubelet.unprepare([big])
 
 
-def main():
+def everything():
     api = harness.ApiServer()
     plugin = s.Plugin(api)
-    try:
-        check(plugin.wait_registered(), "the plugin registers")
-        kubelet = harness.Kubelet(plugin.registration)
-        kubelet.register()
-        profile_devices(api, kubelet)
-        c = prepare_makes_the_instance(api, kubelet)
-        unprepare_keeps_it_idle(api, kubelet, c)
-        mig_ci_scenarios.run(api, kubelet)
-        check(plugin.stop() == 0, "SIGTERM stops the plugin")
-    finally:
-        if plugin.proc.poll() is None:
-            plugin.stop(9)
-    print("%d check(s) failed" % len(s.failures) if s.failures else "PASS")
-    return 1 if s.failures else 0
+    s.require(plugin.wait_registered(), "the plugin registers")
+    kubelet = harness.Kubelet(plugin.registration)
+    kubelet.register()
+    profile_devices(api, kubelet)
+    c = prepare_makes_the_instance(api, kubelet)
+    unprepare_keeps_it_idle(api, kubelet, c)
+    mig_ci_scenarios.run(api, kubelet)
+    check(plugin.stop() == 0, "SIGTERM stops the plugin")
+
+
+def main():
+    return s.finish(everything)
 
 
 if __name__ == "__main__":

@@ -71,7 +71,7 @@ def scenario(api, kubelet):
 
 
 def main():
-    return s.on_registered_plugin(scenario)
+    return s.on_registered_plugin(scenario, devices=["gpu-0", "gpu-1"])
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ section 2.1). Every capacity of a device is consumed by every share: the amount 
 else the policy's default; raised to min, rounded up to min + n * step, refused above max; a share
 fits while each capacity's consumption over all allocated shares stays within its value. Devices
 are tried in slice order. Counters are not simulated, so this places shares on GPUs not in MIG
-mode only. Also the Quantity helpers the API server applies (parse, canonical form)."""
+mode only. Like the allocator, it uses a pool only when every slice of its newest generation is
+published (pool.resourceSliceCount of them): a driver writes its slices one request at a time, so
+a pool can be seen half written. Also the Quantity helpers the API server applies (parse, canonical form)."""
 import random
 
 BINARY = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50}
@@ -75,9 +77,48 @@ def consumption(capacity, requested):
     return amount
 
 
+def pools(slices):
+    """The pools of `slices` as a scheduler sees them ({(driver, pool name): [slice]}): the slices
+    of each pool's newest generation only (the allocator's pool gathering: a newer generation
+    replaces every older slice)."""
+    out = {}
+    for s in slices:
+        key = (s["spec"]["driver"], s["spec"]["pool"]["name"])
+        newest = out.get(key, [])
+        if newest and s["spec"]["pool"]["generation"] < newest[0]["spec"]["pool"]["generation"]:
+            continue
+        if newest and s["spec"]["pool"]["generation"] > newest[0]["spec"]["pool"]["generation"]:
+            newest = []
+        out[key] = newest + [s]
+    return out
+
+
+def pool_problem(slices):
+    """Why a scheduler does not use a pool (the slices of its newest generation), or None: fewer
+    slices than resourceSliceCount (it is being written: the pool is incomplete), slices that
+    disagree on the count, or a device name twice (the pool is invalid)."""
+    spec = slices[0]["spec"]["pool"]
+    where = "pool %s generation %d" % (spec["name"], spec["generation"])
+    counts = {s["spec"]["pool"]["resourceSliceCount"] for s in slices}
+    if len(counts) != 1:
+        return "%s: its slices disagree on resourceSliceCount: %s" % (where, sorted(counts))
+    if len(slices) != spec["resourceSliceCount"]:
+        return "%s: %d of its %d slices published" % (where, len(slices), spec["resourceSliceCount"])
+    names = [d["name"] for s in slices for d in s["spec"].get("devices", [])]
+    if len(names) != len(set(names)):
+        return "%s: a device name appears twice: %s" % (where, sorted(names))
+    return None
+
+
+def usable_slices(slices):
+    """What a scheduler allocates from: the slices of complete, valid pools, in name order."""
+    usable = [s for newest in pools(slices).values() if pool_problem(newest) is None for s in newest]
+    return sorted(usable, key=lambda s: s["metadata"]["name"])
+
+
 def _shares_devices(api):
-    return [d for s in sorted(api.slices.values(), key=lambda s: s["metadata"]["name"])
-            for d in s["spec"].get("devices", []) if d.get("allowMultipleAllocations")]
+    return [d for s in usable_slices(api.slices.values()) for d in s["spec"].get("devices", [])
+            if d.get("allowMultipleAllocations")]
 
 
 def _used(api, device):

@@ -25,7 +25,7 @@ def ledger():
 
 def sm_claim_prepared(api, kubelet):
     c = scheduler.allocate(api, "inference", "decode", {"memory": "8Gi", "compute": "30"}, config=[SM])
-    check(c is not None, "the scheduler places the claim")
+    s.require(c is not None, "the scheduler places the claim")
     entry = kubelet.prepare([c]).claims[c["uid"]]
     check(entry.error == "", "prepare of an SM claim: " + entry.error)
     mine = [e for e in ledger()["entries"] if e["container_id"] == c["uid"]]
@@ -48,6 +48,7 @@ def sm_claim_prepared(api, kubelet):
 def refused(api, kubelet, requests, config, want):
     before = ledger()["entries"]
     c = scheduler.allocate(api, "inference", "bad-%d" % len(want), requests, config=config)
+    s.require(c is not None, "the scheduler places the claim asking %s" % requests)
     err = kubelet.prepare([c]).claims[c["uid"]].error
     check(want in err and "\n" not in err, "refused in one line (%s): %s" % (want, err))
     check(ledger()["entries"] == before, "nothing booked for a refused claim")
@@ -75,7 +76,7 @@ def scenario(api, kubelet):
 
 
 def main():
-    return s.on_registered_plugin(scenario)
+    return s.on_registered_plugin(scenario, capacities=["memory", "compute"])
 
 
 if __name__ == "__main__":
