@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "runtime-wrapper/configure/toml_lite.hpp"
+#include "engine-config/toml_lite.hpp"
 
-namespace gpufrac::configure::detail {
+namespace gpufrac::engine_config::detail {
 
 // What the drop-in takes from the file that last set the CRI plugin.
 struct CriSection {
@@ -30,4 +30,4 @@ Result<CriSection> extract_cri(const std::vector<toml::Statement>& doc, const st
 
 std::string render_drop_in(const CriSection& cri, int version, const std::string& runtime_path);
 
-}  // namespace gpufrac::configure::detail
+}  // namespace gpufrac::engine_config::detail

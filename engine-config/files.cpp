@@ -1,4 +1,4 @@
-#include "runtime-wrapper/configure/files.hpp"
+#include "engine-config/files.hpp"
 
 #include <fnmatch.h>
 #include <glob.h>
@@ -10,7 +10,7 @@
 
 #include "core/fs.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 
 namespace {
 
@@ -103,4 +103,4 @@ Result<std::vector<Written>> apply_plan(const Plan& plan) {
   return out;
 }
 
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config

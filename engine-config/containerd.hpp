@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "runtime-wrapper/configure/configure.hpp"
+#include "engine-config/configure.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 
 struct ContainerdInput {
   SourceFile main;                 // config.toml
@@ -44,4 +44,4 @@ bool imports_name(const std::vector<std::string>& entries, const std::string& ma
 
 Result<Plan> plan_containerd(const ContainerdInput& input);
 
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config

@@ -1,9 +1,9 @@
-#include "runtime-wrapper/configure/containerd_section.hpp"
+#include "engine-config/containerd_section.hpp"
 
 #include "core/text.hpp"
-#include "runtime-wrapper/configure/configure.hpp"
+#include "engine-config/configure.hpp"
 
-namespace gpufrac::configure::detail {
+namespace gpufrac::engine_config::detail {
 
 using toml::has_prefix;
 using toml::KeyPath;
@@ -114,4 +114,4 @@ std::string render_drop_in(const CriSection& cri, int version, const std::string
   return out;
 }
 
-}  // namespace gpufrac::configure::detail
+}  // namespace gpufrac::engine_config::detail

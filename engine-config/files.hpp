@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "runtime-wrapper/configure/configure.hpp"
-#include "runtime-wrapper/configure/containerd.hpp"
+#include "engine-config/configure.hpp"
+#include "engine-config/containerd.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 
 // A file's content; a missing file is nullopt, any other read error is an error.
 Result<SourceFile> read_source(const std::string& path);
@@ -30,4 +30,4 @@ struct Written {
 
 Result<std::vector<Written>> apply_plan(const Plan& plan);
 
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config

@@ -1,13 +1,13 @@
-#include "runtime-wrapper/configure/containerd.hpp"
+#include "engine-config/containerd.hpp"
 
 #include <fnmatch.h>
 
 #include "core/fs.hpp"
 #include "core/text.hpp"
-#include "runtime-wrapper/configure/containerd_section.hpp"
-#include "runtime-wrapper/configure/toml_lite.hpp"
+#include "engine-config/containerd_section.hpp"
+#include "engine-config/toml_lite.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 
 using toml::KeyPath;
 using toml::Statement;
@@ -143,4 +143,4 @@ Result<Plan> plan_containerd(const ContainerdInput& in) {
   return plan;
 }
 
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config
