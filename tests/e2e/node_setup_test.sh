@@ -132,6 +132,15 @@ assert_eq "$(snapshot "$r")" "$(snapshot "$E2E_TMP/k3s-seed")" "k3s: teardown le
 round crio --runtime crio --restart none
 assert_contains "$(cat "$ROOT/etc/crio/crio.conf.d/99-gpufrac.toml")" "runtime_path = \"$INST/current/bin/gpufrac-runtime\"" \
   "crio: the drop-in names the installed wrapper"
+# A container still holding a share: teardown restores the runtime config but keeps the installed
+# files (its hooks and shim run from there) and says so; once it is gone, a second teardown ends it.
+mkdir -p "$ROOT$E2E_TMP/state/containers/c1"
+teardown "$ROOT" --runtime crio
+assert_eq "$RC" 0 "crio: teardown with a share held: $OUT"
+assert_contains "$OUT" "kept /usr/local/gpufrac: 1 container(s) still hold shares" "crio: teardown says what it kept"
+assert_eq "$(readlink "$ROOT$INST/current")" "$VERSION" "crio: the installed version stays while a share is held"
+assert_eq "$([ -e "$ROOT/etc/crio/crio.conf.d/99-gpufrac.toml" ] && echo yes || echo no)" no "crio: the handler is gone"
+rm -rf "${ROOT:?}/tmp"
 finish_round crio --runtime crio
 
 r=$(seed containerd-v2)
