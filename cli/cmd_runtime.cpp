@@ -1,6 +1,6 @@
 // `gpufrac runtime configure containerd|docker|crio|podman [--dry-run] [--engine-config PATH]
 // [--drop-in PATH] [--runtime-path PATH] [--config-version 2|3] [--json]`: registers
-// gpufrac-runtime as the runtime handler "gpufrac" (runtime-wrapper/configure/). Idempotent: a
+// gpufrac-runtime as the runtime handler "gpufrac" (engine-config/). Idempotent: a
 // second run changes nothing and says so. --dry-run prints the change as a unified diff and writes
 // nothing. --json prints what was (or would be) done as one object; notes go to stderr.
 #include <unistd.h>
@@ -16,16 +16,16 @@
 #include "core/build_info.hpp"
 #include "core/fs.hpp"
 #include "core/text.hpp"
-#include "runtime-wrapper/configure/configure.hpp"
-#include "runtime-wrapper/configure/containerd.hpp"
-#include "runtime-wrapper/configure/diff.hpp"
-#include "runtime-wrapper/configure/files.hpp"
+#include "engine-config/configure.hpp"
+#include "engine-config/containerd.hpp"
+#include "engine-config/diff.hpp"
+#include "engine-config/files.hpp"
 
 namespace gpufrac::cli {
 
 namespace {
 
-using namespace gpufrac::configure;
+using namespace gpufrac::engine_config;
 
 struct ConfigureArgs {
   std::string engine;

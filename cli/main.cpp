@@ -3,6 +3,7 @@
 // subcommand; command-line mistakes exit 2 with a suggestion (cli/usage.hpp).
 #include <CLI/CLI.hpp>
 
+#include "cli/cmd_node.hpp"
 #include "cli/context.hpp"
 #include "cli/usage.hpp"
 #include "core/build_info.hpp"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   gpufrac::cli::add_runtime_command(app, ctx);
   gpufrac::cli::add_mig_command(app, ctx);
   gpufrac::cli::add_mps_command(app, ctx);
+  gpufrac::cli::add_node_command(app, ctx);
   gpufrac::cli::add_driver_limit_command(app, ctx);
   gpufrac::cli::add_reclaim_command(app, ctx);
   try {

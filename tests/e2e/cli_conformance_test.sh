@@ -66,7 +66,7 @@ for cmd in "${LEAVES[@]}"; do
 done
 assert_eq "${without[*]}" "metrics" "commands without --json"
 SPEC=$E2E_TMP/cdi/gpufrac.yaml
-mkdir -p "$E2E_TMP/cdi" "$E2E_TMP/engine"
+mkdir -p "$E2E_TMP/cdi" "$E2E_TMP/engine" "$E2E_TMP/node-root"
 sleep 600 &
 SLEEPER=$!
 e2e_on_exit() { kill "$SLEEPER" 2>/dev/null || true; }
@@ -106,6 +106,8 @@ JSON_RUNS=(
   "driver-limit set --json --container web --pid $SLEEPER --config $CFG"
   "driver-limit clear --json --config $CFG"
   "driver-limit show --json --cgroup $E2E_TMP/cgroup/c1 --config $R615"
+  "node setup --json --host-root $E2E_TMP/node-root --runtime none --config $CFG"
+  "node teardown --json --host-root $E2E_TMP/node-root --runtime none"
   "runtime configure containerd --json --dry-run --engine-config $E2E_TMP/engine/config.toml --runtime-path /usr/bin/gpufrac-runtime"
 )
 done_leaves=""

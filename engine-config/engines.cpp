@@ -5,10 +5,10 @@
 
 #include "core/fs.hpp"
 #include "core/text.hpp"
-#include "runtime-wrapper/configure/configure.hpp"
-#include "runtime-wrapper/configure/toml_lite.hpp"
+#include "engine-config/configure.hpp"
+#include "engine-config/toml_lite.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 
 std::optional<Engine> engine_from(std::string_view name) {
   if (name == "containerd") return Engine::containerd;
@@ -146,4 +146,4 @@ Result<Plan> plan_podman(const SourceFile& main_conf, const SourceFile& drop_in,
   return Plan{{{drop_in.path, drop_in.text, std::move(text)}}, "podman reads it at its next command"};
 }
 
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config

@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "runtime-wrapper/configure/configure.hpp"
+#include "engine-config/configure.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 
 struct ContainerdInput {
   SourceFile main;                 // config.toml
@@ -32,6 +32,9 @@ struct ContainerdInput {
   bool drop_in_imported = false;  // config.toml's imports already name the drop-in (path or glob)
   std::string runtime_path;
   std::optional<int> version;  // for a missing config.toml (2 or 3)
+  // Non-empty: CDI turned on in the drop-in where it is off, with these spec dirs when unset
+  // (`gpufrac node setup`; detail::render_drop_in).
+  std::vector<std::string> cdi_spec_dirs;
 };
 
 // The imports entries of a config.toml (root-level `imports`), [] when none.
@@ -44,4 +47,4 @@ bool imports_name(const std::vector<std::string>& entries, const std::string& ma
 
 Result<Plan> plan_containerd(const ContainerdInput& input);
 
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config

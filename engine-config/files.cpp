@@ -1,4 +1,4 @@
-#include "runtime-wrapper/configure/files.hpp"
+#include "engine-config/files.hpp"
 
 #include <fnmatch.h>
 #include <glob.h>
@@ -10,7 +10,7 @@
 
 #include "core/fs.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 
 namespace {
 
@@ -18,12 +18,14 @@ constexpr std::size_t kMaxConfigBytes = 4u << 20;
 
 // The files one import entry stands for (a glob sorted, as Go's filepath.Glob returns them). A glob
 // that matches the drop-in lists it even before it exists: that is where containerd will load it.
-std::vector<std::string> expand(const std::string& resolved, const std::string& drop_in) {
+std::vector<std::string> expand(const std::string& resolved, const std::string& drop_in, const std::string& root) {
   if (resolved.find('*') == std::string::npos) return {resolved};
   glob_t g{};
   std::vector<std::string> out;
-  if (::glob(resolved.c_str(), 0, nullptr, &g) == 0)
-    for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  const std::string rooted = fs::join_root(root.empty() ? "/" : root, resolved);
+  const std::size_t strip = rooted.size() - resolved.size();
+  if (::glob(rooted.c_str(), 0, nullptr, &g) == 0)
+    for (std::size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i] + strip);
   ::globfree(&g);
   if (::fnmatch(resolved.c_str(), drop_in.c_str(), FNM_PATHNAME) == 0 &&
       std::find(out.begin(), out.end(), drop_in) == out.end())
@@ -38,22 +40,24 @@ mode_t mode_of(const std::string& path, mode_t fallback) {
 
 }  // namespace
 
-Result<SourceFile> read_source(const std::string& path) {
-  if (!fs::exists(path)) return SourceFile{path, std::nullopt};
-  auto text = fs::read_file(path, kMaxConfigBytes);
+Result<SourceFile> read_source(const std::string& path, const std::string& root) {
+  const std::string at = root.empty() ? path : fs::join_root(root, path);
+  if (!fs::exists(at)) return SourceFile{path, std::nullopt};
+  auto text = fs::read_file(at, kMaxConfigBytes);
   if (!text) return std::unexpected(text.error());
   return SourceFile{path, std::move(*text)};
 }
 
 Result<ContainerdInput> load_containerd(const std::string& config_path, const std::string& drop_in_path,
-                                        const std::string& runtime_path, std::optional<int> version) {
+                                        const std::string& runtime_path, std::optional<int> version,
+                                        const std::string& root) {
   ContainerdInput in;
   in.runtime_path = runtime_path;
   in.version = version;
-  auto main = read_source(config_path);
+  auto main = read_source(config_path, root);
   if (!main) return std::unexpected(main.error());
   in.main = std::move(*main);
-  auto drop_in = read_source(drop_in_path);
+  auto drop_in = read_source(drop_in_path, root);
   if (!drop_in) return std::unexpected(drop_in.error());
   in.drop_in = std::move(*drop_in);
   auto entries = containerd_imports(in.main);
@@ -67,13 +71,13 @@ Result<ContainerdInput> load_containerd(const std::string& config_path, const st
   while (!pending.empty()) {
     auto [entry, parent] = pending.front();
     pending.pop_front();
-    for (const auto& path : expand(resolve_import(entry, parent), drop_in_path)) {
+    for (const auto& path : expand(resolve_import(entry, parent), drop_in_path, root)) {
       if (!loaded.insert(path).second) continue;
       if (path == drop_in_path) {
         seen_drop_in = true;
         continue;
       }
-      auto f = read_source(path);
+      auto f = read_source(path, root);
       if (!f) return std::unexpected(f.error());
       if (!f->text) continue;  // containerd itself would refuse a missing import; not ours to judge
       auto nested = containerd_imports(*f);
@@ -103,4 +107,4 @@ Result<std::vector<Written>> apply_plan(const Plan& plan) {
   return out;
 }
 
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config

@@ -1,4 +1,4 @@
-#include "runtime-wrapper/configure/toml_lite.hpp"
+#include "engine-config/toml_lite.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -1,9 +1,9 @@
-#include "runtime-wrapper/configure/containerd_section.hpp"
+#include "engine-config/containerd_section.hpp"
 
 #include "core/text.hpp"
-#include "runtime-wrapper/configure/configure.hpp"
+#include "engine-config/configure.hpp"
 
-namespace gpufrac::configure::detail {
+namespace gpufrac::engine_config::detail {
 
 using toml::has_prefix;
 using toml::KeyPath;
@@ -44,6 +44,12 @@ Result<> take_key_value(const Statement& s, const Paths& p, const std::string& f
     out.runc_options.push_back(toml::key_path_text(s.key) + " = " + s.value);
   if (full == p.default_runtime)
     if (auto v = toml::string_value(s.value)) out.default_runtime = *v;
+  if (s.table == p.cri && s.key == KeyPath{"cdi_spec_dirs"}) out.has_cdi_dirs = true;
+  if (s.table == p.cri && s.key == KeyPath{"enable_cdi"}) {
+    out.enable_cdi_at = out.text.size();
+    out.enable_cdi_raw = s.raw;
+    if (s.value == "true" || s.value == "false") out.enable_cdi = s.value == "true";
+  }
   out.text += s.raw;
   return {};
 }
@@ -74,6 +80,7 @@ Result<CriSection> extract_cri(const std::vector<Statement>& doc, const std::str
       ours = has_prefix(s.table, p.ours);
       if (in_cri && has_prefix(s.table, p.runc)) out.has_runc = true;
       if (in_cri && !ours) out.text += s.raw;
+      if (s.kind == StatementKind::table && s.table == p.cri) out.root_at = out.text.size();
       continue;
     }
     if (!in_cri && s.kind == StatementKind::key_value && (has_prefix(s.full(), p.cri) || has_prefix(p.cri, s.full())))
@@ -91,8 +98,27 @@ Result<CriSection> extract_cri(const std::vector<Statement>& doc, const std::str
   return out;
 }
 
-std::string render_drop_in(const CriSection& cri, int version, const std::string& runtime_path) {
+namespace {
+
+// The CRI tables, with CDI turned on where CdiWanted asks and it is off.
+std::string cri_text(const CriSection& cri, int version, const CdiWanted& cdi, std::string& extra_table) {
+  const bool off = cri.enable_cdi ? !*cri.enable_cdi : version < 3;
+  if (cdi.spec_dirs.empty() || !off) return cri.text;
+  std::string keys = "  enable_cdi = true\n";
+  if (!cri.has_cdi_dirs) keys += "  cdi_spec_dirs = " + toml::string_array(cdi.spec_dirs) + "\n";
+  std::string text = cri.text;
+  if (!cri.enable_cdi_raw.empty()) return text.replace(cri.enable_cdi_at, cri.enable_cdi_raw.size(), keys);
+  if (cri.root_at != std::string::npos) return text.insert(cri.root_at, keys);
+  extra_table = text::cat("\n[", toml::key_path_text(cri_path(version)), "]\n", keys);
+  return text;
+}
+
+}  // namespace
+
+std::string render_drop_in(const CriSection& cri, int version, const std::string& runtime_path, const CdiWanted& cdi) {
   const std::string plugin = toml::key_path_text(cri_path(version));
+  std::string extra_table;
+  const std::string tables = cri_text(cri, version, cdi, extra_table);
   std::string out = text::cat(
       "# The runtime handler \"", kRuntimeName,
       "\" (gpufrac-runtime), written by `gpufrac runtime configure containerd`.\n",
@@ -102,7 +128,8 @@ std::string render_drop_in(const CriSection& cri, int version, const std::string
   else
     out += "# repeats the CRI plugin settings of " + cri.source + ": run the command again after changing them.\n";
   out += text::cat("version = ", version, "\n");
-  if (!cri.text.empty()) out += "\n" + cri.text;
+  if (!tables.empty()) out += "\n" + tables;
+  out += extra_table;
   if (!cri.has_runc && cri.default_runtime == "runc")
     out += text::cat("\n[", plugin, ".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n");
   out += text::cat(
@@ -114,4 +141,4 @@ std::string render_drop_in(const CriSection& cri, int version, const std::string
   return out;
 }
 
-}  // namespace gpufrac::configure::detail
+}  // namespace gpufrac::engine_config::detail

@@ -1,13 +1,13 @@
-#include "runtime-wrapper/configure/containerd.hpp"
+#include "engine-config/containerd.hpp"
 
 #include <fnmatch.h>
 
 #include "core/fs.hpp"
 #include "core/text.hpp"
-#include "runtime-wrapper/configure/containerd_section.hpp"
-#include "runtime-wrapper/configure/toml_lite.hpp"
+#include "engine-config/containerd_section.hpp"
+#include "engine-config/toml_lite.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 
 using toml::KeyPath;
 using toml::Statement;
@@ -137,10 +137,11 @@ Result<Plan> plan_containerd(const ContainerdInput& in) {
   auto main_after = main_with_import(*doc, in, *version);
   if (!main_after) return std::unexpected(main_after.error());
   Plan plan;
-  plan.files.push_back({in.drop_in.path, in.drop_in.text, detail::render_drop_in(*cri, *version, in.runtime_path)});
+  plan.files.push_back(
+      {in.drop_in.path, in.drop_in.text, detail::render_drop_in(*cri, *version, in.runtime_path, {in.cdi_spec_dirs})});
   plan.files.push_back({in.main.path, in.main.text, *main_after});
   plan.reload = "restart containerd to load it: systemctl restart containerd";
   return plan;
 }
 
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config

@@ -1,10 +1,10 @@
-#include "runtime-wrapper/configure/diff.hpp"
+#include "engine-config/diff.hpp"
 
 #include <vector>
 
 #include "core/text.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 
 namespace {
 
@@ -89,4 +89,4 @@ std::string unified_diff(const std::string& path, const std::optional<std::strin
   return out;
 }
 
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config

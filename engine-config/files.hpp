@@ -8,19 +8,22 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "runtime-wrapper/configure/configure.hpp"
-#include "runtime-wrapper/configure/containerd.hpp"
+#include "engine-config/configure.hpp"
+#include "engine-config/containerd.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 
-// A file's content; a missing file is nullopt, any other read error is an error.
-Result<SourceFile> read_source(const std::string& path);
+// A file's content; a missing file is nullopt, any other read error is an error. With a root, the
+// file read is <root><path> and the SourceFile keeps the path as the engine names it.
+Result<SourceFile> read_source(const std::string& path, const std::string& root = "");
 
 // containerd's inputs: config.toml, and the files it imports split around the drop-in (load order:
 // config.toml, its imports in order with globs sorted, then their imports; the drop-in is appended
-// to config.toml's imports when they do not name it yet).
+// to config.toml's imports when they do not name it yet). Paths are the engine's (its host's);
+// root is where that host's / is mounted ("" or "/" for this one).
 Result<ContainerdInput> load_containerd(const std::string& config_path, const std::string& drop_in_path,
-                                        const std::string& runtime_path, std::optional<int> version);
+                                        const std::string& runtime_path, std::optional<int> version,
+                                        const std::string& root = "");
 
 struct Written {
   std::string path;
@@ -30,4 +33,4 @@ struct Written {
 
 Result<std::vector<Written>> apply_plan(const Plan& plan);
 
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config

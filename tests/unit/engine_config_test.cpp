@@ -1,11 +1,11 @@
 #include <gtest/gtest.h>
 
-#include "runtime-wrapper/configure/configure.hpp"
-#include "runtime-wrapper/configure/containerd.hpp"
-#include "runtime-wrapper/configure/diff.hpp"
-#include "runtime-wrapper/configure/toml_lite.hpp"
+#include "engine-config/configure.hpp"
+#include "engine-config/containerd.hpp"
+#include "engine-config/diff.hpp"
+#include "engine-config/toml_lite.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 namespace {
 
 using toml::KeyPath;
@@ -158,4 +158,4 @@ TEST(ConfigureDocker, NamesANonDefaultConfigInRuntimeArgs) {
 }
 
 }  // namespace
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config

@@ -17,7 +17,7 @@
 
 #include "core/error.hpp"
 
-namespace gpufrac::configure {
+namespace gpufrac::engine_config {
 
 enum class Engine { containerd, docker, crio, podman };
 std::optional<Engine> engine_from(std::string_view name);
@@ -65,4 +65,4 @@ Result<Plan> plan_crio(const SourceFile& drop_in, const std::string& runtime_pat
 // main_conf: the containers.conf named by --engine-config (its hooks_dir, if set, is kept first).
 Result<Plan> plan_podman(const SourceFile& main_conf, const SourceFile& drop_in, const std::string& runtime_path);
 
-}  // namespace gpufrac::configure
+}  // namespace gpufrac::engine_config

@@ -1,0 +1,123 @@
+#include "cli/node/install.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+
+#include <set>
+
+#include "core/build_info.hpp"
+#include "core/driver/elf_info.hpp"
+#include "core/fs.hpp"
+#include "core/text.hpp"
+
+namespace gpufrac::cli::node {
+
+namespace {
+
+constexpr std::size_t kMaxBinary = 256u << 20;
+
+Result<std::string> self_exe() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return sys_error("cannot read /proc/self/exe");
+  return std::string(buf, static_cast<std::size_t>(n));
+}
+
+// glibc's own libraries (the host provides them) and the NVIDIA driver's (the host's driver).
+bool from_host(const std::string& name) {
+  for (const char* p : {"libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "libresolv.so", "libutil.so",
+                        "libmvec.so", "ld-linux", "ld64.so", "libnvidia-", "libcuda.so"})
+    if (name.starts_with(p)) return true;
+  return false;
+}
+
+// The shared libraries this gpufrac runs with (mapped now, /proc/self/maps) but glibc's: installed
+// under their SONAME into <version>/lib/, where its $ORIGIN/../lib RPATH finds them.
+Result<std::vector<SourceFileSpec>> carried() {
+  auto maps = fs::read_file("/proc/self/maps", 4u << 20);
+  if (!maps) return std::unexpected(maps.error());
+  std::vector<SourceFileSpec> out;
+  std::set<std::string> seen;
+  for (const auto& line : text::split(*maps, '\n')) {
+    const auto slash = line.find('/');
+    if (slash == std::string::npos) continue;
+    const std::string path = line.substr(slash);
+    const std::string name = fs::basename(path);
+    if (name.find(".so") == std::string::npos || from_host(name) || !seen.insert(path).second) continue;
+    auto elf = read_elf(path);
+    if (!elf) return std::unexpected(elf.error());
+    out.push_back({path, "lib/" + elf->soname.value_or(name), 0644});
+  }
+  return out;
+}
+
+// Switches <install-dir>/current to the version: a new link renamed over the old one.
+Result<bool> switch_current(const HostFiles& host, const std::string& version) {
+  const std::string link = host.at(host.install_dir() + "/current");
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n > 0 && std::string(buf, static_cast<std::size_t>(n)) == version) return false;
+  const std::string tmp = text::cat(link, ".new.", ::getpid());
+  ::unlink(tmp.c_str());
+  if (::symlink(version.c_str(), tmp.c_str()) != 0) return sys_error("cannot create the link " + tmp);
+  if (::rename(tmp.c_str(), link.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return sys_error("cannot switch " + link + " to " + version, err);
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<std::vector<SourceFileSpec>> install_sources() {
+  auto exe = self_exe();
+  if (!exe) return std::unexpected(exe.error());
+  const std::string bin = fs::dirname(*exe);
+  std::string shim = bin + "/libgpufrac-limits.so";
+  if (!fs::exists(shim)) shim = std::string(build::kShimDir) + "/libgpufrac-limits.so";
+  std::vector<SourceFileSpec> out = {{*exe, "bin/gpufrac", 0755},
+                                     {bin + "/gpufrac-hook", "bin/gpufrac-hook", 0755},
+                                     {bin + "/gpufrac-runtime", "bin/gpufrac-runtime", 0755},
+                                     {shim, "lib/gpufrac/libgpufrac-limits.so", 0644}};
+  auto libs = carried();
+  if (!libs) return std::unexpected(libs.error());
+  for (auto& l : *libs) out.push_back(std::move(l));
+  return out;
+}
+
+Installed installed_paths(const std::string& install_dir) {
+  const std::string d = install_dir + "/current";
+  return {d, d + "/bin/gpufrac", d + "/bin/gpufrac-hook", d + "/bin/gpufrac-runtime",
+          d + "/lib/gpufrac/libgpufrac-limits.so"};
+}
+
+Result<bool> install_version(const HostFiles& host, Manifest& m, const std::string& version,
+                             const std::vector<SourceFileSpec>& files) {
+  if (version.empty() || version.find('/') != std::string::npos || version.starts_with("."))
+    return user_error("version " + text::quote(version) + ": not a directory name");
+  if (auto r = host.make_dirs(m, host.install_dir()); !r) return std::unexpected(r.error());
+  bool changed = false;
+  for (const auto& f : files) {
+    auto content = fs::read_file(f.from, kMaxBinary);
+    if (!content) return std::unexpected(content.error().wrap("while reading the file to install"));
+    const std::string to = text::cat(host.install_dir(), "/", version, "/", f.to);
+    if (auto r = fs::make_dirs(fs::dirname(host.at(to)), 0755); !r) return std::unexpected(r.error());
+    struct stat st {};
+    if (::stat(host.at(to).c_str(), &st) == 0 && (st.st_mode & 07777) == f.mode &&
+        static_cast<std::size_t>(st.st_size) == content->size()) {
+      auto now = fs::read_file(host.at(to), kMaxBinary);
+      if (now && *now == *content) continue;
+    }
+    if (auto r = fs::write_file_atomic(host.at(to), *content, f.mode); !r) return std::unexpected(r.error());
+    changed = true;
+  }
+  auto sw = switch_current(host, version);
+  if (!sw) return std::unexpected(sw.error());
+  return changed || *sw;
+}
+
+}  // namespace gpufrac::cli::node
