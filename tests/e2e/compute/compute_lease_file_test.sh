@@ -42,7 +42,7 @@ tampered_lines() { "$GPUFRAC" status --json | jq -r --arg g "$GPU0" '.devices[] 
 leases_of() { "$ATOOL" show "$LEASE" | sed -n "s/^slot [0-9]* key=$1[^ ]* .* leases=\([0-9]*\) .*/\1/p"; }
 
 # 1. The lease file cut short again and again.
-hostile flip "arbiter_hostile flip 8"
+hostile flip "arbiter_hostile flip 10"
 sleep 0.5
 for i in 1 2 3 4 5 6; do
   hook_bundle "flip-n$i" "true" gpufrac.io/gpu=0 gpufrac.io/compute=10
@@ -52,6 +52,7 @@ for i in 1 2 3 4 5 6; do
   no_signal "gpufrac metrics ($i)" "$GPUFRAC" metrics --once
   no_signal "gpufrac gc ($i)" "$GPUFRAC" gc
 done
+for i in $(seq 20); do no_signal "gpufrac status --json (flip, $i)" "$GPUFRAC" status --json; done
 wait_stopped flip flip-n1 flip-n2 flip-n3 flip-n4 flip-n5 flip-n6
 assert_contains "$(cat "$E2E_TMP/flip.out")" "flip files=1" "the tenant flipped GPU 0's lease file"
 echo "flip: $(cat "$E2E_TMP/flip.out") | status: $(tampered_lines | tr '\n' ' ')"
