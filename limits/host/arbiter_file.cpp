@@ -119,7 +119,7 @@ Result<std::string> make_temp(const std::string& final, std::size_t size, mode_t
 Result<std::string> make_lease_temp(const std::string& final) {
   const std::string tmp = text::cat(fs::dirname(final), "/.", fs::basename(final), ".tmp.", ::getpid());
   ::unlink(tmp.c_str());
-  if (auto r = write_new_lease_file(tmp); !r) {
+  if (auto r = write_new_lease_file(tmp, final); !r) {
     ::unlink(tmp.c_str());
     return std::unexpected(r.error());
   }

@@ -130,11 +130,11 @@ Result<LeaseRepair> repair_lease_file(const std::string& path) {
   return fixed;
 }
 
-Result<> write_new_lease_file(const std::string& path) {
+Result<> write_new_lease_file(const std::string& path, const std::string& final) {
   fs::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, kLeaseFileMode));
   if (!fd) return sys_error("cannot create " + path);
   if (int e = ::posix_fallocate(fd.get(), 0, kLeaseSize); e != 0)
-    return sys_error(text::cat("compute arbiter ", path, ": cannot allocate ", kLeaseSize, " bytes"), e);
+    return sys_error(text::cat("compute arbiter ", final, ": cannot allocate ", kLeaseSize, " bytes"), e);
   if (::fchmod(fd.get(), kLeaseFileMode) != 0) return sys_error("cannot chmod " + path);
   return write_header(fd.get(), path);
 }

@@ -45,9 +45,9 @@ struct LeaseRepair {
 // (what 0: nothing was wrong). An error when the file cannot be opened.
 Result<LeaseRepair> repair_lease_file(const std::string& path);
 
-// Writes a fresh lease file at path (a temporary the caller links in place): allocated in full, mode
-// 0666, its header written with pwrite.
-Result<> write_new_lease_file(const std::string& path);
+// Writes a fresh lease file at path (a temporary the caller links in place as final, which errors
+// name): allocated in full, mode 0666, its header written with pwrite.
+Result<> write_new_lease_file(const std::string& path, const std::string& final);
 
 // Resets lane i of the lease file (arbiter_abi.h "Slots"): vtime = the file's vclock, the rest zero.
 Result<> reset_lease_lane(const std::string& path, unsigned i);
