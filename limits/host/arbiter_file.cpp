@@ -236,7 +236,11 @@ Result<LeaseRepair> ensure_arbiter(const std::string& path, const std::string& g
       return std::unexpected(r.error());
     }
   if (lease_tmp)
-    if (auto r = link_temp(*lease_tmp, path, [&] { return read_lease_file(path).has_value(); }); !r)
+    if (auto r = link_temp(*lease_tmp, path,
+                           [&] {
+                             return read_lease_file(path, FileOwner{::geteuid(), ::getegid()}).has_value();
+                           });
+        !r)
       return std::unexpected(r.error());
   // A lease file a tenant resized, chmod-ed or overwrote is put back in place: the containers of the
   // GPU keep one arbiter.
@@ -339,7 +343,10 @@ Result<ArbiterView> read_arbiter(const std::string& path, std::uint64_t now_ns) 
   if (now_ns == 0) now_ns = monotonic_ns();
   ArbiterView v;
   v.gpu_uuid.assign(a->uuid, strnlen(a->uuid, sizeof a->uuid));
-  auto copy = read_lease_file(path);  // a bounded copy: a tenant may resize the file at any time
+  struct stat sst {};
+  const FileOwner owner =
+      ::fstat(slots->fd.get(), &sst) == 0 ? FileOwner{sst.st_uid, sst.st_gid} : FileOwner{::geteuid(), ::getegid()};
+  auto copy = read_lease_file(path, owner);  // a bounded copy: a tenant may resize the file at any time
   const gpufrac_arbiter* l = copy ? copy->lease.get() : nullptr;
   v.tampered = l != nullptr ? lease_file_problems(*a, *l, now_ns) : std::vector<std::string>{copy.error().message};
   if (l != nullptr && copy->size != sizeof(gpufrac_arbiter))

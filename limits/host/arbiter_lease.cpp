@@ -34,16 +34,16 @@ std::string octal(unsigned mode) {
   return b;
 }
 
-std::vector<std::string> differences(const struct stat& st) {
+std::vector<std::string> differences(const struct stat& st, FileOwner owner) {
   std::vector<std::string> out;
   if (static_cast<std::uint64_t>(st.st_size) != kLeaseSize)
     out.push_back(text::cat("its lease file is ", st.st_size, " bytes (the host made ", kLeaseSize, ")"));
   if ((st.st_mode & 07777) != kLeaseFileMode)
     out.push_back(
         text::cat("its lease file's mode is ", octal(st.st_mode), " (the host made ", octal(kLeaseFileMode), ")"));
-  if (st.st_uid != ::geteuid() || st.st_gid != ::getegid())
-    out.push_back(text::cat("its lease file's owner is ", st.st_uid, ":", st.st_gid, " (the host made ", ::geteuid(),
-                            ":", ::getegid(), ")"));
+  if (st.st_uid != owner.uid || st.st_gid != owner.gid)
+    out.push_back(text::cat("its lease file's owner is ", st.st_uid, ":", st.st_gid, " (the host made ", owner.uid, ":",
+                            owner.gid, ")"));
   return out;
 }
 
@@ -88,7 +88,7 @@ Result<> read_into(int fd, gpufrac_arbiter& a, const std::string& path) {
 
 }  // namespace
 
-Result<LeaseCopy> read_lease_file(const std::string& path) {
+Result<LeaseCopy> read_lease_file(const std::string& path, FileOwner owner) {
   struct stat st {};
   auto fd = open_lease(path, O_RDONLY, st);
   if (!fd) return std::unexpected(fd.error());
@@ -97,7 +97,7 @@ Result<LeaseCopy> read_lease_file(const std::string& path) {
   std::memset(c.lease.get(), 0, kLeaseSize);
   if (auto r = read_into(fd->get(), *c.lease, path); !r) return std::unexpected(r.error());
   c.size = static_cast<std::uint64_t>(st.st_size);
-  c.wrong = differences(st);
+  c.wrong = differences(st, owner);
   return c;
 }
 
@@ -105,7 +105,7 @@ Result<LeaseRepair> repair_lease_file(const std::string& path) {
   struct stat st {};
   auto fd = open_lease(path, O_RDWR, st);
   if (!fd) return std::unexpected(fd.error());
-  LeaseRepair fixed{0, differences(st)};
+  LeaseRepair fixed{0, differences(st, FileOwner{::geteuid(), ::getegid()})};
   if (static_cast<std::uint64_t>(st.st_size) != kLeaseSize) {
     if (::ftruncate(fd->get(), kLeaseSize) != 0) return sys_error("cannot set the size of compute arbiter " + path);
     fixed.what |= GPUFRAC_LEASE_REPAIRED_SIZE;

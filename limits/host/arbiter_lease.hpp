@@ -29,9 +29,14 @@ struct LeaseCopy {
   std::vector<std::string> wrong;
 };
 
-// A bounded copy of the lease file (never mapped). A missing file, or one that is not a regular
+// A bounded copy of the lease file (never mapped); its owner is compared with owner (the slots
+// file's: the host made both, whoever reads them now). A missing file, or one that is not a regular
 // file, is an error.
-Result<LeaseCopy> read_lease_file(const std::string& path);
+struct FileOwner {
+  uid_t uid;
+  gid_t gid;
+};
+Result<LeaseCopy> read_lease_file(const std::string& path, FileOwner owner);
 
 // What repair_lease_file put back: GPUFRAC_LEASE_REPAIRED_* bits, and one phrase each.
 struct LeaseRepair {

@@ -153,7 +153,7 @@ TEST_F(LeaseFileTest, ANewSlotsLaneStartsAtVclock) {
     std::fclose(f);
   }
   ASSERT_TRUE(attach_arbiter_slot(path_, "c2", 100000, ComputeMode::fair, ComputePriority::normal));
-  auto copy = read_lease_file(path_);
+  auto copy = read_lease_file(path_, FileOwner{::geteuid(), ::getegid()});
   ASSERT_TRUE(copy);
   EXPECT_EQ(copy->lease->lanes[1].vtime, 123456789u);
   EXPECT_EQ(copy->lease->lanes[1].charged_ns, 0u);
