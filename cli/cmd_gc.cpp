@@ -55,7 +55,9 @@ Result<FilesReport> collect_files(const Config& cfg) {
   }
   auto freed = sweep_compute_slots(cfg, std::vector<std::string>(booked.begin(), booked.end()), kComputeSlotMinAgeS);
   if (!freed) return std::unexpected(freed.error());
-  out.compute_slots_freed = std::move(*freed);
+  out.compute_slots_freed = std::move(freed->freed);
+  out.compute_arbiters_removed = std::move(freed->removed);
+  out.compute_arbiters_repaired = std::move(freed->repaired);
   return out;
 }
 
@@ -70,6 +72,10 @@ std::string render(const FilesReport& f, bool dry) {
   if (!f.compute_slots_freed.empty())
     out +=
         text::cat(dry ? "Would free " : "Freed ", f.compute_slots_freed.size(), " compute slot(s) without bookings.\n");
+  if (!f.compute_arbiters_removed.empty())
+    out += text::cat("Removed the compute arbiters of ", f.compute_arbiters_removed.size(),
+                     " GPU(s) without compute shares.\n");
+  for (const auto& r : f.compute_arbiters_repaired) out += "Repaired the compute lease file of " + r + ".\n";
   return out;
 }
 
@@ -185,6 +191,8 @@ std::string report_text(const GcPlan& p, const Config& cfg, bool json, bool dry)
   j["container_dirs_removed"] = p.files.dirs_removed;
   j["dead_slots_reclaimed"] = p.files.dead_slots;
   j["compute_slots_freed"] = p.files.compute_slots_freed;
+  j["compute_arbiters_removed"] = p.files.compute_arbiters_removed;
+  j["compute_arbiters_repaired"] = p.files.compute_arbiters_repaired;
   j["mig_destroyed"] = idle_json(p.mig.destroyed);
   j["mig_idle"] = idle_json(p.mig.idle);
   j["mig_notes"] = p.mig.notes;

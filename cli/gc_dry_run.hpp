@@ -24,7 +24,9 @@ namespace gpufrac::cli {
 struct FilesReport {
   std::vector<std::string> dirs_removed;
   unsigned dead_slots = 0;
-  std::vector<std::string> compute_slots_freed;  // container keys whose compute slots had no booking
+  std::vector<std::string> compute_slots_freed;        // container keys whose compute slots had no booking
+  std::vector<std::string> compute_arbiters_removed;   // GPU uuids: no compute share left on the GPU
+  std::vector<std::string> compute_arbiters_repaired;  // "<uuid>: <what>": a lease file a container changed
 };
 
 // A compute slot younger than this is left alone by gc (its booking may be in the making).

@@ -2,7 +2,9 @@
 
 #include <filesystem>
 
+#include "core/log.hpp"
 #include "core/plan/plan.hpp"
+#include "core/text.hpp"
 #include "gpufrac/arbiter_abi.h"
 #include "limits/host/arbiter_file.hpp"
 
@@ -27,7 +29,10 @@ Result<> attach_compute_slots(const Config& cfg, const std::string& container_ke
   for (auto& d : file.devices) {
     if (d.compute_ppm == 0 || d.compute_ppm >= GPUFRAC_ARBITER_WHOLE) continue;  // a whole GPU: not arbitrated
     const std::string path = compute_arbiter_path(cfg, d.uuid);
-    if (auto r = limits::ensure_arbiter(path, d.uuid); !r) return r;
+    auto repaired = limits::ensure_arbiter(path, d.uuid);
+    if (!repaired) return std::unexpected(repaired.error());
+    if (!repaired->phrases.empty())  // a container resized the file or changed its mode: one line
+      log::warn(text::cat("compute arbiter ", path, ": ", text::join(repaired->phrases, "; "), "; repaired in place"));
     auto token = limits::attach_arbiter_slot(path, container_key, d.compute_ppm, d.compute_mode, d.priority);
     if (!token) return std::unexpected(token.error());
     d.compute_token = *token;
@@ -49,15 +54,21 @@ Result<unsigned> release_compute_slots(const Config& cfg, const std::string& con
   return freed;
 }
 
-Result<std::vector<std::string>> sweep_compute_slots(const Config& cfg, const std::vector<std::string>& booked,
-                                                     std::uint64_t min_age_s) {
-  std::vector<std::string> freed;
+Result<ComputeSweep> sweep_compute_slots(const Config& cfg, const std::vector<std::string>& booked,
+                                         std::uint64_t min_age_s) {
+  ComputeSweep out;
   for (const auto& path : arbiters(cfg)) {
-    auto keys = limits::sweep_arbiter(path, booked, min_age_s);
-    if (!keys) return std::unexpected(keys.error());
-    freed.insert(freed.end(), keys->begin(), keys->end());
+    auto r = limits::sweep_arbiter(path, booked, min_age_s);
+    if (!r) return std::unexpected(r.error());
+    out.freed.insert(out.freed.end(), r->freed.begin(), r->freed.end());
+    const std::string uuid = std::filesystem::path(path).filename();
+    if (r->removed) out.removed.push_back(uuid);
+    if (!r->repaired.empty()) {
+      out.repaired.push_back(uuid + ": " + text::join(r->repaired, "; "));
+      log::warn(text::cat("compute arbiter ", path, ": ", text::join(r->repaired, "; "), "; repaired in place"));
+    }
   }
-  return freed;
+  return out;
 }
 
 }  // namespace gpufrac

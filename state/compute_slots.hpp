@@ -22,9 +22,16 @@ Result<> attach_compute_slots(const Config& cfg, const std::string& container_ke
 // Frees the container's slots in every arbiter under <state-dir>/compute. Returns how many.
 Result<unsigned> release_compute_slots(const Config& cfg, const std::string& container_key);
 
+struct ComputeSweep {
+  std::vector<std::string> freed;     // keys whose slots were freed
+  std::vector<std::string> removed;   // GPU uuids whose arbiter was removed (no share left on it)
+  std::vector<std::string> repaired;  // "<uuid>: <what>" per repair of a lease file a container changed
+};
+
 // gc: frees the slots of keys without a booking (set up more than min_age_s ago), in every
-// arbiter. Returns the keys freed.
-Result<std::vector<std::string>> sweep_compute_slots(const Config& cfg, const std::vector<std::string>& booked,
-                                                     std::uint64_t min_age_s);
+// arbiter; removes the arbiters of GPUs with no slot left in use and repairs the others' lease files
+// in place (limits/host/arbiter_file.hpp sweep_arbiter).
+Result<ComputeSweep> sweep_compute_slots(const Config& cfg, const std::vector<std::string>& booked,
+                                         std::uint64_t min_age_s);
 
 }  // namespace gpufrac

@@ -22,7 +22,12 @@
  * reports it in its slot of its own container's usage region (limits_abi.h, compute_bypassed: the
  * tenant cannot erase it), and gates again once it claims the lease through the protocol. A lease file cut short
  * under a mapping (ftruncate) is taken over by the shim's SIGBUS handler: private zero pages, the
- * device no longer arbitrated, said once and reported the same way.
+ * device no longer arbitrated, said once and reported the same way. The host never maps the lease
+ * file (pread, pwrite: limits/host/arbiter_lease.hpp) and puts its size, mode 0666, owner and header
+ * back in place at every booking on the GPU and at gc (noted in the slots file: lease_repaired_*). A
+ * process that cannot open it read-write (a tenant changed its mode) maps the slots file alone,
+ * waits its bound as for a lease that never comes, runs ungated past it (reported), and joins once
+ * it can open the file (gf_lease.join).
  *
  * Slots (slots file). The host claims one slot per container and GPU when it books the share (CAS
  * state FREE -> SETUP, resets the slot's lane in the lease file (vtime = vclock), writes key, token,
@@ -157,6 +162,10 @@ extern "C" {
 #define GPUFRAC_ARBITER_ACTIVE 2u
 #define GPUFRAC_ARBITER_STRICT 1u /* slot flags */
 #define GPUFRAC_ARBITER_HIGH 2u
+#define GPUFRAC_LEASE_REPAIRED_SIZE 1u /* lease_repaired_what */
+#define GPUFRAC_LEASE_REPAIRED_MODE 2u
+#define GPUFRAC_LEASE_REPAIRED_OWNER 4u
+#define GPUFRAC_LEASE_REPAIRED_HEADER 8u
 
 /* Timing, written by the host at creation; each shim clamps them to the ranges in brackets. */
 struct gpufrac_arbiter_params {
@@ -210,7 +219,12 @@ struct gpufrac_arbiter_slots {
   uint32_t slot_high_water; /* atomic: slots at or above it were never set up */
   uint32_t pad0[3];
   char uuid[96]; /* informational: the GPU */
-  uint64_t pad1[10];
+  /* The host's record of its last repair of the lease file (a tenant resized it, changed its mode
+   * or owner, or overwrote its header): `gpufrac status` flags the GPU for a while after it. */
+  uint64_t lease_repaired_s;    /* CLOCK_REALTIME seconds, 0 never */
+  uint64_t lease_repairs;       /* how many repairs, ever */
+  uint64_t lease_repaired_what; /* GPUFRAC_LEASE_REPAIRED_* of the last one */
+  uint64_t pad1[7];
   struct gpufrac_arbiter_slot slots[GPUFRAC_ARBITER_SLOTS];
 };
 

@@ -1,5 +1,8 @@
 #include "limits/host/arbiter_checks.hpp"
 
+#include <algorithm>
+#include <cstring>
+
 #include "core/text.hpp"
 #include "gf_arbiter.h"
 
@@ -54,6 +57,44 @@ void check_charges(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, std
         text::cat("its slots were charged ", sum / 1000000, " ms in the last ", GPUFRAC_ARBITER_WINDOW_S, " s"));
 }
 
+std::string slot_name(const gpufrac_arbiter_slots& s, unsigned i) {
+  const gpufrac_arbiter_slot& slot = s.slots[i];
+  return text::cat("slot ", i, " (", std::string(slot.key, strnlen(slot.key, GPUFRAC_ARBITER_KEY)), ")");
+}
+
+// The queue lanes (arbiter_abi.h "Runnable", "Charge"): no shim following the protocol leaves a
+// runnable slot more than one lease and its overrun of its own time behind vclock (its heartbeat
+// floors it there; kLaneSlackNs more for the clock moving between heartbeats), puts a vtime farther
+// ahead of vclock than kLaneAheadNs of its own time (charges are at most 2 s each, and vclock
+// follows every claim), or a heartbeat or claim in the future. Each names the slot whose lane lies.
+constexpr std::uint64_t kLaneSlackNs = 1'000'000'000, kLaneAheadNs = 10'000'000'000;
+
+void check_lanes(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, const gpufrac_arbiter_params& p,
+                 std::uint64_t now_ns, std::vector<std::string>& out) {
+  const std::uint64_t vclock = load64(&a.vclock);
+  for (unsigned i = 0, hw = gf_arbiter_slots_in_use(&s); i < hw; i++) {
+    if (load32(&s.slots[i].state) != GPUFRAC_ARBITER_ACTIVE) continue;
+    const gpufrac_arbiter_lane& lane = a.lanes[i];
+    const std::uint64_t w = gf_arbiter_weight(&s.slots[i]), seen = load64(&lane.seen_ns);
+    const auto vt_ms = [w](std::int64_t d) { return d / 1000 * static_cast<std::int64_t>(w) / 1'000'000; };
+    const auto future = static_cast<std::int64_t>(std::max(seen, load64(&lane.claimed_ns)) - now_ns);
+    if (future > 1'000'000'000) {
+      out.push_back(
+          text::cat(slot_name(s, i), "'s lane says it waited or claimed ", future / 1000000, " ms in the future"));
+      continue;
+    }
+    const bool runnable = seen != 0 && static_cast<std::int64_t>(now_ns - seen) < std::int64_t{p.runnable_us} * 1000;
+    const auto behind = static_cast<std::int64_t>(vclock - load64(&lane.vtime));
+    const std::uint64_t lag_ns = (std::uint64_t{p.lease_ms} + p.busy_ms) * 1'000'000 + kLaneSlackNs;
+    if (runnable && behind > 0 && static_cast<std::uint64_t>(behind) > lag_ns * 1000 / w)
+      out.push_back(text::cat(slot_name(s, i), "'s lane is ", vt_ms(behind),
+                              " ms of its time behind the queue (at most ", lag_ns / 1000000, ")"));
+    if (-behind > 0 && static_cast<std::uint64_t>(-behind) > kLaneAheadNs * 1000 / w)
+      out.push_back(text::cat(slot_name(s, i), "'s lane is ", vt_ms(-behind),
+                              " ms of its time ahead of the queue (at most ", kLaneAheadNs / 1000000, ")"));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> lease_file_problems(const gpufrac_arbiter_slots& slots, const gpufrac_arbiter& lease,
@@ -68,6 +109,7 @@ std::vector<std::string> lease_file_problems(const gpufrac_arbiter_slots& slots,
   gf_arbiter_params(&slots, &p);
   check_lease_word(slots, lease, p, now_ns, out);
   check_charges(slots, lease, now_ns, out);
+  check_lanes(slots, lease, p, now_ns, out);
   return out;
 }
 

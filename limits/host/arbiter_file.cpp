@@ -1,6 +1,7 @@
 #include "limits/host/arbiter_file.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 #include "core/text.hpp"
 #include "gf_arbiter.h"
 #include "limits/host/arbiter_checks.hpp"
+#include "limits/host/arbiter_lease.hpp"
 
 namespace gpufrac::limits {
 
@@ -43,13 +45,10 @@ class Mapping {
   std::size_t size_;
 };
 
-// grown: a lease file may be larger than its size (a tenant wrote past its end); its first size bytes
-// are the arbiter.
-Result<Mapping> map_fd(int fd, const std::string& path, std::size_t size, bool writable, bool grown = false) {
+Result<Mapping> map_fd(int fd, const std::string& path, std::size_t size, bool writable) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) return sys_error("cannot stat compute arbiter " + path);
-  const auto at = static_cast<std::size_t>(st.st_size);
-  if (!S_ISREG(st.st_mode) || at < size || (at != size && !grown))
+  if (!S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) != size)
     return internal_error(text::cat("compute arbiter ", path, ": ", st.st_size, " bytes; accepted: a regular file of ",
                                     size, " bytes (arbiter version ", GPUFRAC_ARBITER_VERSION, ")"));
   void* p = ::mmap(nullptr, size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
@@ -57,49 +56,47 @@ Result<Mapping> map_fd(int fd, const std::string& path, std::size_t size, bool w
   return Mapping(p, size);
 }
 
-Result<Mapping> map_file(const std::string& path, std::size_t size, bool writable, bool grown = false) {
-  fs::UniqueFd fd(::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd) return sys_error("cannot open compute arbiter " + path);
-  return map_fd(fd.get(), path, size, writable, grown);
-}
-
-Result<Mapping> map_slots(const std::string& path, bool writable) {
-  auto m = map_file(arbiter_slots_path(path), kSlotsSize, writable);
-  if (!m) return m;
-  char err[256];
-  if (gf_arbiter_slots_check(m->as<gpufrac_arbiter_slots>(), err, sizeof err) != 0)
-    return internal_error("compute arbiter " + arbiter_slots_path(path) + ": " + err);
-  return m;
-}
-
-Result<Mapping> map_lease(const std::string& path, bool writable) {
-  auto m = map_file(path, kLeaseSize, writable, true);
-  if (!m) return m;
-  char err[256];
-  if (gf_arbiter_check(m->as<gpufrac_arbiter>(), err, sizeof err) != 0)
-    return internal_error("compute arbiter " + path + ": " + err);
-  return m;
-}
-
-// Both files writable (the host's own view: it sets up and frees slots, resetting their lanes). The
-// lease file is mapped whatever its header holds, and left out when it is not the right size: a slot
-// is freed even where a tenant wrecked the lease file.
-struct Both {
-  Mapping slots;
-  std::optional<Mapping> lease;
-  gf_arb arb() const {
-    return gf_arb{lease ? lease->as<gpufrac_arbiter>() : nullptr, slots.as<gpufrac_arbiter_slots>()};
-  }
+// The slots file, open (the host's changes to it are serialised by flock on it) and mapped. Only the
+// host writes or resizes it: it is bound read-only into containers (EROFS to every write, truncate,
+// chmod). The lease file is never mapped here (limits/host/arbiter_lease.hpp).
+struct SlotsFile {
+  fs::UniqueFd fd;
+  Mapping map;
+  gpufrac_arbiter_slots* get() const { return map.as<gpufrac_arbiter_slots>(); }
+  // The host's view for slot setup and release: the lease file's lanes are reset by pwrite instead.
+  gf_arb arb() const { return gf_arb{nullptr, get()}; }
 };
 
-Result<Both> map_both(const std::string& path) {
-  auto slots = map_slots(path, true);
-  if (!slots) return std::unexpected(slots.error());
-  auto lease = map_file(path, kLeaseSize, true, true);
-  return Both{std::move(*slots), lease ? std::optional<Mapping>(std::move(*lease)) : std::nullopt};
+Result<SlotsFile> open_slots(const std::string& path, bool writable) {
+  const std::string sp = arbiter_slots_path(path);
+  fs::UniqueFd fd(::open(sp.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (!fd) return sys_error("cannot open compute arbiter " + sp);
+  auto m = map_fd(fd.get(), sp, kSlotsSize, writable);
+  if (!m) return std::unexpected(m.error());
+  char err[256];
+  if (gf_arbiter_slots_check(m->as<gpufrac_arbiter_slots>(), err, sizeof err) != 0)
+    return internal_error("compute arbiter " + sp + ": " + err);
+  return SlotsFile{std::move(fd), std::move(*m)};
 }
 
-// A new file in a temporary beside final, allocated in full and formatted by format; its path.
+// The slots file locked against the other host processes' changes; unlinked: gc removed the arbiter
+// meanwhile.
+struct Locked {
+  SlotsFile f;
+  bool unlinked;
+};
+
+Result<Locked> lock_slots(const std::string& path) {
+  auto f = open_slots(path, true);
+  if (!f) return std::unexpected(f.error());
+  if (::flock(f->fd.get(), LOCK_EX) != 0) return sys_error("cannot lock compute arbiter " + arbiter_slots_path(path));
+  struct stat st {};
+  const bool unlinked = ::fstat(f->fd.get(), &st) == 0 && st.st_nlink == 0;
+  return Locked{std::move(*f), unlinked};
+}
+
+// A new file in a temporary beside final (which no container can reach), allocated in full and
+// formatted by format; its path.
 template <class Format>
 Result<std::string> make_temp(const std::string& final, std::size_t size, mode_t mode, Format format) {
   const std::string tmp = text::cat(fs::dirname(final), "/.", fs::basename(final), ".tmp.", ::getpid());
@@ -119,6 +116,16 @@ Result<std::string> make_temp(const std::string& final, std::size_t size, mode_t
   return tmp;
 }
 
+Result<std::string> make_lease_temp(const std::string& final) {
+  const std::string tmp = text::cat(fs::dirname(final), "/.", fs::basename(final), ".tmp.", ::getpid());
+  ::unlink(tmp.c_str());
+  if (auto r = write_new_lease_file(tmp, final); !r) {
+    ::unlink(tmp.c_str());
+    return std::unexpected(r.error());
+  }
+  return tmp;
+}
+
 // Links tmp in place: an arbiter another booking linked meanwhile is kept, one that is not usable
 // is replaced.
 template <class Usable>
@@ -129,6 +136,20 @@ Result<> link_temp(const std::string& tmp, const std::string& final, Usable usab
   ::unlink(tmp.c_str());
   if (rc != 0 && err != EEXIST) return sys_error("cannot create compute arbiter " + final, err);
   return {};
+}
+
+// Notes a repair of the lease file in the slots file (status flags the GPU for a while after it).
+void record_repair(gpufrac_arbiter_slots* a, unsigned what) {
+  __atomic_store_n(&a->lease_repaired_what, what, __ATOMIC_SEQ_CST);
+  __atomic_fetch_add(&a->lease_repairs, 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&a->lease_repaired_s, static_cast<std::uint64_t>(std::time(nullptr)), __ATOMIC_SEQ_CST);
+}
+
+// Repairs the lease file in place and notes it in the (writable, open) slots file.
+Result<LeaseRepair> repair_and_record(const std::string& path, const SlotsFile& slots) {
+  auto r = repair_lease_file(path);
+  if (r && r->what != 0) record_repair(slots.get(), r->what);
+  return r;
 }
 
 void format_slots(const Mapping& m, const std::string& gpu_uuid) {
@@ -187,17 +208,13 @@ std::uint32_t ArbiterSlotView::achieved_ppm() const {
   return static_cast<std::uint32_t>(std::min<std::uint64_t>(window_ns, window) / (window / 1000000));
 }
 
-Result<> ensure_arbiter(const std::string& path, const std::string& gpu_uuid) {
+Result<LeaseRepair> ensure_arbiter(const std::string& path, const std::string& gpu_uuid) {
   const std::string slots = arbiter_slots_path(path);
-  const bool slots_ok = fs::exists(slots) && map_slots(path, false);
-  const bool lease_ok = fs::exists(path) && map_lease(path, false);
-  if (slots_ok && lease_ok) return {};
-  if (!lease_ok && slots_ok)
-    if (auto m = map_file(path, kLeaseSize, true, true)) {
-      gf_arbiter_format(m->as<gpufrac_arbiter>());  // its header overwritten: repaired in place
-      return {};
-    }
-  if (auto d = fs::make_dirs(fs::dirname(path), 0755); !d) return d;
+  const bool slots_ok = fs::exists(slots) && open_slots(path, false);
+  struct stat st {};
+  const bool lease_there = ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  if (!slots_ok || !lease_there)
+    if (auto d = fs::make_dirs(fs::dirname(path), 0755); !d) return std::unexpected(d.error());
   // Both made before either is linked: a full directory refuses with nothing left behind.
   std::optional<std::string> slots_tmp, lease_tmp;
   if (!slots_ok) {
@@ -205,8 +222,8 @@ Result<> ensure_arbiter(const std::string& path, const std::string& gpu_uuid) {
     if (!t) return std::unexpected(t.error());
     slots_tmp = *t;
   }
-  if (!lease_ok) {
-    auto t = make_temp(path, kLeaseSize, 0666, [](const Mapping& m) { gf_arbiter_format(m.as<gpufrac_arbiter>()); });
+  if (!lease_there) {
+    auto t = make_lease_temp(path);
     if (!t) {
       if (slots_tmp) ::unlink(slots_tmp->c_str());
       return std::unexpected(t.error());
@@ -214,58 +231,136 @@ Result<> ensure_arbiter(const std::string& path, const std::string& gpu_uuid) {
     lease_tmp = *t;
   }
   if (slots_tmp)
-    if (auto r = link_temp(*slots_tmp, slots, [&] { return map_slots(path, false).has_value(); }); !r) {
+    if (auto r = link_temp(*slots_tmp, slots, [&] { return open_slots(path, false).has_value(); }); !r) {
       if (lease_tmp) ::unlink(lease_tmp->c_str());
-      return r;
+      return std::unexpected(r.error());
     }
-  if (lease_tmp) return link_temp(*lease_tmp, path, [&] { return map_lease(path, false).has_value(); });
-  return {};
+  if (lease_tmp)
+    if (auto r = link_temp(*lease_tmp, path,
+                           [&] {
+                             return read_lease_file(path, FileOwner{::geteuid(), ::getegid()}).has_value();
+                           });
+        !r)
+      return std::unexpected(r.error());
+  // A lease file a tenant resized, chmod-ed or overwrote is put back in place: the containers of the
+  // GPU keep one arbiter.
+  auto f = open_slots(path, true);
+  if (!f) return std::unexpected(f.error());
+  return repair_and_record(path, *f);
 }
+
+namespace {
+
+// The slots file locked; when gc removed the arbiter after the caller ensured it, made again first.
+Result<Locked> lock_linked(const std::string& path) {
+  std::string uuid;
+  {
+    auto m = lock_slots(path);
+    if (!m || !m->unlinked) return m;
+    uuid.assign(m->f.get()->uuid, strnlen(m->f.get()->uuid, sizeof m->f.get()->uuid));
+  }  // unlocked: ensure_arbiter takes it again
+  if (auto r = ensure_arbiter(path, uuid); !r) return std::unexpected(r.error());
+  return lock_slots(path);
+}
+
+}  // namespace
 
 Result<std::uint64_t> attach_arbiter_slot(const std::string& path, const std::string& key, std::uint32_t weight_ppm,
                                           ComputeMode mode, ComputePriority priority) {
   if (key.empty() || key.size() >= GPUFRAC_ARBITER_KEY)
     return internal_error(text::cat("compute arbiter ", path, ": container key of ", key.size(),
                                     " characters; accepted: 1 to ", GPUFRAC_ARBITER_KEY - 1));
-  auto m = map_both(path);
+  auto m = lock_linked(path);
   if (!m) return std::unexpected(m.error());
-  gf_arb arb = m->arb();
-  const int i = gf_arbiter_setup(&arb, key.c_str(), random_token(), weight_ppm, flags_of(mode, priority),
+  gf_arb arb = m->f.arb();
+  const std::uint64_t token = random_token();
+  const int i = gf_arbiter_setup(&arb, key.c_str(), token, weight_ppm, flags_of(mode, priority),
                                  static_cast<std::uint64_t>(std::time(nullptr)));
   if (i < 0)
     return user_error(text::cat("compute arbiter ", path, ": all ", GPUFRAC_ARBITER_SLOTS,
                                 " container slots of this GPU are taken; accepted: at most ", GPUFRAC_ARBITER_SLOTS,
                                 " containers with a compute share per GPU"));
-  return __atomic_load_n(&arb.slots->slots[i].token, __ATOMIC_SEQ_CST);
+  const std::uint64_t got = __atomic_load_n(&arb.slots->slots[i].token, __ATOMIC_SEQ_CST);
+  if (got == token)  // a new slot: its lane starts over (the same container again keeps its own)
+    if (auto r = reset_lease_lane(path, static_cast<unsigned>(i)); !r) return std::unexpected(r.error());
+  return got;
 }
+
+namespace {
+
+bool key_is(const gpufrac_arbiter_slot& s, const std::string& key) {
+  return strnlen(s.key, GPUFRAC_ARBITER_KEY) == key.size() && std::memcmp(s.key, key.data(), key.size()) == 0;
+}
+
+// Frees slot i and resets its lane (a lease file a tenant wrecked does not keep a slot from being
+// freed). 1 when it did.
+unsigned free_slot(const std::string& path, const SlotsFile& f, unsigned i) {
+  gf_arb arb = f.arb();
+  if (!gf_arbiter_release(&arb, i)) return 0;
+  (void)reset_lease_lane(path, i);
+  return 1;
+}
+
+bool any_in_use(const gpufrac_arbiter_slots* a) {
+  for (unsigned i = 0, n = gf_arbiter_slots_in_use(a); i < n; i++)
+    if (__atomic_load_n(&a->slots[i].state, __ATOMIC_SEQ_CST) != GPUFRAC_ARBITER_FREE) return true;
+  return false;
+}
+
+// The host's note of a recent repair of the lease file (arbiter_abi.h, lease_repaired_s).
+std::optional<std::string> repair_note(const gpufrac_arbiter_slots* a) {
+  const std::uint64_t at = __atomic_load_n(&a->lease_repaired_s, __ATOMIC_SEQ_CST);
+  const auto now = static_cast<std::uint64_t>(std::time(nullptr));
+  if (at == 0 || now < at || now - at > kLeaseRepairShownS) return std::nullopt;
+  const std::uint64_t what = __atomic_load_n(&a->lease_repaired_what, __ATOMIC_SEQ_CST);
+  std::string parts;
+  for (auto [bit, name] : {std::pair{GPUFRAC_LEASE_REPAIRED_SIZE, "size"},
+                           {GPUFRAC_LEASE_REPAIRED_MODE, "mode"},
+                           {GPUFRAC_LEASE_REPAIRED_OWNER, "owner"},
+                           {GPUFRAC_LEASE_REPAIRED_HEADER, "header"}})
+    if (what & bit) parts += (parts.empty() ? "" : ", ") + std::string(name);
+  return text::cat("the host repaired its lease file's ", parts, " ", now - at, " s ago (a container changed it)");
+}
+
+}  // namespace
 
 Result<unsigned> release_arbiter_slots(const std::string& path, const std::string& key) {
   if (!fs::exists(arbiter_slots_path(path))) return 0u;
-  auto m = map_both(path);
+  auto m = lock_slots(path);
   if (!m) return std::unexpected(m.error());
-  gf_arb arb = m->arb();
-  return gf_arbiter_release_key(&arb, key.c_str());
+  const gpufrac_arbiter_slots* a = m->f.get();
+  unsigned n = 0;
+  for (unsigned i = 0, hw = gf_arbiter_slots_in_use(a); i < hw; i++)
+    if (__atomic_load_n(&a->slots[i].state, __ATOMIC_SEQ_CST) != GPUFRAC_ARBITER_FREE && key_is(a->slots[i], key))
+      n += free_slot(path, m->f, i);
+  return n;
 }
 
 Result<ArbiterView> read_arbiter(const std::string& path, std::uint64_t now_ns) {
-  auto slots = map_slots(path, false);
+  auto slots = open_slots(path, false);
   if (!slots) return std::unexpected(slots.error());
-  const gpufrac_arbiter_slots* a = slots->as<gpufrac_arbiter_slots>();
+  const gpufrac_arbiter_slots* a = slots->get();
   if (now_ns == 0) now_ns = monotonic_ns();
   ArbiterView v;
   v.gpu_uuid.assign(a->uuid, strnlen(a->uuid, sizeof a->uuid));
-  auto lease = map_file(path, kLeaseSize, false, true);
-  const gpufrac_arbiter* l = lease ? lease->as<gpufrac_arbiter>() : nullptr;
-  v.tampered = l != nullptr ? lease_file_problems(*a, *l, now_ns) : std::vector<std::string>{lease.error().message};
-  struct stat st {};
-  if (l != nullptr && ::stat(path.c_str(), &st) == 0 && static_cast<std::size_t>(st.st_size) != kLeaseSize)
-    v.tampered.push_back(text::cat("its lease file grew to ", st.st_size, " bytes (the host made ", kLeaseSize, ")"));
-  if (!v.tampered.empty()) l = nullptr;
+  struct stat sst {};
+  const FileOwner owner =
+      ::fstat(slots->fd.get(), &sst) == 0 ? FileOwner{sst.st_uid, sst.st_gid} : FileOwner{::geteuid(), ::getegid()};
+  auto copy = read_lease_file(path, owner);  // a bounded copy: a tenant may resize the file at any time
+  const gpufrac_arbiter* l = copy ? copy->lease.get() : nullptr;
+  v.tampered = l != nullptr ? lease_file_problems(*a, *l, now_ns) : std::vector<std::string>{copy.error().message};
+  if (l != nullptr && copy->size != sizeof(gpufrac_arbiter))
+    v.tampered.push_back(copy->wrong.front());  // its size first: what was read is not to be believed
+  if (!v.tampered.empty()) l = nullptr;         // no figures from a tampered lease file
+  if (copy)  // a mode or owner changed now, a repair in the last minutes: flagged, the figures still good
+    for (auto& why : copy->wrong)
+      if (std::find(v.tampered.begin(), v.tampered.end(), why) == v.tampered.end()) v.tampered.push_back(why);
+  if (auto note = repair_note(a)) v.tampered.push_back(*note);
   if (l != nullptr) {
-    const std::uint64_t w = __atomic_load_n(&l->lease, __ATOMIC_SEQ_CST);
+    const std::uint64_t w = l->lease;
     v.holder = gpufrac_lease_holder(w);
     v.claimed = gpufrac_lease_claimed(w) != 0;
-    v.holder_pid = __atomic_load_n(&l->holder_pid, __ATOMIC_RELAXED);
+    v.holder_pid = l->holder_pid;
   }
   for (unsigned i = 0, n = gf_arbiter_slots_in_use(a); i < n; i++) {
     if (__atomic_load_n(&a->slots[i].state, __ATOMIC_SEQ_CST) != GPUFRAC_ARBITER_FREE)
@@ -274,20 +369,30 @@ Result<ArbiterView> read_arbiter(const std::string& path, std::uint64_t now_ns) 
   return v;
 }
 
-Result<std::vector<std::string>> sweep_arbiter(const std::string& path, const std::vector<std::string>& keep,
-                                               std::uint64_t min_age_s) {
-  auto m = map_both(path);
+Result<ArbiterSweep> sweep_arbiter(const std::string& path, const std::vector<std::string>& keep,
+                                   std::uint64_t min_age_s) {
+  auto m = lock_slots(path);
   if (!m) return std::unexpected(m.error());
-  gf_arb arb = m->arb();
+  const gpufrac_arbiter_slots* a = m->f.get();
   const auto now = static_cast<std::uint64_t>(std::time(nullptr));
-  std::vector<std::string> freed;
-  for (unsigned i = 0, n = gf_arbiter_slots_in_use(arb.slots); i < n; i++) {
-    if (__atomic_load_n(&arb.slots->slots[i].state, __ATOMIC_SEQ_CST) == GPUFRAC_ARBITER_FREE) continue;
-    ArbiterSlotView s = slot_view(arb.slots, nullptr, i, 0);
+  ArbiterSweep out;
+  for (unsigned i = 0, n = gf_arbiter_slots_in_use(a); i < n; i++) {
+    if (__atomic_load_n(&a->slots[i].state, __ATOMIC_SEQ_CST) == GPUFRAC_ARBITER_FREE) continue;
+    ArbiterSlotView s = slot_view(a, nullptr, i, 0);
     if (std::find(keep.begin(), keep.end(), s.key) != keep.end() || now < s.created_s + min_age_s) continue;
-    if (gf_arbiter_release(&arb, i)) freed.push_back(s.key);
+    if (free_slot(path, m->f, i)) out.freed.push_back(s.key);
   }
-  return freed;
+  if (!any_in_use(a)) {  // no share left on the GPU: its arbiter goes, whatever a tenant did to it
+    ::unlink(path.c_str());
+    ::unlink(arbiter_slots_path(path).c_str());
+    out.removed = true;
+    return out;
+  }
+  if (auto r = repair_and_record(path, m->f); r)
+    out.repaired = std::move(r->phrases);
+  else
+    out.repaired.push_back(r.error().message);
+  return out;
 }
 
 }  // namespace gpufrac::limits

@@ -11,6 +11,7 @@
 
 #include "core/error.hpp"
 #include "core/plan/grant.hpp"
+#include "limits/host/arbiter_lease.hpp"
 
 namespace gpufrac::limits {
 
@@ -18,12 +19,14 @@ namespace gpufrac::limits {
 std::string arbiter_slots_path(const std::string& path);
 
 // Creates the slots file (mode 0644) and the lease file path (mode 0666, so a non-root container user
-// can map it read-write) for gpu_uuid unless valid ones are there: each written in a temporary file,
-// fully allocated (posix_fallocate: a full tmpfs fails here, in one line, never as a SIGBUS in a
+// can map it read-write) for gpu_uuid unless they are there: each written in a temporary file, fully
+// allocated (posix_fallocate: a full tmpfs fails here, in one line, never as a SIGBUS in a
 // container), then linked in place. A slots file that is not valid is replaced (containers that
-// mapped it keep their copy); a lease file of the right size whose header was overwritten gets its
-// header back in place (the containers of the GPU keep one arbiter), one of another size is replaced.
-Result<> ensure_arbiter(const std::string& path, const std::string& gpu_uuid);
+// mapped it keep their copy). A lease file that is there is put back as the host made it, in place
+// (limits/host/arbiter_lease.hpp: size, mode, owner, header; the containers of the GPU keep one
+// arbiter; never mapped by the host), and the repair is noted in the slots file. Returns what was
+// repaired (the caller logs it).
+Result<LeaseRepair> ensure_arbiter(const std::string& path, const std::string& gpu_uuid);
 
 // Sets up the container's slot (the one already holding key, which keeps its token, or a free one
 // with a fresh random token): key, weight, mode and priority. Returns the token for the limit file's
@@ -62,14 +65,27 @@ struct ArbiterView {
   std::vector<std::string> tampered;
 };
 
-// Reads the arbiter without writing; the history window is taken at now_ns (CLOCK_MONOTONIC; 0: now).
-// A valid slots file with a tampered lease file reads (tampered says how), a missing or invalid
-// slots file is an error.
+// Reads the arbiter without writing (the lease file by pread into a bounded copy, never mapped: a
+// tenant may resize it meanwhile); the history window is taken at now_ns (CLOCK_MONOTONIC; 0: now).
+// A valid slots file with a tampered lease file reads (tampered says how: also a lease file of
+// another size, mode or owner than the host made, and a repair by the host in the last
+// kLeaseRepairShownS), a missing or invalid slots file is an error.
 Result<ArbiterView> read_arbiter(const std::string& path, std::uint64_t now_ns = 0);
 
-// Frees the slots whose key is not in keep and that were set up more than min_age_s ago (gc: slots of
-// bookings that are gone, and SETUP slots a killed host process left). Returns the keys freed.
-Result<std::vector<std::string>> sweep_arbiter(const std::string& path, const std::vector<std::string>& keep,
-                                               std::uint64_t min_age_s);
+// How long after the host repaired a lease file `gpufrac status` still flags the GPU.
+constexpr std::uint64_t kLeaseRepairShownS = 600;
+
+struct ArbiterSweep {
+  std::vector<std::string> freed;     // keys whose slots were freed
+  bool removed = false;               // no slot left in use: both files removed
+  std::vector<std::string> repaired;  // what was put back in the lease file (when not removed)
+};
+
+// gc: frees the slots whose key is not in keep and that were set up more than min_age_s ago (slots
+// of bookings that are gone, and SETUP slots a killed host process left); then removes the arbiter
+// when no slot is left in use (whatever a tenant did to its lease file: a grown file does not
+// outlive the GPU's shares), else repairs its lease file in place.
+Result<ArbiterSweep> sweep_arbiter(const std::string& path, const std::vector<std::string>& keep,
+                                   std::uint64_t min_age_s);
 
 }  // namespace gpufrac::limits

@@ -63,7 +63,9 @@ int gf_arbiter_slots_check(const struct gpufrac_arbiter_slots* s, char* err, siz
 static void* map_file(const char* path, size_t size, int writable, char* err, size_t err_len) {
   int fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) {
-    snprintf(err, err_len, "%s: cannot open %s: %s", path, writable ? "read-write" : "read-only", strerror(errno));
+    int e = errno;
+    snprintf(err, err_len, "%s: cannot open %s: %s", path, writable ? "read-write" : "read-only", strerror(e));
+    errno = e; /* the caller tells a mode that keeps it out (EACCES) from the rest */
     return NULL;
   }
   off_t at = lseek(fd, 0, SEEK_END); /* not fstat: GLIBC_2.33 when built on a newer glibc */
@@ -87,6 +89,30 @@ void gf_arbiter_unmap(struct gf_arb* m) {
   if (m->slots != NULL) munmap(m->slots, sizeof *m->slots);
   m->lease = NULL;
   m->slots = NULL;
+}
+
+int gf_arbiter_map_slots(const char* slots_path, struct gf_arb* out, char* err, size_t err_len) {
+  char why[256];
+  out->slots = map_file(slots_path, sizeof *out->slots, 0, err, err_len);
+  if (out->slots == NULL) return -1;
+  if (gf_arbiter_slots_check(out->slots, why, sizeof why) == 0) return 0;
+  snprintf(err, err_len, "%s: %s", slots_path, why);
+  munmap(out->slots, sizeof *out->slots);
+  out->slots = NULL;
+  return -1;
+}
+
+int gf_arbiter_map_lease(const char* lease_path, struct gf_arb* out, char* err, size_t err_len) {
+  char why[256];
+  struct gpufrac_arbiter* a = map_file(lease_path, sizeof *a, 1, err, err_len);
+  if (a == NULL) return -1;
+  if (gf_arbiter_check(a, why, sizeof why) != 0) {
+    snprintf(err, err_len, "%s: %s", lease_path, why);
+    munmap(a, sizeof *a);
+    return -1;
+  }
+  __atomic_store_n(&out->lease, a, __ATOMIC_RELEASE);
+  return 0;
 }
 
 int gf_arbiter_map(const char* lease_path, const char* slots_path, struct gf_arb* out, char* err, size_t err_len) {

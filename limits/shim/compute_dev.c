@@ -3,7 +3,9 @@
  * states a device leaves gating for: not arbitrated (an unusable arbiter, a slot gone, a lease file
  * cut short under it: said once) and bypassing (waited past its bound: said once, reported in the
  * container's usage region). */
+#include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,38 @@ static void arbiter_path(char* out, size_t len, const char* uuid, const char* su
   snprintf(out, len, "%.*s/compute/%s%s", dir, region, uuid, suffix);
 }
 
+/* gf_lease's join: maps the lease file this process could not open before (a tenant had changed its
+ * mode; the host puts it back at the next booking and at gc). */
+static int join_lease(struct gf_lease* l) {
+  struct gf_compute_dev* d = (struct gf_compute_dev*)((char*)l - offsetof(struct gf_compute_dev, lease));
+  char lease[GF_PATH_MAX + 128], err[GF_PATH_MAX + 512];
+  arbiter_path(lease, sizeof lease, gf_g.cfg.devices[d->index].uuid, "");
+  if (gf_arbiter_map_lease(lease, &d->map, err, sizeof err) != 0) return -1;
+  __atomic_store_n(&l->arb, d->map.lease, __ATOMIC_RELEASE);
+  return 0;
+}
+
+/* The lease file's mode keeps this process out (a tenant chmod-ed it; another uid than the one that
+ * could open it): it does not run free. With the slots file alone it knows its slot and weight, so it
+ * waits its bound at its first launch as for a lease that never comes, then runs ungated (reported in
+ * its usage region, as a bypass) and tries to join at most every lease until the host repaired the
+ * mode. 0: arbitrated that way; -1: the slots file is unusable too. */
+static int open_unjoined(struct gf_compute_dev* d, const struct gf_device_limit* dl, const char* lease,
+                         const char* slots, const char* why) {
+  char err[GF_PATH_MAX + 512];
+  if (gf_arbiter_map_slots(slots, &d->map, err, sizeof err) != 0) return -1;
+  if (gf_lease_init(&d->lease, &d->map, dl->compute_token, (uint32_t)getpid(), err, sizeof err) != 0) {
+    gf_arbiter_unmap(&d->map);
+    return -1;
+  }
+  d->lease.join = join_lease;
+  gf_log_once(&d->logged,
+              "compute arbiter %s; launches on %s wait their turn (at most %llu ms), then run unarbitrated until "
+              "this process can open %s read-write",
+              why, dl->uuid, (unsigned long long)(gf_lease_bound_ns(&d->lease) / 1000000), lease);
+  return 0;
+}
+
 /* 0: arbitrated; -1: not (no compute share smaller than the GPU, or unusable: said once). */
 static int open_arbiter(struct gf_compute_dev* d, const struct gf_device_limit* dl) {
   char lease[GF_PATH_MAX + 128], slots[GF_PATH_MAX + 136], err[GF_PATH_MAX + 512];
@@ -52,6 +86,7 @@ static int open_arbiter(struct gf_compute_dev* d, const struct gf_device_limit* 
     gf_log_once(&d->logged, "compute arbiter %s: %s; launches on %s are not arbitrated", lease, err, dl->uuid);
     return -1;
   }
+  if ((errno == EACCES || errno == EPERM) && open_unjoined(d, dl, lease, slots, err) == 0) return 0;
   gf_log_once(&d->logged, "compute arbiter %s; launches on %s are not arbitrated", err, dl->uuid);
   return -1;
 }

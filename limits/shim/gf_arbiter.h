@@ -35,6 +35,11 @@ int gf_arbiter_slots_check(const struct gpufrac_arbiter_slots* s, char* err, siz
  * for its size and header. 0, or -1 with the reason (naming the file) in err. */
 int gf_arbiter_map(const char* lease_path, const char* slots_path, struct gf_arb* out, char* err, size_t err_len);
 void gf_arbiter_unmap(struct gf_arb* m);
+/* Each file on its own: the slots file read-only, the lease file read-write (out->lease set only on
+ * success). 0, or -1 with the reason in err and errno from the open where that failed (EACCES: the
+ * lease file's mode keeps this process out). */
+int gf_arbiter_map_slots(const char* slots_path, struct gf_arb* out, char* err, size_t err_len);
+int gf_arbiter_map_lease(const char* lease_path, struct gf_arb* out, char* err, size_t err_len);
 /* The slots file's params, each clamped to its range (arbiter_abi.h). */
 void gf_arbiter_params(const struct gpufrac_arbiter_slots* s, struct gpufrac_arbiter_params* out);
 /* Slots that may be in use: [0, min(slot_high_water, GPUFRAC_ARBITER_SLOTS)). */
@@ -68,7 +73,12 @@ uint64_t gf_arbiter_window_ns(const struct gpufrac_arbiter* a, unsigned i, uint6
 uint64_t gf_now_ns(void);
 
 struct gf_lease {
+  /* NULL while this process has not joined: it could not open the lease file read-write (a tenant
+   * changed its mode). It then waits its bound as for a forged lease, runs ungated past it, and
+   * tries join (at most every lease_ms) until it can: the host puts the mode back. */
   struct gpufrac_arbiter* arb;
+  int (*join)(struct gf_lease* l); /* maps the lease file and sets arb: 0, or -1 */
+  uint64_t join_ns;                /* the last attempt */
   const struct gpufrac_arbiter_slots* slots;
   struct gpufrac_arbiter_params p; /* clamped copy */
   unsigned slot;

@@ -269,9 +269,19 @@ static int attempt(struct gf_lease* l, uint64_t now, uint32_t* seen, uint64_t* w
   return try_take(l, *word, now);
 }
 
+/* A process that has not joined the arbiter (its lease file's mode kept it out) tries again, at most
+ * every lease: 1 when it is joined. */
+static int joined(struct gf_lease* l, uint64_t now) {
+  if (__atomic_load_n(&l->arb, __ATOMIC_ACQUIRE) != NULL) return 1;
+  if (l->join == NULL || (l->join_ns != 0 && now - l->join_ns < (uint64_t)l->p.lease_ms * 1000000u)) return 0;
+  l->join_ns = now;
+  return l->join(l) == 0 && __atomic_load_n(&l->arb, __ATOMIC_ACQUIRE) != NULL;
+}
+
 int gf_lease_try(struct gf_lease* l) {
   if (!gf_lease_slot_ok(l)) return -1;
   uint64_t now = gf_now_ns();
+  if (!joined(l, now)) return 0;
   uint64_t nb = l->strict ? __atomic_load_n(&l->arb->lanes[l->slot].not_before_ns, __ATOMIC_SEQ_CST) : 0;
   if (l->strict && (int64_t)(nb - now) > 0 && paced_locally(l, now)) return 0;
   uint32_t seen;
@@ -280,12 +290,17 @@ int gf_lease_try(struct gf_lease* l) {
 }
 
 int gf_lease_acquire(struct gf_lease* l) {
-  struct gpufrac_arbiter* a = l->arb;
   for (;;) {
     if (!gf_lease_slot_ok(l)) return -1;
     uint64_t now = gf_now_ns();
     if (paced_locally(l, now) || l->waiting_ns == 0) l->waiting_ns = now;
     if (now - l->waiting_ns > gf_lease_bound_ns(l)) return 1;
+    if (!joined(l, now)) { /* kept out of the lease file: wait as for a lease that does not come */
+      struct timespec ts = {0, (long)l->p.heartbeat_us * 1000};
+      nanosleep(&ts, NULL);
+      continue;
+    }
+    struct gpufrac_arbiter* a = l->arb;
     uint64_t nb = l->strict ? __atomic_load_n(&a->lanes[l->slot].not_before_ns, __ATOMIC_SEQ_CST) : 0;
     if (l->strict && (int64_t)(nb - now) > 0) { /* paced: not runnable until then */
       uint64_t d = nb - now;

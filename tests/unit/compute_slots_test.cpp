@@ -79,10 +79,10 @@ TEST_F(ComputeSlotsTest, GcSweepsSlotsWithoutBookings) {
   ASSERT_TRUE(attach_compute_slots(cfg_, "gone", b));
   auto young = sweep_compute_slots(cfg_, {"kept"}, 3600);
   ASSERT_TRUE(young);
-  EXPECT_TRUE(young->empty());
+  EXPECT_TRUE(young->freed.empty());
   auto swept = sweep_compute_slots(cfg_, {"kept"}, 0);
   ASSERT_TRUE(swept);
-  EXPECT_EQ(*swept, std::vector<std::string>{"gone"});
+  EXPECT_EQ(swept->freed, std::vector<std::string>{"gone"});
 }
 
 }  // namespace

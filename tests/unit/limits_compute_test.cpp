@@ -147,7 +147,9 @@ TEST_F(ArbiterFileTest, AnOverwrittenLeaseFileIsToldAndRepairedInPlace) {
   struct stat after {};
   ASSERT_EQ(::stat(path_.c_str(), &after), 0);
   EXPECT_EQ(after.st_ino, before.st_ino) << "repaired in place";
-  EXPECT_TRUE(read_arbiter(path_)->tampered.empty());
+  auto repaired = read_arbiter(path_);
+  ASSERT_EQ(repaired->tampered.size(), 1u);
+  EXPECT_EQ(repaired->tampered[0], "the host repaired its lease file's header 0 s ago (a container changed it)");
   ASSERT_EQ(::truncate(path_.c_str(), 10), 0);
   EXPECT_EQ(*release_arbiter_slots(path_, "c1"), 1u) << "a slot is freed whatever the lease file holds";
 }
@@ -172,11 +174,15 @@ TEST_F(ArbiterFileTest, SlotsBySetupAndRelease) {
   EXPECT_EQ(*release_arbiter_slots(dir_ + "/compute/none", "c2"), 0u) << "no arbiter: nothing to free";
   auto swept = sweep_arbiter(path_, {}, 3600);
   ASSERT_TRUE(swept);
-  EXPECT_TRUE(swept->empty()) << "young slots stay";
+  EXPECT_TRUE(swept->freed.empty()) << "young slots stay";
   swept = sweep_arbiter(path_, {"c2"}, 0);
-  EXPECT_TRUE(swept->empty()) << "booked slots stay";
+  EXPECT_TRUE(swept->freed.empty()) << "booked slots stay";
+  EXPECT_FALSE(swept->removed);
   swept = sweep_arbiter(path_, {}, 0);
-  EXPECT_EQ(*swept, std::vector<std::string>{"c2"});
+  EXPECT_EQ(swept->freed, std::vector<std::string>{"c2"});
+  EXPECT_TRUE(swept->removed) << "no share left on the GPU: its arbiter goes";
+  EXPECT_FALSE(std::filesystem::exists(path_));
+  EXPECT_FALSE(std::filesystem::exists(path_ + ".slots"));
 }
 
 TEST_F(ArbiterFileTest, EverySlotTaken) {
@@ -234,6 +240,23 @@ TEST_F(LeaseFileChecks, EachForgeryIsNamed) {
   gf_arbiter_charge(&lease_, 1, 1'900'000'000, now_ - 1'000'000'000, 500000, 0);
   gf_arbiter_charge(&lease_, 1, 1'900'000'000, now_ - 1'000'000'000, 500000, 0);
   EXPECT_EQ(problems(), std::vector<std::string>{"slot 1 was charged 3800 ms in one second"});
+  std::memset(lease_.lanes[1].history, 0, sizeof lease_.lanes[1].history);
+  EXPECT_EQ(problems(), std::vector<std::string>{});
+  lease_.vclock = 16'000'000;  // slot 0, runnable, set its vtime back 8 s of its time (issue 43 item 1)
+  lease_.lanes[0].vtime = 0;
+  lease_.lanes[1].vtime = lease_.vclock;
+  lease_.lanes[0].seen_ns = now_ - 1'000'000;
+  EXPECT_EQ(problems(),
+            std::vector<std::string>{"slot 0 (normal)'s lane is 8000 ms of its time behind the queue (at most 1300)"});
+  lease_.lanes[0].vtime = lease_.vclock;  // and pushed slot 1 far ahead
+  lease_.lanes[1].vtime = lease_.vclock + 120'000'000;
+  EXPECT_EQ(problems(), std::vector<std::string>{
+                            "slot 1 (high)'s lane is 60000 ms of its time ahead of the queue (at most 10000)"});
+  lease_.lanes[1].vtime = lease_.vclock;
+  lease_.lanes[1].seen_ns = now_ + 5'000'000'000ull;
+  EXPECT_EQ(problems(),
+            std::vector<std::string>{"slot 1 (high)'s lane says it waited or claimed 5000 ms in the future"});
+  lease_.lanes[1].seen_ns = 0;
   lease_.magic = 0;
   EXPECT_EQ(problems(), std::vector<std::string>{
                             "its lease file's header: wrong magic 0x00000000; accepted: 0x42524147 (gpufrac compute "

@@ -229,6 +229,38 @@ TEST_F(LeaseTest, TheBoundFollowsTheWeightAndItsOwnLastLease) {
 // A tenant that keeps writing "held by me, deadline now + lease, busy": the victim stops waiting at
 // its bound (gf_lease_acquire returns 1), and claims the lease again with gf_lease_try once the
 // forger stops.
+// A process that cannot open the lease file read-write (a tenant chmod-ed it; issue 42 item 7) does
+// not run free: it waits its bound as for a lease that never comes, then runs ungated, and joins the
+// arbiter (claims the lease) once it can open the file.
+gpufrac_arbiter* g_join_to = nullptr;
+int join_when_open(gf_lease* l) {
+  if (g_join_to == nullptr) return -1;
+  __atomic_store_n(&l->arb, g_join_to, __ATOMIC_RELEASE);
+  return 0;
+}
+
+TEST_F(LeaseTest, KeptOutOfTheLeaseFileItWaitsItsBoundThenJoins) {
+  gpufrac_arbiter_params* p = &m_.slots->params;
+  p->lease_ms = 5, p->grace_ms = 5, p->busy_ms = 0, p->credit_ms = 0;
+  client("out", 300000);
+  const std::uint64_t token = 0x1000 + std::hash<std::string>{}("out") % 1000;
+  const gf_arb slots_only{nullptr, m_.slots};
+  gf_lease l{};
+  char err[256];
+  ASSERT_EQ(gf_lease_init(&l, &slots_only, token, 7, err, sizeof err), 0) << err;
+  l.join = join_when_open;
+  g_join_to = nullptr;
+  const std::uint64_t t0 = gf_now_ns();
+  EXPECT_EQ(gf_lease_acquire(&l), 1) << "stops waiting at its bound";
+  EXPECT_GE(gf_now_ns() - t0, gf_lease_bound_ns(&l));
+  EXPECT_EQ(gf_lease_try(&l), 0) << "still kept out";
+  g_join_to = m_.lease;  // the host put the mode back
+  std::this_thread::sleep_for(std::chrono::milliseconds(p->lease_ms + 1));
+  EXPECT_EQ(gf_lease_try(&l), 1) << "joined and claimed";
+  EXPECT_EQ(l.arb, m_.lease);
+  EXPECT_EQ(gpufrac_lease_holder(m_.lease->lease), 1u);
+}
+
 TEST_F(LeaseTest, AForgedLeaseHoldsAWaiterNoLongerThanItsBound) {
   gpufrac_arbiter_params* p = &m_.slots->params;
   p->lease_ms = 5, p->grace_ms = 5, p->busy_ms = 0, p->credit_ms = 0;

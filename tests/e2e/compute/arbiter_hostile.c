@@ -7,8 +7,12 @@
  *                                    can open read-write, again and again
  *   arbiter_hostile weights          tries to raise its weight and priority in each slots file: open it
  *                                    read-write, map it writable, make a read-only map writable, chmod
+ *   arbiter_hostile flip SECONDS     flips each lease file between 0 bytes and its size (ftruncate)
+ *   arbiter_hostile grow BYTES       writes each lease file's bytes up to BYTES (growing it)
+ *   arbiter_hostile chmod MODE       chmod MODE (octal) on each lease file
  * Each prints one line of what it could do: "forge devices=N", "garbage rw=N refused=<name>:<errno>...",
- * "weights open=<errno> mmap=<errno> mprotect=<errno> chmod=<errno>" (0 where the attempt succeeded). */
+ * "weights open=<errno> mmap=<errno> mprotect=<errno> chmod=<errno>" (0 where the attempt succeeded),
+ * "flip files=N flips=F", "grow files=N size=S", "chmod files=N err=<errno>". */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -144,12 +148,73 @@ static int weights(void) {
   return seen == 0;
 }
 
+/* The lease files under the compute directory (not the .slots files), opened read-write. */
+static int lease_files(int* fds, int max) {
+  DIR* d = opendir(GPUFRAC_CONTAINER_COMPUTE);
+  struct dirent* e;
+  int n = 0;
+  size_t sfx = strlen(GPUFRAC_ARBITER_SLOTS_SUFFIX);
+  while (d != NULL && (e = readdir(d)) != NULL && n < max) {
+    size_t len = strlen(e->d_name);
+    if (e->d_name[0] == '.' || (len > sfx && strcmp(e->d_name + len - sfx, GPUFRAC_ARBITER_SLOTS_SUFFIX) == 0))
+      continue;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", GPUFRAC_CONTAINER_COMPUTE, e->d_name);
+    int fd = open(path, O_RDWR);
+    if (fd >= 0) fds[n++] = fd;
+  }
+  if (d != NULL) closedir(d);
+  return n;
+}
+
+static int flip(double seconds) {
+  int fds[MAX_FILES], n = lease_files(fds, MAX_FILES);
+  unsigned long flips = 0;
+  uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+  while (now_ns() < end && n > 0) {
+    for (int i = 0; i < n; i++) {
+      flips += ftruncate(fds[i], 0) == 0;
+      flips += ftruncate(fds[i], sizeof(struct gpufrac_arbiter)) == 0;
+    }
+  }
+  printf("flip files=%d flips=%lu\n", n, flips);
+  return n == 0;
+}
+
+static int grow(long long bytes) {
+  int fds[MAX_FILES], n = lease_files(fds, MAX_FILES);
+  static char chunk[1 << 16];
+  memset(chunk, 'x', sizeof chunk);
+  long long size = 0;
+  for (int i = 0; i < n; i++) {
+    for (long long at = sizeof(struct gpufrac_arbiter); at < bytes; at += (long long)sizeof chunk) {
+      size_t len = bytes - at < (long long)sizeof chunk ? (size_t)(bytes - at) : sizeof chunk;
+      if (pwrite(fds[i], chunk, len, (off_t)at) < 0) break;
+    }
+    struct stat st;
+    if (fstat(fds[i], &st) == 0) size = st.st_size;
+  }
+  printf("grow files=%d size=%lld\n", n, size);
+  return n == 0;
+}
+
+static int chmod_leases(const char* mode) {
+  int fds[MAX_FILES], n = lease_files(fds, MAX_FILES), err = 0;
+  for (int i = 0; i < n; i++)
+    if (fchmod(fds[i], (mode_t)strtol(mode, NULL, 8)) != 0 && err == 0) err = errno;
+  printf("chmod files=%d err=%s\n", n, err_name(err));
+  return n == 0;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   double seconds = argc > 2 ? atof(argv[2]) : 0;
   if (strcmp(mode, "forge") == 0) return forge(seconds);
   if (strcmp(mode, "garbage") == 0) return garbage(seconds);
   if (strcmp(mode, "weights") == 0) return weights();
-  fprintf(stderr, "usage: arbiter_hostile forge|garbage SECONDS | weights\n");
+  if (strcmp(mode, "flip") == 0) return flip(seconds);
+  if (strcmp(mode, "grow") == 0) return grow(argc > 2 ? atoll(argv[2]) : 0);
+  if (strcmp(mode, "chmod") == 0 && argc > 2) return chmod_leases(argv[2]);
+  fprintf(stderr, "usage: arbiter_hostile forge|garbage|flip SECONDS | weights | grow BYTES | chmod MODE\n");
   return 2;
 }
