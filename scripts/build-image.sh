@@ -79,7 +79,7 @@ else
   mkdir -p "$ctx/prebuilt"
   cp "$deb" "$ctx/prebuilt/"
   say "podman build --pull=never of the runtime stage with $deb"
-  podman build --pull=never --network=host --target runtime -f "$SRC/packaging/container/Containerfile" \
+  podman build --pull=never --isolation=chroot --network=host --target runtime -f "$SRC/packaging/container/Containerfile" \
     --build-arg BUILDER="$BASE" --build-arg BASE="$BASE" --build-arg VERSION="$version" \
     --label gpufrac.deb-sha256="$deb_sum" -t "$IMAGE" "$ctx" >&2 || die "podman build failed"
   rm -f "$OUT/gpufrac-$version.oci.tar"
