@@ -249,7 +249,7 @@ class ApiServer:
         rest = parts[2:] if parts[0] == "api" else parts[3:]
         namespaced = len(rest) >= 2 and rest[0] == "namespaces"
         rest = rest[2:] if namespaced else rest
-        resource = rest[0] if rest else ""
+        resource = "/".join(rest[0:3:2]) if rest else ""  # a subresource is "<resource>/<sub>"
         verb = self.VERBS[method]
         if len(rest) == 1:  # the collection
             verb = {"get": "list", "delete": "deletecollection"}.get(verb, verb)

@@ -107,6 +107,14 @@ def main():
     ds, rules = rendered()
     check(rules != [], "the rendered RBAC grants the service account rules")
     api = harness.ApiServer(rbac=rules)
+    # The harness enforces those rules: what the plugin never does is refused.
+    for method, path in (("PATCH", api.SLICES + "/x"), ("GET", "/api/v1/nodes/node-1"),
+                         ("PUT", "/apis/resource.k8s.io/v1/namespaces/a/resourceclaims/c/status"),
+                         ("GET", api.SLICES + "/x")):
+        check(api.authorize(method, path) is not None, "the rendered RBAC refuses %s %s" % (method, path))
+    check(api.authorize("GET", api.SLICES) is None and api.authorize("DELETE", api.SLICES + "/x") is None,
+          "and allows listing and deleting slices")
+    api.forbidden.clear()
     sa = os.path.join(TMP, "serviceaccount")
     os.makedirs(sa, exist_ok=True)
     with open(os.path.join(sa, "token"), "w") as f:
