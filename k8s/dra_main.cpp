@@ -22,6 +22,7 @@
 #include "k8s/dra_driver.hpp"
 #include "k8s/kubeconfig.hpp"
 #include "k8s/last_resort.hpp"
+#include "k8s/node_ready.hpp"
 #include "k8s/plugin_server.hpp"
 #include "k8s/publish_state.hpp"
 #include "k8s/slice_publisher.hpp"
@@ -39,7 +40,8 @@ struct Options {
   std::string context;
   std::string config;
   std::string share_step = "1Gi";
-  std::string pod_uid;  // set: rolling-update sockets
+  std::string pod_uid;     // set: rolling-update sockets
+  std::string node_ready;  // set: wait until this file names our version
   double resync_s = 10;
 };
 
@@ -89,6 +91,26 @@ bool stop_requested(const sigset_t& set, double seconds) {
   return ::sigtimedwait(&set, nullptr, &ts) > 0;
 }
 
+// Waits until the node's ready file names this plugin's version, logging one line per change of what
+// it says; false when SIGTERM/SIGINT came first.
+bool wait_for_node(const std::string& path, const sigset_t& set) {
+  NodeReady last{NodeReady::State::ready, {}};
+  for (;;) {
+    NodeReady now = read_node_ready(path, build::kVersion);
+    if (now.state == NodeReady::State::ready) {
+      if (last.state != NodeReady::State::ready) log::info(path + " names this version: node setup finished");
+      return true;
+    }
+    if (now != last) {
+      std::string line = node_ready_line(path, now, build::kVersion);
+      std::fprintf(stderr, "gpufrac-dra: %s\n", line.c_str());
+      if (!log::on_stderr()) log::info(line);
+      last = std::move(now);
+    }
+    if (stop_requested(set, 1)) return false;
+  }
+}
+
 int run(const Options& o) {
   // A peer that closes a TLS connection while OpenSSL writes to it is an error of that call, not
   // the end of the plugin.
@@ -103,17 +125,18 @@ int run(const Options& o) {
     return fail(user_error("--share-step: " + (step ? std::string("must be above 0") : step.error().message)).error());
   if (!o.pod_uid.empty())
     if (auto r = validate_kube_uid(o.pod_uid, "pod uid"); !r) return fail(r.error().wrap("--pod-uid (or POD_UID)"));
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before gRPC starts its threads: they inherit it
+  if (!o.node_ready.empty() && !wait_for_node(o.node_ready, set)) return 0;
   PublishState state;  // one log line per change of state, not per resync
   auto api = connect(o, state);
   if (!api) return fail(api.error(), 2);
   const SocketPaths paths = socket_paths(o.kubelet_dir, o.pod_uid);
   DraDriver driver(*cfg, {o.node, o.cdi_dir, fs::dirname(paths.dra) + "/checkpoint.json"}, *api);
   if (auto r = driver.start(); !r) return fail(r.error());
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before gRPC starts its threads: they inherit it
   auto server = PluginServer::start(driver, paths);
   if (!server) return fail(server.error());
   std::fprintf(stderr, "gpufrac-dra: serving %s and %s for node %s\n", paths.registration.c_str(), paths.dra.c_str(),
@@ -166,6 +189,9 @@ int main(int argc, char** argv) {
   app.add_option("--pod-uid", o.pod_uid,
                  "This pod's uid: per-pod sockets so two instances can serve during a rolling update "
                  "(default: $POD_UID; empty: the single-instance socket names)");
+  app.add_option("--node-ready", o.node_ready,
+                 "Wait until this file's first line is this plugin's version before registering "
+                 "(node setup's ready file, e.g. /run/gpufrac/node-ready; default: no wait)");
   app.add_option("--resync", o.resync_s, "Seconds between slice reconciles and claim syncs")
       ->check(CLI::Range(0.1, 3600.0))
       ->capture_default_str();

@@ -46,19 +46,13 @@ expected_files() {
     /usr/share/doc/gpufrac/copyright \
     /usr/share/doc/gpufrac/machines.md \
     /usr/share/gpufrac/grafana/gpufrac.json \
-    /usr/share/gpufrac/kubernetes/daemonset.yaml \
-    /usr/share/gpufrac/kubernetes/dra/daemonset.yaml \
-    /usr/share/gpufrac/kubernetes/dra/deviceclass.yaml \
-    /usr/share/gpufrac/kubernetes/dra/example-claim.yaml \
-    /usr/share/gpufrac/kubernetes/dra/rbac.yaml \
-    /usr/share/gpufrac/kubernetes/example-pod.yaml \
-    /usr/share/gpufrac/kubernetes/runtimeclass.yaml \
     /usr/share/lintian/overrides/gpufrac \
     /usr/share/man/man1/gpufrac.1.gz \
     /usr/share/man/man5/gpufrac-config.5.gz \
     /usr/share/man/man8/gpufrac-dra.8.gz \
     /usr/share/man/man8/gpufrac-hook.8.gz \
     /usr/share/man/man8/gpufrac-runtime.8.gz
+  (cd "$SRC" && find deploy -type f) | sed "s|^|/usr/share/gpufrac/|"
   for m in "$SRC"/nvml/machines/*.yaml; do echo "/usr/share/gpufrac/machines/$(basename "$m")"; done
 }
 

@@ -5,13 +5,14 @@
 #               and flags (GPUFRAC_DEB_LAYOUT=1) so the package stage reuses it
 #   format      clang-format --dry-run -Werror on every tracked C and C++ file (.clang-format)
 #   ctest       the whole ctest suite: unit tests and end-to-end tests against real runc, podman
-#               and containerd on simulated GPU machines
+#               and containerd on simulated GPU machines, but the image's (label image)
 #   package     packaging/build-deb.sh: the Debian package of $BUILD_DIR (no second compile), into
 #               $DEB_DIR (default build-deb)
 #   lintian     scripts/check-package.sh contents: lintian (no errors), control fields, file list
 #   install     apt-get install ./gpufrac_*.deb and checks of the installed files
 #   e2e-installed  the end-to-end tests again, against the installed programs and shim (not the compute
-#               accuracy measurements, label accuracy: the same shim file, measured once)
+#               accuracy measurements, label accuracy: the same shim file, measured once), and the
+#               image's: scripts/build-image.sh of the package (a Debian base from Debian's repository)
 #   remove      apt-get remove (only conffiles stay), then purge (nothing stays)
 #   sanitize    scripts/build-sanitized.sh: clang-19 ASan + UBSan (+ libFuzzer coverage) build of the
 #               unit tests and the fuzzers in $ASAN_BUILD_DIR (default build-asan); the unit tests
@@ -88,8 +89,10 @@ build_package() {
 deb() { ls "$DEB_DIR"/gpufrac_*.deb; }
 # The compute shares' accuracy measurements (label accuracy, some 4 minutes) run once, in the ctest
 # stage: the installed shim is the same file, and e2e.compute_shim checks its gate installed.
+# The image tests (label image) run here only: the image is built from the package just made.
 e2e_installed() {
-  GPUFRAC_BIN_DIR=/usr/bin GPUFRAC_SHIM_DIR=/usr/lib/$MULTIARCH/gpufrac run_ctest "$BUILD_DIR" -L e2e -LE accuracy
+  GPUFRAC_DEB=$(cd "$(dirname "$(deb)")" && pwd)/$(basename "$(deb)") GPUFRAC_BIN_DIR=/usr/bin \
+    GPUFRAC_SHIM_DIR=/usr/lib/$MULTIARCH/gpufrac run_ctest "$BUILD_DIR" -L e2e -LE accuracy
 }
 sanitize() {
   ASAN_BUILD_DIR=$ASAN_BUILD_DIR ./scripts/build-sanitized.sh
@@ -99,7 +102,7 @@ sanitize() {
 stage fatal deps "install the build and test dependencies" ./scripts/install-deps.sh
 stage fatal build "configure and build into $BUILD_DIR" env BUILD_DIR="$BUILD_DIR" GPUFRAC_DEB_LAYOUT=1 ./scripts/build.sh
 stage continue format "clang-format check of the C and C++ sources" check_format
-stage continue ctest "all tests (unit + end-to-end) against the build tree" run_ctest "$BUILD_DIR"
+stage continue ctest "all tests (unit + end-to-end) against the build tree, but the image's" run_ctest "$BUILD_DIR" -LE image
 
 if ! skipped package; then
   stage fatal package "build the Debian package into $DEB_DIR" build_package

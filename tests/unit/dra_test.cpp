@@ -142,7 +142,7 @@ TEST(DraSlices, MigInstancesConsumeTheirMemorySlices) {
 
 // The documents of a manifest as JSON, through the CDI reader's YAML 1.1 conversion.
 std::vector<json> manifest_documents(const std::string& file) {
-  auto text = fs::read_file(std::string(GPUFRAC_SOURCE_DIR) + "/etc/kubernetes/dra/" + file);
+  auto text = fs::read_file(std::string(GPUFRAC_SOURCE_DIR) + "/deploy/" + file);
   EXPECT_TRUE(text) << file;
   std::vector<std::string> docs(1);
   for (const auto& line : text::split(*text, '\n')) {
@@ -165,7 +165,7 @@ TEST(DraManifests, ResourceObjectsPassTheSchema) {
       {"DeviceClass", "io.k8s.api.resource.v1.DeviceClass"},
       {"ResourceClaimTemplate", "io.k8s.api.resource.v1.ResourceClaimTemplate"}};
   std::size_t checked = 0;
-  for (const char* file : {"deviceclass.yaml", "example-claim.yaml"}) {
+  for (const char* file : {"kustomize/base/deviceclasses.yaml", "examples/example-claim.yaml"}) {
     for (const json& j : manifest_documents(file)) {
       auto kind = kinds.find(j.value("kind", ""));
       if (kind == kinds.end()) continue;

@@ -119,9 +119,11 @@ class ApiServer:
 
     SLICES = "/apis/resource.k8s.io/v1/resourceslices"
 
-    def __init__(self, tls=True, port=0, pki_of=None):
+    def __init__(self, tls=True, port=0, pki_of=None, rbac=None):
         """pki_of: another ApiServer whose certificates and token this one takes (the same API
-        server, started again)."""
+        server, started again). rbac: the PolicyRules the token's user is granted (a rendered
+        ClusterRole's), enforced as kube-apiserver's RBAC authorizer does: a request no rule allows
+        is a 403, kept in `forbidden`; None lets everything through."""
         self.token = pki_of.token if pki_of else "".join(random.choice(string.ascii_letters) for _ in range(32))
         self.pki = pki_of.pki if pki_of else pki.Pki() if tls else None
         self.identities = set()   # who the server let in: "token", or "cert:<CN>"
@@ -133,6 +135,8 @@ class ApiServer:
         self.slice_gate = threading.Condition()
         self.violations = []      # every schema or limit problem in a body the driver sent
         self.requests = []        # (method, path)
+        self.rbac = rbac
+        self.forbidden = []       # (verb, group, resource) RBAC refused
         self.rv = 100
         self.lock = threading.Lock()
         server = self
@@ -172,6 +176,9 @@ class ApiServer:
                 if identity is None:
                     return self._send(*status(401, "Unauthorized", "Unauthorized"))
                 server.identities.add(identity)
+                denied = server.authorize(method, self.path)
+                if denied:
+                    return self._send(*status(403, "Forbidden", denied))
                 slice_write = method in ("POST", "PUT") and self.path.startswith(server.SLICES)
                 if slice_write and not server.slice_write_passes():
                     return self._send(*status(503, "ServiceUnavailable", "slice writes are held back"))
@@ -236,6 +243,30 @@ class ApiServer:
             creds = {"client-certificate-data": self.pki.data(self.pki.client[0]),
                      "client-key-data": self.pki.data(self.pki.client[1])}
         return pki.kubeconfig(path, self.url, cluster, creds)
+
+    VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+    def authorize(self, method, path):
+        """None when the rules allow the request, else the 403's message (as kube-apiserver words it)."""
+        if self.rbac is None:
+            return None
+        parts = urllib.parse.urlparse(path).path.strip("/").split("/")
+        group = "" if parts[0] == "api" else parts[1]
+        rest = parts[2:] if parts[0] == "api" else parts[3:]
+        namespaced = len(rest) >= 2 and rest[0] == "namespaces"
+        rest = rest[2:] if namespaced else rest
+        resource = "/".join(rest[0:3:2]) if rest else ""  # a subresource is "<resource>/<sub>"
+        verb = self.VERBS[method]
+        if len(rest) == 1:  # the collection
+            verb = {"get": "list", "delete": "deletecollection"}.get(verb, verb)
+        for rule in self.rbac:
+            if all(want in rule.get(field, []) or "*" in rule.get(field, [])
+                   for field, want in (("apiGroups", group), ("resources", resource), ("verbs", verb))):
+                return None
+        with self.lock:
+            self.forbidden.append((verb, group, resource))
+        return '%s "%s" is forbidden: cannot %s resource "%s" in API group "%s"' % (
+            resource, rest[1] if len(rest) > 1 else "", verb, resource, group)
 
     def stop(self):
         self.httpd.shutdown()
