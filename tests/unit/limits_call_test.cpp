@@ -31,6 +31,9 @@ class CallTest : public ::testing::Test {
     gf_arbiter_default_params(&p);
     p.lease_ms = 30;
     p.grace_ms = 20;
+    // A waiter stays runnable for a second after its last heartbeat: on a loaded machine the test's
+    // own steps between a heartbeat and the hand-over may take longer than the 10 ms default.
+    p.runnable_us = 1000000;
     gf_arbiter_slots_format(m_.slots, kGpu, &p);
     gf_arbiter_format(m_.lease);
   }
