@@ -36,10 +36,13 @@ std::vector<Family> memory_families(const StatusReport& r) {
                "The most one share may use: its burst limit, else what it books");
   Family used("gpufrac_share_used_bytes", Type::gauge,
               "Memory the share's processes hold now (accounting region, or the driver where it holds the limit)");
+  Family damaged("gpufrac_share_usage_region_damaged", Type::gauge,
+                 "1 when the share's usage region cannot be believed (wrong size or header; see gpufrac status)");
   std::string gpu_uuid;
   auto add_share = [&](const ShareStatus& s) {
     limit.add(share_labels(s.entry), s.entry.limit());
     if (s.used_bytes) used.add(share_labels(s.entry), *s.used_bytes);
+    damaged.add(share_labels(s.entry), s.region_damaged.empty() ? 0 : 1);
   };
   for (const auto& d : r.devices) {
     if (!d.mig) gpu_uuid = d.uuid;
@@ -51,7 +54,7 @@ std::vector<Family> memory_families(const StatusReport& r) {
     for (const auto& s : d.shares) add_share(s);
   }
   for (const auto& s : r.unknown) add_share(s);
-  return {total, reserved, free, shares, limit, used};
+  return {total, reserved, free, shares, limit, used, damaged};
 }
 
 // The GPU's time: booked and free per GPU not in MIG mode, booked per share that holds a compute

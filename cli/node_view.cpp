@@ -33,21 +33,40 @@ std::string share_state(const LedgerEntry& e, const Config& cfg, std::int64_t no
   return l == Liveness::alive || l == Liveness::unknown ? "running" : to_string(l);
 }
 
+// Each container's usage region read once per view (a bounded copy, never a mapping: a container
+// that truncates or grows its region meanwhile cannot hurt the reader), by container key.
+using Regions = std::shared_ptr<std::map<std::string, Result<limits::RegionUsage>>>;
+
+const Result<limits::RegionUsage>& region_of(const Config& cfg, const Regions& regions, const LedgerEntry& e) {
+  const std::string key = container_key(e);
+  auto it = regions->find(key);
+  if (it == regions->end())
+    it = regions->emplace(key, limits::read_region_usage(container_files(cfg, key).usage, cfg.proc_root)).first;
+  return it->second;
+}
+
 // Live usage from each container's accounting region (what its processes hold now, summed over
-// live slots); nullopt when the container has no region (e.g. a pending booking).
-UsageOf live_usage(const Config& cfg) {
-  auto cache = std::make_shared<std::map<std::string, std::optional<limits::RegionUsage>>>();
-  return [cache, &cfg](const LedgerEntry& e) -> std::optional<std::uint64_t> {
-    auto [it, fresh] = cache->try_emplace(container_key(e));
-    if (fresh) {
-      auto usage = limits::read_region_usage(container_files(cfg, container_key(e)).usage, cfg.proc_root);
-      if (usage) it->second = std::move(*usage);
-    }
-    if (!it->second) return std::nullopt;
-    for (const auto& d : it->second->devices)
+// live slots); nullopt when the container has no region (e.g. a pending booking) or a damaged one.
+UsageOf live_usage(const Config& cfg, Regions regions) {
+  return [regions, &cfg](const LedgerEntry& e) -> std::optional<std::uint64_t> {
+    const auto& usage = region_of(cfg, regions, e);
+    if (!usage) return std::nullopt;
+    for (const auto& d : usage->devices)
       if (d.uuid == e.device_uuid) return d.used;
     return std::nullopt;
   };
+}
+
+// Shares whose region is damaged (ShareStatus::region_damaged): what the reader refused, in a line.
+void mark_damaged(const Config& cfg, const Regions& regions, StatusReport& r) {
+  auto mark = [&](ShareStatus& s) {
+    if (s.entry.pending()) return;
+    const auto& usage = region_of(cfg, regions, s.entry);
+    if (!usage && limits::region_damaged(usage.error())) s.region_damaged = usage.error().message;
+  };
+  for (auto& d : r.devices)
+    for (auto& s : d.shares) mark(s);
+  for (auto& s : r.unknown) mark(s);
 }
 
 // The share of its GPU's time each booking's work held over the last 10 s
@@ -69,12 +88,12 @@ ComputeAchievedOf compute_achieved(const Config& cfg) {
 // Why a GPU's compute arbiter looks tampered with (DeviceStatus::compute_tampered): what the host's
 // checks of its lease file find, and the reports of containers whose processes ran unarbitrated past
 // their bound (in their own usage regions, which the tamperer cannot write).
-void mark_tampered(const Config& cfg, StatusReport& r) {
+void mark_tampered(const Config& cfg, const Regions& regions, StatusReport& r) {
   for (auto& d : r.devices) {
     if (d.mig || d.mig_mode || d.compute_booked == 0) continue;
     if (auto v = limits::read_arbiter(compute_arbiter_path(cfg, d.uuid))) d.compute_tampered = v->tampered;
     for (const auto& s : d.shares) {
-      auto usage = limits::read_region_usage(container_files(cfg, container_key(s.entry)).usage, cfg.proc_root);
+      const auto& usage = region_of(cfg, regions, s.entry);
       if (!usage) continue;
       for (const auto& u : usage->devices)
         if (u.uuid == d.uuid && u.compute_bypassed)
@@ -162,11 +181,13 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now, Inventory invent
                             [&](const LedgerEntry& e) { return container_key(e) == kv.first; });
       });
     }
+  auto regions = std::make_shared<Regions::element_type>();
   v.report = build_status(
       v.inventory, v.ledger, cfg.allocation, now, [&](const LedgerEntry& e) { return share_state(e, cfg, now); },
-      driver_usage(cfg, v.ledger, live_usage(cfg)), compute_achieved(cfg));
+      driver_usage(cfg, v.ledger, live_usage(cfg, regions)), compute_achieved(cfg));
   add_mps_states(cfg, v);
-  mark_tampered(cfg, v.report);
+  mark_tampered(cfg, regions, v.report);
+  mark_damaged(cfg, regions, v.report);
   return v;
 }
 

@@ -114,6 +114,7 @@ nlohmann::json share_json(const ShareStatus& s) {
   j["compute_achieved_ppm"] =
       s.compute_achieved_ppm ? nlohmann::json(*s.compute_achieved_ppm) : nlohmann::json(nullptr);
   j["enforcement"] = to_string(share_holder(s.entry));
+  j["usage_region_damaged"] = s.region_damaged.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.region_damaged);
   if (!s.gpus.empty()) j["gpus"] = s.gpus;
   add_burst_json(j, s);
   return j;

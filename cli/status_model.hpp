@@ -28,6 +28,10 @@ struct ShareStatus {
   // The share of the GPU's time its work held over the last 10 s, in ppm (the enforcing side's
   // per-GPU arbiter knows it); nullopt = not known ("-" in the text, null in JSON).
   std::optional<std::uint32_t> compute_achieved_ppm;
+  // Why its container's usage region cannot be believed (not a regular file of the region's size, or
+  // another header: its container truncated, grew or overwrote it); "" when it reads whole or there
+  // is none yet. Its usage is then unknown, and the burst reclaimer holds it at its request.
+  std::string region_damaged;
   // A multi-GPU share (gpufrac.io/gpus): the indices of all its GPUs, this one's included, by index;
   // empty for any other booking. Each GPU's booking is its own ShareStatus, under its device.
   std::vector<std::uint32_t> gpus;

@@ -182,6 +182,9 @@ std::string render_devices(const StatusReport& r, const StatusStyle& st, const L
     if (const auto& why = r.devices[i].compute_tampered; !why.empty())
       out += "     " + paint(st, "31", "compute arbiter tampered with: " + why.front()) +
              (why.size() > 1 ? text::cat(" (and ", why.size() - 1, " more)") : "") + "\n";
+    for (const auto& s : r.devices[i].shares)
+      if (!s.region_damaged.empty())
+        out += "     " + paint(st, "31", "usage region damaged: " + s.region_damaged) + "\n";
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include "hook/ld_cache_update.hpp"
 #include "hook/ns_apply.hpp"
 #include "hook/privileges.hpp"
+#include "state/container_mount.hpp"
 
 namespace gpufrac::hook {
 
@@ -16,6 +17,7 @@ Result<> bind_private_cache(const Config& cfg, const bundle::OciState& state, co
   const std::string dir = cfg.container_dir(key);
   if (auto r = fs::make_dirs(dir, 0755); !r) return r;
   const std::string path = dir + "/ld.so.cache";
+  if (auto r = grow_container_dir(cfg, key, bytes.size()); !r) return r;  // the tmpfs's room for it
   if (auto r = fs::write_file_atomic(path, bytes, 0644); !r) return r;
   Edits edits;
   edits.mounts.push_back({path, "/etc/ld.so.cache", "bind", {"ro", "nosuid", "nodev", "noexec", "bind"}});

@@ -27,6 +27,7 @@
 #include "hook/refusal.hpp"
 #include "metrics/counter_file.hpp"
 #include "state/claim_members.hpp"
+#include "state/container_mount.hpp"
 #include "state/container_state.hpp"
 
 namespace gpufrac::hook {
@@ -55,6 +56,16 @@ Result<> update_ld_cache(const Invocation& inv, const std::vector<std::string>& 
   if (!in_place) return std::unexpected(in_place.error());
   log::info(*in_place ? "updated the container's /etc/ld.so.cache for the driver's libraries"
                       : "bound a private /etc/ld.so.cache for the driver's libraries (read-only root)");
+  return {};
+}
+
+// The container's directory on the host, a tmpfs of its own (state/container_mount.hpp): what the
+// container writes into its usage region stays within it. Where it cannot be mounted (no
+// CAP_SYS_ADMIN), the files are written all the same, with a warning.
+Result<> bound_state(const Invocation& inv) {
+  if (auto r = set_effective(kApplyCapabilities); !r) return r;
+  if (auto m = mount_container_dir(inv.cfg, inv.key()); !m)
+    log::warn("the container's state directory is not size-limited: " + m.error().message);
   return {};
 }
 
@@ -148,6 +159,8 @@ Result<> book_and_apply(Invocation& inv) {
   const bool mounted = !inv.args.cdi_device.empty() && bookings->size() > 1;
   auto done = [&]() -> Result<> {
     if (auto r = set_driver_limits(inv, *bookings); !r) return r;
+    if (!mounted)
+      if (auto r = bound_state(inv); !r) return r;
     auto files = write_container_files(inv.cfg, inv.key(), *bookings, image_preload(inv),
                                        mounted ? FileUpdate::in_place : FileUpdate::replace);
     if (!files) return std::unexpected(files.error());
@@ -276,6 +289,8 @@ int poststop(const HookArgs& args, const bundle::OciState& state, std::uint64_t 
   std::set<std::string> keys;
   if (!args.instance.empty()) keys.insert(container_key(state.id, args.instance));
   for (const auto& e : released ? *released : std::vector<LedgerEntry>{}) keys.insert(container_key(e));
+  // Unmounting a container's directory (state/container_mount.hpp) needs CAP_SYS_ADMIN.
+  if (auto r = set_effective(kApplyCapabilities); !r) log::warn("poststop: " + r.error().message);
   for (const auto& key : keys)
     if (auto r = remove_container_files(*cfg, key); !r) log::warn("poststop: " + r.error().message);
   if (released) clear_released_limits(*cfg, *released);

@@ -6,9 +6,11 @@
 #include "cdi/render.hpp"
 #include "cdi/spec.hpp"
 #include "cdi/spec_file.hpp"
+#include "core/log.hpp"
 #include "core/plan/plan.hpp"
 #include "core/text.hpp"
 #include "exec/driver_limit_exec.hpp"
+#include "state/container_mount.hpp"
 #include "state/container_state.hpp"
 
 namespace gpufrac::dra {
@@ -27,6 +29,8 @@ std::string claim_files_key(const std::string& claim_uid) {
 
 Result<> write_claim_spec(const std::string& cdi_dir, const std::string& uid, const std::vector<LedgerEntry>& bookings,
                           const Inventory& inv, const Config& cfg) {
+  if (auto m = mount_container_dir(cfg, claim_files_key(uid)); !m)  // the bound on what its containers write there
+    log::warn("the claim's state directory is not size-limited: " + m.error().message);
   auto files = write_container_files(cfg, claim_files_key(uid), bookings, "");
   if (!files) return std::unexpected(files.error());
   std::vector<Grant> grants;

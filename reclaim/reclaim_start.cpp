@@ -12,7 +12,6 @@
 #include "core/fs.hpp"
 #include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
-#include "limits/host/region_guard.hpp"
 #include "nvml/inventory_cache.hpp"
 #include "reclaim/reclaim_keeper.hpp"
 #include "reclaim/reclaim_log.hpp"
@@ -71,7 +70,6 @@ int run_reclaimer_locked(const Config& cfg, fs::UniqueFd lock) {
     return 2;
   }
   write_pid(lock.get());
-  limits::install_region_guard();  // a container that truncates its region must not end the reclaimer
   log::info("reclaim: the burst reclaimer runs (burst.reclaim: " + std::string(to_string(cfg.burst.reclaim)) + ")");
   Reclaimer reclaimer(cfg, std::move(*view), std::move(*inv));
   for (int idle = 0, passes = 0;;) {

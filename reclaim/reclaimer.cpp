@@ -9,7 +9,8 @@
 #include "core/ledger/ledger.hpp"
 #include "core/log.hpp"
 #include "core/text.hpp"
-#include "limits/host/region_guard.hpp"
+#include "limits/host/region_channel.hpp"
+#include "limits/host/region_read.hpp"
 #include "reclaim/reclaim_procs.hpp"
 
 namespace gpufrac::reclaim {
@@ -39,30 +40,34 @@ Reclaimer::Reclaimer(Config cfg, ProcessView view, Inventory inv)
   if (auto l = load_reclaim_log(reclaim_log_path(cfg_))) log_ = std::move(*l);
 }
 
-gpufrac_region* Reclaimer::region(const std::string& path) {
+Reclaimer::Region* Reclaimer::region(const std::string& path) {
   auto it = regions_.find(path);
   if (it == regions_.end()) {
-    auto m = limits::map_region_rw(path);
-    if (!m) return nullptr;  // not made yet, or removed: the next pass tries again
-    it = regions_.emplace(path, std::move(*m)).first;
+    auto fd = limits::open_region(path, true);
+    if (!fd) return nullptr;  // not made yet, or removed: the next pass tries again
+    it = regions_.emplace(path, Region{fs::UniqueFd(*fd), std::make_unique<gpufrac_region>()}).first;
   }
-  return it->second->as<gpufrac_region>();
+  return &it->second;
 }
 
-void Reclaimer::drop(const std::string& path, const std::string& id) {
+void Reclaimer::drop(const std::string& path, const std::string& id, const Error& why) {
   regions_.erase(path);
-  log::warn("reclaim: the usage region of " + id + " (" + path +
-            ") changed size under its mapping (its container truncated it?): not read again until it is whole");
+  if (!limits::region_damaged(why) || !damaged_.insert(path).second) return;
+  log::warn("reclaim: the usage region of " + id + " is damaged (its container truncated, grew or overwrote it?): " +
+            why.message + "; its share is held at its request, with no burst, until the region is whole again");
 }
 
 std::vector<Reading> Reclaimer::read_sites(const std::vector<ShareSite>& sites) {
   std::vector<Reading> out(sites.size());
   for (std::size_t i = 0; i < sites.size(); ++i) {
     const ShareSite& s = sites[i];
-    gpufrac_region* r = s.device >= 0 ? region(s.region) : nullptr;
+    Region* r = s.device >= 0 ? region(s.region) : nullptr;
     if (r == nullptr) continue;
-    if (!limits::read_region_guarded(r, static_cast<unsigned>(s.device), out[i].region)) {
-      drop(s.region, s.id);
+    auto read =
+        limits::read_region_reading(r->fd.get(), s.region, static_cast<unsigned>(s.device), *r->buf, out[i].region);
+    if (!read) {
+      if (limits::region_damaged(read.error())) out[i].used = s.request;  // believed at its request
+      drop(s.region, s.id, read.error());
       continue;
     }
     out[i].ok = true;
@@ -97,13 +102,15 @@ void Reclaimer::publish(const std::string& gpu, const std::vector<ShareSite>& si
   for (std::size_t i = 0; i < sites.size(); ++i)
     shares.push_back({sites[i].id, sites[i].request, sites[i].limit, readings[i].used, 0, 0});
   for (std::size_t i = 0; i < sites.size(); ++i) {
-    gpufrac_region* r = readings[i].ok ? region(sites[i].region) : nullptr;
+    Region* r = readings[i].ok ? region(sites[i].region) : nullptr;
     if (r == nullptr) continue;
     // A share whose processes cannot be told apart could not be stopped: it borrows nothing.
     const bool told = sites[i].known() && m.untold[i].empty();
     const std::uint64_t ceiling = told ? lend_ceiling(shares, i, total) : sites[i].request;
-    if (!limits::publish_guarded(r, beat, sites[i].burst(), static_cast<std::uint8_t>(sites[i].device), ceiling))
-      drop(sites[i].region, sites[i].id);
+    if (auto w = limits::publish_region(r->fd.get(), sites[i].region, beat, sites[i].burst(),
+                                        static_cast<std::uint8_t>(sites[i].device), ceiling);
+        !w)
+      drop(sites[i].region, sites[i].id, w.error());
   }
 }
 
@@ -115,9 +122,11 @@ void Reclaimer::answer(const std::string& gpu, const std::vector<ShareSite>& sit
     const limits::RegionReading& rd = readings[i].region;
     if (!readings[i].ok || rd.reclaim_asked == rd.reclaim_answered || rd.reclaim_device != sites[i].device) continue;
     const ReclaimAnswer a = serve(gpu, sites, used, total, i, rd.reclaim_bytes);
-    gpufrac_region* r = region(sites[i].region);
-    if (r != nullptr && !limits::answer_guarded(r, rd.reclaim_asked, static_cast<std::uint8_t>(a)))
-      drop(sites[i].region, sites[i].id);
+    Region* r = region(sites[i].region);
+    if (r == nullptr) continue;
+    if (auto w = limits::answer_region(r->fd.get(), sites[i].region, rd.reclaim_asked, static_cast<std::uint8_t>(a));
+        !w)
+      drop(sites[i].region, sites[i].id, w.error());
   }
 }
 
@@ -187,13 +196,16 @@ void Reclaimer::wait_gone(const std::string& gpu, std::int64_t pid) {
 }
 
 void Reclaimer::check_regions(const std::string& gpu, const std::vector<ShareSite>& sites,
-                              const std::vector<std::uint64_t>& used) {
+                              const std::vector<Reading>& readings) {
+  std::vector<std::uint64_t> used;
+  for (const auto& r : readings) used.push_back(r.used);
   auto procs = view_.processes(gpu);
   if (!procs) return;
   const Attribution a = attribute(sites, *procs, cfg_.proc_root);
   const auto shares = burst_shares(sites, used, a);
   for (std::size_t i = 0; i < sites.size(); ++i) {
-    const bool known = !a.cgroups[i].empty() && sites[i].device >= 0;
+    // A region not read (damaged, or not made yet) says nothing to contradict.
+    const bool known = !a.cgroups[i].empty() && sites[i].device >= 0 && readings[i].ok;
     auto it = log_.flags.find(sites[i].key);
     if (known && region_disagrees(shares[i], cfg_.burst.context_allowance)) {
       if (it == log_.flags.end() || it->second.published != used[i] || it->second.held != shares[i].held) {
@@ -214,12 +226,13 @@ void Reclaimer::check_regions(const std::string& gpu, const std::vector<ShareSit
 
 void Reclaimer::answer_leftovers(const std::map<std::string, std::set<int>>& served) {
   for (auto it = regions_.begin(); it != regions_.end();) {
-    auto* r = it->second->as<gpufrac_region>();
+    Region& r = it->second;
     limits::RegionReading rd;
-    bool ok = limits::read_region_guarded(r, 0, rd);
+    auto ok = limits::read_region_reading(r.fd.get(), it->first, 0, *r.buf, rd);
     const auto s = served.find(it->first);
     if (ok && rd.reclaim_asked != rd.reclaim_answered && (s == served.end() || !s->second.contains(rd.reclaim_device)))
-      ok = limits::answer_guarded(r, rd.reclaim_asked, static_cast<std::uint8_t>(ReclaimAnswer::none));
+      ok = limits::answer_region(r.fd.get(), it->first, rd.reclaim_asked,
+                                 static_cast<std::uint8_t>(ReclaimAnswer::none));
     it = ok ? std::next(it) : regions_.erase(it);
   }
 }
@@ -252,14 +265,11 @@ Result<bool> Reclaimer::pass() {
     const auto readings = read_sites(sites);
     publish(gpu, sites, readings, total, beat);
     answer(gpu, sites, readings, total);
-    if (check) {
-      std::vector<std::uint64_t> used;
-      for (const auto& r : readings) used.push_back(r.used);
-      check_regions(gpu, sites, used);
-    }
+    if (check) check_regions(gpu, sites, readings);
   }
   std::erase_if(regions_, [&](const auto& kv) { return !live.contains(kv.first); });
   if (std::erase_if(log_.untold, [&](const auto& kv) { return !keys.contains(kv.first); }) != 0) log_dirty_ = true;
+  std::erase_if(damaged_, [&](const std::string& path) { return !live.contains(path); });
   answer_leftovers(served);
   save_log();
   return true;

@@ -15,15 +15,16 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/burst/lending.hpp"
 #include "core/config/config.hpp"
+#include "core/fs.hpp"
 #include "core/inventory/inventory.hpp"
-#include "limits/host/region_file.hpp"
-#include "limits/host/region_guard.hpp"
+#include "limits/host/region_channel.hpp"
 #include "nvml/process_view.hpp"
 #include "reclaim/reclaim_log.hpp"
 #include "reclaim/reclaim_procs.hpp"
@@ -31,8 +32,9 @@
 
 namespace gpufrac::reclaim {
 
-// One share's region as a pass read it: ok (mapped and read whole), what it says, and the bytes its
-// live processes hold on the share's GPU.
+// One share's region as a pass read it: ok (read whole, with a valid header), what it says, and the
+// bytes its live processes hold on the share's GPU (for a damaged region, its request: a share whose
+// region cannot be believed borrows nothing, and its neighbours lend nothing of its request).
 struct Reading {
   bool ok = false;
   limits::RegionReading region;
@@ -46,9 +48,15 @@ class Reclaimer {
   Result<bool> pass();
 
  private:
-  gpufrac_region* region(const std::string& path);
-  // A mapping that faulted (limits/host/region_guard.hpp): unmapped, and said once in the log.
-  void drop(const std::string& path, const std::string& id);
+  // A share's region, kept open between passes (never mapped: limits/host/region_channel.hpp).
+  struct Region {
+    fs::UniqueFd fd;
+    std::unique_ptr<gpufrac_region> buf;  // what the last pass read of it
+  };
+  Region* region(const std::string& path);
+  // A region that could not be read or written: closed (opened again next pass); a damaged one (a
+  // wrong size or header) is said once in the log while its share is booked, however often it is.
+  void drop(const std::string& path, const std::string& id, const Error& why);
   std::vector<Reading> read_sites(const std::vector<ShareSite>& sites);
   // Shares of one cgroup (reclaim_procs.hpp): in the log for status, and said once in gpufrac's.
   void note_untold(const std::string& gpu, const std::vector<ShareSite>& sites, const Memberships& m);
@@ -62,8 +70,7 @@ class Reclaimer {
   bool stop_one(const std::string& gpu, const std::vector<ShareSite>& sites, const Attribution& a, std::size_t victim,
                 const std::string& owner);
   void wait_gone(const std::string& gpu, std::int64_t pid);
-  void check_regions(const std::string& gpu, const std::vector<ShareSite>& sites,
-                     const std::vector<std::uint64_t>& used);
+  void check_regions(const std::string& gpu, const std::vector<ShareSite>& sites, const std::vector<Reading>& readings);
   // A request for a device of the region that no burst GPU covers: none (the shim stops waiting).
   void answer_leftovers(const std::map<std::string, std::set<int>>& served);
   void save_log();
@@ -71,7 +78,8 @@ class Reclaimer {
   Config cfg_;
   ProcessView view_;
   Inventory inv_;
-  std::map<std::string, limits::RegionMapping> regions_;  // by path, kept mapped between passes
+  std::map<std::string, Region> regions_;  // by path, kept open between passes
+  std::set<std::string> damaged_;          // booked shares' regions said damaged in the log, by path
   ReclaimLog log_;
   bool log_dirty_ = false;
   std::uint64_t passes_ = 0;

@@ -27,6 +27,7 @@
 #include "runtime-wrapper/requests.hpp"
 #include "runtime-wrapper/spec_edit.hpp"
 #include "runtime-wrapper/warnings.hpp"
+#include "state/container_mount.hpp"
 #include "state/container_state.hpp"
 
 namespace gpufrac::wrapper {
@@ -174,8 +175,10 @@ void emit_warnings(const std::vector<std::string>& warnings, const Config& cfg, 
 // Files, Edits, the new config.json, after the bookings were made.
 Result<> prepare(Parsed& p, const Injection& inj, const std::vector<LedgerEntry>& bookings, const Inventory& inventory,
                  const Config& cfg) {
-  auto files =
-      write_container_files(cfg, container_key(inj.container_id, inj.instance), bookings, image_preload(p.bundle));
+  const std::string key = container_key(inj.container_id, inj.instance);
+  if (auto m = mount_container_dir(cfg, key); !m)  // the bound on what the container writes there
+    log::warn("the container's state directory is not size-limited: " + m.error().message);
+  auto files = write_container_files(cfg, key, bookings, image_preload(p.bundle));
   if (!files) return std::unexpected(files.error());
   auto edits = wrapper_edits(bookings, inventory, cfg, inj, p.bundle);
   if (!edits) return std::unexpected(edits.error());

@@ -13,6 +13,7 @@
 #include "limits/host/limit_file.hpp"
 #include "limits/host/region_file.hpp"
 #include "state/compute_slots.hpp"
+#include "state/container_mount.hpp"
 
 namespace gpufrac {
 
@@ -102,6 +103,7 @@ Result<ContainerFiles> write_container_files(const Config& cfg, const std::strin
 Result<> remove_container_files(const Config& cfg, const std::string& container_key) {
   if (auto r = validate_container_key(container_key); !r) return r;
   auto released = release_compute_slots(cfg, container_key);  // the files go even if this fails
+  if (auto r = unmount_container_dir(cfg.container_dir(container_key)); !r) return r;
   std::error_code ec;
   std::filesystem::remove_all(cfg.container_dir(container_key), ec);
   if (ec) return internal_error("cannot remove " + cfg.container_dir(container_key) + ": " + ec.message());

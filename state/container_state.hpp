@@ -26,7 +26,8 @@ enum class FileUpdate { replace, in_place };
 Result<ContainerFiles> write_container_files(const Config& cfg, const std::string& container_key,
                                              const std::vector<LedgerEntry>& bookings, const std::string& image_preload,
                                              FileUpdate update = FileUpdate::replace);
-// Frees the container's compute slots and removes its directory; a missing directory is not an error.
+// Frees the container's compute slots, unmounts its directory's tmpfs (state/container_mount.hpp) and
+// removes the directory; a missing directory is not an error.
 Result<> remove_container_files(const Config& cfg, const std::string& container_key);
 
 }  // namespace gpufrac

@@ -9,11 +9,14 @@
 #include <cstring>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "core/fs.hpp"
 #include "core/shared_map.hpp"
 #include "gf_proc.h"
 #include "gf_region.h"
+#include "limits/host/region_guard.hpp"
+#include "limits/host/region_read.hpp"
 
 namespace gpufrac::limits {
 
@@ -23,19 +26,11 @@ constexpr std::size_t kRegionSize = sizeof(gpufrac_region);
 
 using Mapping = fs::SharedMapping;
 
-// The region mapped, never with a hole (core/shared_map.hpp): a region an older gpufrac wrote as
-// its header and a hole is filled first; on a full filesystem it is not mapped.
-Result<Mapping> map_region(const std::string& path, bool writable) {
-  fs::UniqueFd fd(::open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd) return sys_error("cannot open usage region " + path);
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return sys_error("cannot stat usage region " + path);
-  if (!S_ISREG(st.st_mode) || static_cast<std::size_t>(st.st_size) != kRegionSize) {
-    return internal_error("usage region " + path + ": " + std::to_string(st.st_size) +
-                          " bytes; accepted: a regular file of " + std::to_string(kRegionSize) +
-                          " bytes (gpufrac region version " + std::to_string(GPUFRAC_REGION_VERSION) + ")");
-  }
-  auto m = fs::map_allocated(fd.get(), kRegionSize, writable, path);
+// The region mapped read-write, never with a hole (core/shared_map.hpp): a region an older gpufrac
+// wrote as its header and a hole is filled first; on a full filesystem it is not mapped. Only
+// reclaim_region maps it, for its compare-and-swaps, with every access guarded (region_guard.hpp).
+Result<Mapping> map_region(int fd, const std::string& path) {
+  auto m = fs::map_allocated(fd, kRegionSize, true, path);
   if (!m && fs::no_space(m.error().err)) {
     auto e = sys_error("usage region " + path + " has a hole (written by an older gpufrac) that cannot be allocated",
                        m.error().err);
@@ -46,25 +41,8 @@ Result<Mapping> map_region(const std::string& path, bool writable) {
   return m;
 }
 
-std::uint32_t load32(const std::uint32_t* p) {
-  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
-}
 std::uint64_t load64(const std::uint64_t* p) {
-  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
-}
-
-// An all-zero (never used) region is valid; any other header must match this build's layout.
-// Version 1 (containers started before an upgrade) has the same layout; its shims leave
-// usage_changes alone, and counting in it (a reclaim here) is harmless to them.
-Result<bool> check_header(const gpufrac_region* r, const std::string& path) {
-  const std::uint32_t magic = load32(&r->magic), version = load32(&r->version);
-  if (magic == 0) return false;
-  if (magic != GPUFRAC_REGION_MAGIC || (version != GPUFRAC_REGION_VERSION && version != 1) ||
-      load32(&r->region_size) != kRegionSize || load32(&r->slot_count) != GPUFRAC_MAX_SLOTS) {
-    return internal_error("usage region " + path + ": not a gpufrac region of version " +
-                          std::to_string(GPUFRAC_REGION_VERSION) + " or 1 (magic, version or size differ)");
-  }
-  return true;
+  return __atomic_load_n(p, __ATOMIC_RELAXED);
 }
 
 void add_slot(const gpufrac_slot& s, bool live, RegionUsage& out) {
@@ -82,6 +60,28 @@ void trim_devices(const gpufrac_region* r, RegionUsage& out) {
     if (out.devices[d].used != 0 || out.devices[d].stale != 0) n = std::max(n, d + 1);
   }
   out.devices.resize(n);
+}
+
+// The slots of a copy whose owner is dead (as gf_region_reclaim decides with GF_CHECK_PROC), with
+// the owner word seen: the guarded reclaim swaps only a slot that still holds it.
+std::vector<DeadSlot> dead_slots(const gpufrac_region& r, std::uint64_t me, const std::string& proc_root) {
+  std::vector<DeadSlot> out;
+  const unsigned in_use = gf_region_slots_in_use(&r);
+  for (unsigned i = 0; i < in_use; i++) {
+    const std::uint64_t o = r.slots[i].owner;
+    if (o == 0 || gpufrac_owner_pid(o) == gpufrac_owner_pid(me)) continue;
+    const std::uint64_t pid = gpufrac_owner_pid(o);
+    if (pid == 0 || gf_proc_liveness(proc_root.c_str(), pid, gpufrac_owner_start(o)) == GF_DEAD) out.push_back({i, o});
+  }
+  return out;
+}
+
+std::unexpected<Error> damaged_while_mapped(const std::string& path) {
+  return std::unexpected(Error{"usage region " + path +
+                                   ": changed size while its dead slots were reclaimed (its container truncated it?); "
+                                   "accepted: a regular file of " +
+                                   std::to_string(kRegionSize) + " bytes",
+                               EBADMSG, ErrorKind::internal});
 }
 
 }  // namespace
@@ -116,12 +116,11 @@ Result<> create_region(const std::string& path, const LimitFile& file) {
 }
 
 Result<RegionUsage> read_region_usage(const std::string& path, const std::string& proc_root) {
-  auto m = map_region(path, false);
-  if (!m) return std::unexpected(m.error());
-  const gpufrac_region* r = m->as<gpufrac_region>();
-  auto valid = check_header(r, path);
+  auto copy = read_region_copy(path);
+  if (!copy) return std::unexpected(copy.error());
+  auto valid = check_region_header(**copy, path);
   if (!valid) return std::unexpected(valid.error());
-  return sum_region(r, proc_root);
+  return sum_region(copy->get(), proc_root);
 }
 
 RegionUsage sum_region(const gpufrac_region* r, const std::string& proc_root) {
@@ -145,27 +144,28 @@ RegionUsage sum_region(const gpufrac_region* r, const std::string& proc_root) {
   return out;
 }
 
-Result<RegionMapping> map_region_rw(const std::string& path) {
-  auto m = map_region(path, true);
-  if (!m) return std::unexpected(m.error());
-  auto valid = check_header(m->as<gpufrac_region>(), path);
-  if (!valid) return std::unexpected(valid.error());
-  return std::make_unique<fs::SharedMapping>(std::move(*m));
-}
-
 Result<unsigned> reclaim_region(const std::string& path, const std::string& proc_root) {
   gf_proc_stat self{};
   const std::string self_stat = proc_root + "/self/stat";
   if (gf_proc_stat_read(self_stat.c_str(), &self) != 0) {
     return internal_error("cannot read " + self_stat + "; accepted: the host's /proc (reclaim needs process liveness)");
   }
-  auto m = map_region(path, true);
-  if (!m) return std::unexpected(m.error());
-  auto valid = check_header(m->as<gpufrac_region>(), path);
+  auto fd = open_region(path, true);
+  if (!fd) return std::unexpected(fd.error());
+  fs::UniqueFd owned(*fd);
+  auto copy = read_region_copy(owned.get(), path);
+  if (!copy) return std::unexpected(copy.error());
+  auto valid = check_region_header(**copy, path);
   if (!valid) return std::unexpected(valid.error());
-  if (!*valid) return 0u;
   const std::uint64_t me = gpufrac_owner(static_cast<std::uint64_t>(::getpid()), self.start, 0);
-  return gf_region_reclaim(m->as<gpufrac_region>(), me, GF_CHECK_PROC, proc_root.c_str());
+  const auto dead = dead_slots(**copy, me, proc_root);
+  if (!*valid || dead.empty()) return 0u;  // nothing to change: nothing mapped
+  auto m = map_region(owned.get(), path);
+  if (!m) return std::unexpected(m.error());
+  install_region_guard();
+  const auto n = reclaim_guarded(m->as<gpufrac_region>(), dead, me);
+  if (!n) return damaged_while_mapped(path);
+  return *n;
 }
 
 }  // namespace gpufrac::limits

@@ -1,17 +1,16 @@
 // The usage region of one container (limits_abi.h, item 2), host side: created next to the limit
-// file before the container starts, read by `gpufrac status`, reclaimed by `gpufrac gc`.
+// file before the container starts, read by `gpufrac status`, reclaimed by `gpufrac gc`; never mapped by
+// a host reader (region_read.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include <memory>
-
 #include "core/error.hpp"
-#include "core/shared_map.hpp"
 #include "gpufrac/limits_abi.h"
 #include "limits/host/limit_file.hpp"
+#include "limits/host/region_read.hpp"
 
 namespace gpufrac::limits {
 
@@ -41,22 +40,21 @@ struct RegionUsage {
 };
 
 // Sums the region's slots: a slot counts as live when <proc_root>/<pid>/stat exists with the
-// recorded start time and is not a zombie. Never writes a byte; a region with a hole (an older
-// gpufrac's) gets the hole allocated first, and is not read when that fails (a full filesystem: the
-// error says so). An all-zero region reads as empty.
+// recorded start time and is not a zombie. Never writes a byte and never maps the file: a copy read
+// with pread (region_read.hpp), so a container that truncates or grows its region meanwhile cannot
+// hurt the reader; a region of the wrong size or header is refused as damaged (region_damaged). An
+// all-zero region reads as empty; a hole (an older gpufrac's region) reads as zeros.
 Result<RegionUsage> read_region_usage(const std::string& path, const std::string& proc_root = "/proc");
 
-// The sums of read_region_usage over a region already mapped.
+// The sums of read_region_usage over a region already read (a copy).
 RegionUsage sum_region(const gpufrac_region* r, const std::string& proc_root);
 
-// The region mapped read-write (never with a hole), its header checked (an all-zero region passes):
-// the reclaimer keeps it mapped to answer the container's requests (limits_abi.h).
-using RegionMapping = std::unique_ptr<fs::SharedMapping>;
-Result<RegionMapping> map_region_rw(const std::string& path);
-
 // Reclaims the slots of dead processes with the shim's lock-free protocol (what any container
-// process does when it needs the bytes), after allocating a hole as read_region_usage does. Returns
-// the number of slots reclaimed.
+// process does when it needs the bytes). The dead slots are found in a copy; only when there are
+// some is the region mapped (a hole allocated first: not mapped on a full filesystem), and each
+// slot is swapped only while it still holds the owner the copy saw, every access guarded against
+// SIGBUS (region_guard.hpp): a region truncated meanwhile is refused as damaged. Returns the number
+// of slots reclaimed.
 Result<unsigned> reclaim_region(const std::string& path, const std::string& proc_root = "/proc");
 
 }  // namespace gpufrac::limits

@@ -3,10 +3,6 @@
 #include <setjmp.h>
 #include <signal.h>
 
-#include <algorithm>
-#include <cstring>
-
-#include "gf_proc.h"
 #include "gf_region.h"
 
 namespace gpufrac::limits {
@@ -21,13 +17,8 @@ void on_sigbus(int sig, siginfo_t*, void*) {
   ::raise(sig);
 }
 
-template <class T>
-T load(const T* p) {
-  return __atomic_load_n(p, __ATOMIC_SEQ_CST);
-}
-template <class T>
-void store(T* p, T v) {
-  __atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+bool swap(std::uint64_t* p, std::uint64_t expected, std::uint64_t desired) {
+  return __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 }
 
 // Runs f() with the guard armed: true when it finished, false after a SIGBUS in it. f must own no
@@ -55,55 +46,25 @@ void install_region_guard() {
   ::sigaction(SIGBUS, &sa, nullptr);
 }
 
-bool read_region_guarded(const gpufrac_region* r, unsigned device, RegionReading& out) {
-  out.owners.assign(GPUFRAC_MAX_SLOTS, 0);
-  out.used.assign(GPUFRAC_MAX_SLOTS, 0);
-  std::uint64_t* owners = out.owners.data();
-  std::uint64_t* used = out.used.data();
-  unsigned n = 0;
-  const unsigned dev = std::min<unsigned>(device, GPUFRAC_MAX_DEVICES - 1);
+std::optional<unsigned> reclaim_guarded(gpufrac_region* r, const std::vector<DeadSlot>& dead, std::uint64_t me) {
+  const std::uint64_t mine = gpufrac_owner(gpufrac_owner_pid(me), gpufrac_owner_start(me), GPUFRAC_SLOT_RECLAIMING);
+  const DeadSlot* slots = dead.data();
+  const std::size_t count = dead.size();
+  unsigned reclaimed = 0;
   const bool ok = guarded([&] {
-    n = gf_region_slots_in_use(r);
-    for (unsigned i = 0; i < n; ++i) {
-      owners[i] = load(&r->slots[i].owner);
-      used[i] = load(&r->slots[i].used[dev]);
+    for (std::size_t i = 0; i < count; ++i) {
+      if (slots[i].index >= GPUFRAC_MAX_SLOTS) continue;
+      gpufrac_slot* s = &r->slots[slots[i].index];
+      if (!swap(&s->owner, slots[i].owner, mine)) continue;  // someone else changed it: theirs now
+      for (auto& u : s->used) __atomic_store_n(&u, 0, __ATOMIC_SEQ_CST);
+      __atomic_store_n(&s->compute_bypassed, 0, __ATOMIC_SEQ_CST);
+      gf_region_count_change(r);
+      swap(&s->owner, mine, 0);
+      ++reclaimed;
     }
-    out.reclaim_asked = load(&r->reclaim_asked);
-    out.reclaim_answered = load(&r->reclaim_answered);
-    out.reclaim_device = load(&r->reclaim_device);
-    out.reclaim_bytes = load(&r->reclaim_bytes);
   });
-  out.owners.resize(ok ? n : 0);
-  out.used.resize(ok ? n : 0);
-  return ok;
-}
-
-std::uint64_t live_use(const RegionReading& reading, const std::string& proc_root) {
-  std::uint64_t sum = 0;
-  for (std::size_t i = 0; i < reading.owners.size(); ++i) {
-    const std::uint64_t owner = reading.owners[i];
-    if (owner == 0 || gpufrac_owner_state(owner) != GPUFRAC_SLOT_OWNED) continue;
-    if (gf_proc_liveness(proc_root.c_str(), gpufrac_owner_pid(owner), gpufrac_owner_start(owner)) == GF_DEAD) continue;
-    sum = reading.used[i] > UINT64_MAX - sum ? UINT64_MAX : sum + reading.used[i];
-  }
-  return sum;
-}
-
-bool publish_guarded(gpufrac_region* r, std::uint32_t beat, bool burst, std::uint8_t device, std::uint64_t ceiling) {
-  return guarded([&] {
-    if (burst) {
-      store(&r->burst_ceiling, ceiling);
-      store(&r->burst_device, device);
-    }
-    store(&r->reclaimer_beat, beat);
-  });
-}
-
-bool answer_guarded(gpufrac_region* r, std::uint32_t answered, std::uint8_t answer) {
-  return guarded([&] {
-    store(&r->reclaim_answer, answer);
-    store(&r->reclaim_answered, answered);
-  });
+  if (!ok) return std::nullopt;
+  return reclaimed;
 }
 
 }  // namespace gpufrac::limits

@@ -1,39 +1,33 @@
-// A usage region the host keeps mapped while its container runs (the burst reclaimer,
-// reclaim/reclaimer.hpp), read and written so that the container cannot crash the host process: the
-// region is read-write in the container, which may truncate the file under the mapping, and a
-// touch of a page past the file's end is SIGBUS. Every access goes through a guard: a SIGBUS in it
-// ends the access (false) instead of the process, and the caller drops the mapping. The guarded
-// code touches only plain data (no object with a destructor lives across it).
+// The one place the host maps a container's usage region: `gpufrac gc` reclaiming dead slots needs
+// the shim's compare-and-swap on the owner word (limits_abi.h), which no read or write call gives.
+// The region is read-write in the container, which may truncate the file under the mapping, and a
+// touch of a page past the file's end is SIGBUS. So every access goes through a guard: a SIGBUS in
+// it ends the access (nullopt) instead of the process, and the caller drops the mapping. The guarded
+// code touches only plain data (no object with a destructor lives across it). Every other host
+// access reads or writes without a mapping (region_read.hpp).
 #pragma once
 
 #include <cstdint>
-#include <string>
+#include <optional>
 #include <vector>
 
 #include "gpufrac/limits_abi.h"
 
 namespace gpufrac::limits {
 
-// Installs the SIGBUS handler the guard needs (once per process; idempotent).
+// Installs the SIGBUS handler the guard needs (once per process; idempotent). A SIGBUS outside a
+// guarded access keeps its default action.
 void install_region_guard();
 
-// What the reclaimer reads of a region: its processes' use of one device and the request fields.
-struct RegionReading {
-  std::vector<std::uint64_t> owners;  // slot owners (slots in use)
-  std::vector<std::uint64_t> used;    // their used[device]
-  std::uint32_t reclaim_asked = 0, reclaim_answered = 0;
-  std::uint8_t reclaim_device = 0;
-  std::uint64_t reclaim_bytes = 0;
+// A slot found dead in a copy of the region, and the owner word the copy held.
+struct DeadSlot {
+  unsigned index = 0;
+  std::uint64_t owner = 0;
 };
 
-// Reads it with atomic loads; false when the mapping faulted (out is then incomplete).
-bool read_region_guarded(const gpufrac_region* r, unsigned device, RegionReading& out);
-
-// The bytes the live processes of a reading hold (pid and start time checked under proc_root).
-std::uint64_t live_use(const RegionReading& reading, const std::string& proc_root);
-
-// The reclaimer's stores, each an atomic store; false when the mapping faulted.
-bool publish_guarded(gpufrac_region* r, std::uint32_t beat, bool burst, std::uint8_t device, std::uint64_t ceiling);
-bool answer_guarded(gpufrac_region* r, std::uint32_t answered, std::uint8_t answer);
+// Reclaims each slot that still holds the owner the copy saw, as gf_region_reclaim does (CAS owner
+// -> me in state RECLAIMING, zero its counters, count the change, CAS -> free); me is the caller's
+// gpufrac_owner(pid, start, 0). The number reclaimed, or nullopt when the mapping faulted.
+std::optional<unsigned> reclaim_guarded(gpufrac_region* r, const std::vector<DeadSlot>& dead, std::uint64_t me);
 
 }  // namespace gpufrac::limits

@@ -16,8 +16,18 @@ e2e_tmp() {
 e2e_cleanup() {
   local rc=$?
   if declare -F e2e_on_exit >/dev/null; then e2e_on_exit || true; fi
+  e2e_unmount_tmp
   rm -rf "$E2E_TMP"
   exit $rc
+}
+
+# Detaches what is still mounted under $E2E_TMP, deepest first: the tmpfs of a container directory
+# (docs/architecture.md "Host state") whose container the test left undeleted.
+e2e_unmount_tmp() {
+  local m
+  for m in $(awk -v t="$E2E_TMP/" 'index($2, t) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+    umount -l "$m" 2>/dev/null || true
+  done
 }
 
 # Writes $E2E_TMP/config.yaml for a simulated machine with state and host root under $E2E_TMP.

@@ -35,15 +35,27 @@ class RegionFullTest : public ::testing::Test {
     path_ = dir_ + "/usage";
   }
 
-  // A region as gpufrac wrote it before: the header, then a hole.
-  void write_old_region() {
+  // A region as gpufrac wrote it before: the header, then a hole. With a dead slot: slot 0 (in the
+  // first page, written) holds a process that has exited, so that `gc` has something to reclaim.
+  void write_old_region(bool dead_slot = false) {
     ASSERT_TRUE(create_region(dir_ + "/new", kOneGpu));
     auto whole = fs::read_file(dir_ + "/new");
     ASSERT_TRUE(whole);
     ::unlink((dir_ + "/new").c_str());
+    std::string head = whole->substr(0, dead_slot ? 4096 : offsetof(gpufrac_region, slots));
+    if (dead_slot) {
+      const pid_t gone = ::fork();
+      if (gone == 0) ::_exit(0);
+      ::waitpid(gone, nullptr, 0);
+      const std::uint32_t high_water = 1;
+      const std::uint64_t owner = gpufrac_owner(static_cast<std::uint64_t>(gone), 1, GPUFRAC_SLOT_OWNED), used = 5;
+      std::memcpy(head.data() + offsetof(gpufrac_region, slot_high_water), &high_water, sizeof high_water);
+      std::memcpy(head.data() + offsetof(gpufrac_region, slots), &owner, sizeof owner);
+      std::memcpy(head.data() + offsetof(gpufrac_region, slots) + offsetof(gpufrac_slot, used), &used, sizeof used);
+    }
     fs::UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
     ASSERT_TRUE(fd);
-    ASSERT_TRUE(fs::write_all(fd.get(), whole->substr(0, offsetof(gpufrac_region, slots)), path_));
+    ASSERT_TRUE(fs::write_all(fd.get(), head, path_));
     ASSERT_EQ(::ftruncate(fd.get(), sizeof(gpufrac_region)), 0);
   }
 
@@ -95,17 +107,18 @@ TEST_F(RegionFullTest, CreationOnAFullDirectoryIsRefusedInOneLine) {
 }
 
 TEST_F(RegionFullTest, AHoleIsNeverMappedOnAFullDirectory) {
-  write_old_region();
+  write_old_region(true);
   EXPECT_FALSE(allocated());
   tmpfs_.fill(0);
+  auto u = read_region_usage(path_);  // a copy read with pread: a hole reads as zeros, nothing mapped
+  ASSERT_TRUE(u) << u.error().message;
+  EXPECT_EQ(u->dead_slots, 1u);
+  EXPECT_FALSE(allocated()) << "reading allocates nothing";
   const std::string line = "usage region " + path_ +
                            " has a hole (written by an older gpufrac) that cannot be allocated: No space left on "
                            "device; it is not mapped (touching the hole would be SIGBUS): free space on the "
                            "filesystem of " +
                            dir_ + ", then try again";
-  auto u = read_region_usage(path_);
-  ASSERT_FALSE(u);
-  EXPECT_EQ(u.error().message, line);
   auto n = reclaim_region(path_);
   ASSERT_FALSE(n);
   EXPECT_EQ(n.error().message, line);
@@ -115,13 +128,21 @@ TEST_F(RegionFullTest, AHoleIsNeverMappedOnAFullDirectory) {
 }
 
 TEST_F(RegionFullTest, AHoleIsFilledBeforeMappingWhenThereIsRoom) {
-  write_old_region();
-  auto u = read_region_usage(path_);  // read-only: the hole is filled through a read-write descriptor
+  write_old_region(true);
+  auto u = read_region_usage(path_);
   ASSERT_TRUE(u) << u.error().message;
   EXPECT_EQ(u->devices.size(), 1u);
+  EXPECT_FALSE(allocated()) << "a reader never maps, so it allocates nothing";
+  auto n = reclaim_region(path_);  // gc maps it for its compare-and-swaps: the hole is filled first
+  ASSERT_TRUE(n) << n.error().message;
+  EXPECT_EQ(*n, 1u);
   EXPECT_TRUE(allocated());
   ::unlink(path_.c_str());
   write_old_region();
+  auto none = reclaim_region(path_);
+  ASSERT_TRUE(none) << none.error().message;
+  EXPECT_EQ(*none, 0u);
+  EXPECT_FALSE(allocated()) << "no dead slot: nothing mapped";
   char err[256] = "";
   gpufrac_region* r = gf_region_map(path_.c_str(), err, sizeof err);
   ASSERT_NE(r, nullptr) << err;

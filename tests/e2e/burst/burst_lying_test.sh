@@ -6,8 +6,8 @@
 #     stopped when an owner needs its memory back;
 #  2. a container at its request that claims to be an owner in need (a request for memory back,
 #     with its usage hidden) gets "not an owner" and its neighbour within its request keeps running;
-#  3. a borrower that truncates its region under the reclaimer's mapping (SIGBUS for a process that
-#     touches it) neither ends the reclaimer nor escapes being stopped.
+#  3. a borrower that truncates its region (SIGBUS for a process that touches a mapping of it; the
+#     reclaimer reads it with pread) neither ends the reclaimer nor escapes being stopped.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../containers.sh"
 source "$(dirname "$0")/burst_lib.sh"
@@ -86,7 +86,7 @@ agent_fill "$P-o" 1024 20
 assert_eq "$OKS" 20 "the owner gets its 20 GiB"
 agent_gone "$P-t" || fail "T is stopped although its region cannot be read"
 assert_contains "$(cat "$E2E_TMP/gpufrac.log")" "reclaim: stopped process $T_PID of $P-t" "the log names T"
-assert_contains "$(cat "$E2E_TMP/gpufrac.log")" "changed size under its mapping (its container truncated it?)" \
+assert_contains "$(cat "$E2E_TMP/gpufrac.log")" "reclaim: the usage region of $P-t is damaged (its container truncated, grew or overwrote it?)" \
   "the log says why T's region is not read"
 assert_eq "$(reclaimer_pid)" "$RECLAIMER" "the same reclaimer throughout"
 agent_stop "$P-t"
