@@ -20,6 +20,7 @@
 #include "exec/reclaim_exec.hpp"
 #include "hook/booking.hpp"
 #include "hook/cgroup_devices.hpp"
+#include "hook/cgroup_join.hpp"
 #include "hook/driver_limit_step.hpp"
 #include "hook/driver_step.hpp"
 #include "hook/ns_apply.hpp"
@@ -108,6 +109,9 @@ Result<> remount_for_added_device(const Invocation& inv, const std::vector<Ledge
 // and edited the spec; what is left is, in the order of a booking hook, the driver's limits (told by
 // --driver-limit), gpufrac's directory, and the pid. A failure is the wrapper's to undo (it releases).
 Result<> attach_step(const Invocation& inv) {
+  auto pending = Ledger(LedgerOptions::from(inv.cfg)).bookings_of(inv.state.id, inv.instance);
+  if (!pending) return std::unexpected(pending.error());
+  if (auto r = check_cgroup_join(inv.cfg, *inv.state.pid, inv.key(), *pending); !r) return r;
   if (inv.args.driver_limit)
     if (auto r = set_told_driver_limits(inv); !r) return r;
   if (auto r = mount_gpufrac_dir(inv, inv.state.id, inv.instance); !r) return r;
@@ -134,6 +138,10 @@ Result<> claim_step(const Invocation& inv) {
   if (auto r = bundle::check_host_pid(inv.spec, inv.cfg.require_host_pid, inv.cfg.proc_root); !r) return r;
   if (inv.args.driver_limit)
     if (auto r = set_told_driver_limits(inv); !r) return r;
+  auto bookings = Ledger(LedgerOptions::from(inv.cfg)).bookings_of_claim(inv.args.claim);
+  if (!bookings) return std::unexpected(bookings.error());
+  const std::string key = container_key(inv.args.claim, kClaimInstance);
+  if (auto r = check_cgroup_join(inv.cfg, *inv.state.pid, key, *bookings); !r) return r;
   if (auto r = mount_gpufrac_dir(inv, inv.args.claim, kClaimInstance); !r) return r;
   return note_claim_member(inv);
 }
@@ -158,6 +166,7 @@ Result<> book_and_apply(Invocation& inv) {
   // later ones only update the (already mounted) limit file in place.
   const bool mounted = !inv.args.cdi_device.empty() && bookings->size() > 1;
   auto done = [&]() -> Result<> {
+    if (auto r = check_cgroup_join(inv.cfg, *inv.state.pid, inv.key(), *bookings); !r) return r;
     if (auto r = set_driver_limits(inv, *bookings); !r) return r;
     if (!mounted)
       if (auto r = bound_state(inv); !r) return r;
