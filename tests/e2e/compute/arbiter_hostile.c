@@ -10,9 +10,13 @@
  *   arbiter_hostile flip SECONDS     flips each lease file between 0 bytes and its size (ftruncate)
  *   arbiter_hostile grow BYTES       writes each lease file's bytes up to BYTES (growing it)
  *   arbiter_hostile chmod MODE       chmod MODE (octal) on each lease file
+ *   arbiter_hostile lanes SECONDS    keeps moving its own slot's vtime 60 s of its time behind vclock
+ *                                    and every other active slot's 60 s of its time ahead, in each
+ *                                    lease file (issue 43 item 1: the queue's lanes)
  * Each prints one line of what it could do: "forge devices=N", "garbage rw=N refused=<name>:<errno>...",
  * "weights open=<errno> mmap=<errno> mprotect=<errno> chmod=<errno>" (0 where the attempt succeeded),
- * "flip files=N flips=F", "grow files=N size=S", "chmod files=N err=<errno>". */
+ * "flip files=N flips=F", "grow files=N size=S", "chmod files=N err=<errno>",
+ * "lanes devices=N". */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -46,13 +50,13 @@ static void* map(const char* path, size_t size, int writable) {
   return m == MAP_FAILED ? NULL : m;
 }
 
-/* Each "arbiter <uuid> <token>" line of the container's limit file: its lease file and slot. */
-static int forge(double seconds) {
+/* Each "arbiter <uuid> <token>" line of the container's limit file: its lease file (mapped
+ * read-write), slots file (read-only) and slot. Returns how many. */
+static unsigned own_slots(struct gpufrac_arbiter** lease, const struct gpufrac_arbiter_slots** slots, unsigned* slot) {
   FILE* f = fopen(GPUFRAC_CONTAINER_LIMITS, "r");
   char line[512], uuid[128], path[256];
   unsigned long long token;
-  struct gpufrac_arbiter* lease[MAX_FILES];
-  unsigned slot[MAX_FILES], n = 0;
+  unsigned n = 0;
   while (f != NULL && fgets(line, sizeof line, f) != NULL && n < MAX_FILES) {
     if (sscanf(line, "arbiter %127s %llx", uuid, &token) != 2) continue;
     snprintf(path, sizeof path, "%s/%s%s", GPUFRAC_CONTAINER_COMPUTE, uuid, GPUFRAC_ARBITER_SLOTS_SUFFIX);
@@ -60,8 +64,20 @@ static int forge(double seconds) {
     snprintf(path, sizeof path, "%s/%s", GPUFRAC_CONTAINER_COMPUTE, uuid);
     lease[n] = map(path, sizeof *lease[n], 1);
     for (unsigned i = 0; s != NULL && lease[n] != NULL && i < GPUFRAC_ARBITER_SLOTS; i++)
-      if (s->slots[i].token == token) slot[n++] = i;
+      if (s->slots[i].token == token) {
+        slots[n] = s;
+        slot[n++] = i;
+        break;
+      }
   }
+  if (f != NULL) fclose(f);
+  return n;
+}
+
+static int forge(double seconds) {
+  struct gpufrac_arbiter* lease[MAX_FILES];
+  const struct gpufrac_arbiter_slots* slots[MAX_FILES];
+  unsigned slot[MAX_FILES], n = own_slots(lease, slots, slot);
   printf("forge devices=%u\n", n);
   fflush(stdout);
   uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
@@ -206,6 +222,35 @@ static int chmod_leases(const char* mode) {
   return n == 0;
 }
 
+/* 60 s of a slot's own GPU time in virtual time (ns x 1000 / weight). */
+static uint64_t minute_of(const struct gpufrac_arbiter_slot* s) {
+  uint32_t w = s->weight_ppm == 0 ? 1 : s->weight_ppm;
+  return 60000000000ull * 1000u / w;
+}
+
+static int lanes(double seconds) {
+  struct gpufrac_arbiter* lease[MAX_FILES];
+  const struct gpufrac_arbiter_slots* slots[MAX_FILES];
+  unsigned slot[MAX_FILES], n = own_slots(lease, slots, slot);
+  printf("lanes devices=%u\n", n);
+  fflush(stdout);
+  uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+  while (now_ns() < end && n > 0) {
+    for (unsigned k = 0; k < n; k++) {
+      struct gpufrac_arbiter* a = lease[k];
+      uint64_t vclock = __atomic_load_n(&a->vclock, __ATOMIC_SEQ_CST);
+      for (unsigned i = 0; i < GPUFRAC_ARBITER_SLOTS; i++) {
+        const struct gpufrac_arbiter_slot* s = &slots[k]->slots[i];
+        if (s->state != GPUFRAC_ARBITER_ACTIVE) continue;
+        uint64_t vt = i == slot[k] ? vclock - minute_of(s) : vclock + minute_of(s);
+        __atomic_store_n(&a->lanes[i].vtime, vt, __ATOMIC_SEQ_CST);
+      }
+    }
+    usleep(500);
+  }
+  return n == 0;
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   double seconds = argc > 2 ? atof(argv[2]) : 0;
@@ -215,6 +260,7 @@ int main(int argc, char** argv) {
   if (strcmp(mode, "flip") == 0) return flip(seconds);
   if (strcmp(mode, "grow") == 0) return grow(argc > 2 ? atoll(argv[2]) : 0);
   if (strcmp(mode, "chmod") == 0 && argc > 2) return chmod_leases(argv[2]);
-  fprintf(stderr, "usage: arbiter_hostile forge|garbage|flip SECONDS | weights | grow BYTES | chmod MODE\n");
+  if (strcmp(mode, "lanes") == 0) return lanes(seconds);
+  fprintf(stderr, "usage: arbiter_hostile forge|garbage|flip|lanes SECONDS | weights | grow BYTES | chmod MODE\n");
   return 2;
 }
