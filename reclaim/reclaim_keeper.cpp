@@ -37,12 +37,7 @@ bool same_file(int fd, const std::string& path) {
 }
 
 [[noreturn]] void exec_keeper(std::vector<char*>& argv) {
-  ::setsid();
-  if (::fork() != 0) ::_exit(0);
-  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  for (int fd = 0; fd < 3 && null >= 0; ++fd) ::dup2(null, fd);
-  ::close_range(3, ~0u, 0);
-  if (::chdir("/") != 0) ::_exit(2);
+  detach_from_caller();
   ::execv(argv[0], argv.data());
   ::_exit(127);
 }

@@ -86,17 +86,20 @@ int run_reclaimer_locked(const Config& cfg, fs::UniqueFd lock) {
   return 0;
 }
 
-namespace {
-
-// The grandchild: a session of its own, stdio on /dev/null, no other descriptor (the caller's pipes
-// must see EOF at once).
-[[noreturn]] void detached(const Config& cfg) {
+void detach_from_caller() {
   ::setsid();
   if (::fork() != 0) ::_exit(0);
   const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   for (int fd = 0; fd < 3 && null >= 0; ++fd) ::dup2(null, fd);
   ::close_range(3, ~0u, 0);
   if (::chdir("/") != 0) ::_exit(2);
+}
+
+namespace {
+
+// The grandchild (detach_from_caller) runs the reclaimer.
+[[noreturn]] void detached(const Config& cfg) {
+  detach_from_caller();
   log::init(cfg.log, "gpufrac-reclaim");
   auto lock = take_lock(cfg);
   ::_exit(lock && *lock ? run_reclaimer_locked(cfg, std::move(*lock)) : 0);

@@ -33,6 +33,11 @@ Result<int> run_reclaimer_here(const Config& cfg);
 // one runs; true when it started one. Returns at once.
 Result<bool> start_detached_reclaimer(const Config& cfg);
 
+// In a forked child: forks again into a session of its own with stdio on /dev/null, no other
+// descriptor (the caller's pipes see EOF at once) and / as its directory. Returns in the grandchild;
+// the child exits.
+void detach_from_caller();
+
 // For gc: with a burst booking left, a reclaimer runs (started if none does); with none left and no
 // reclaimer running, its files (reclaims.json, reclaimer.lock) are removed. One line for the
 // report, or "" when there was nothing to do.
