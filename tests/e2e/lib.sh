@@ -16,6 +16,9 @@ e2e_tmp() {
 e2e_cleanup() {
   local rc=$?
   if declare -F e2e_on_exit >/dev/null; then e2e_on_exit || true; fi
+  # Mounts gpufrac made under the state directory (a GPU's arbiter tmpfs) and gc did not remove.
+  awk -v t="$E2E_TMP/" 'index($5, t) == 1 { print $5 }' /proc/self/mountinfo | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$E2E_TMP"
   exit $rc
 }
