@@ -1,8 +1,10 @@
 #include "state/compute_mount.hpp"
 
+#include <linux/capability.h>
 #include <linux/magic.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -33,6 +35,31 @@ bool is_tmpfs_mount(const std::string& dir) {
   return self.st_dev != parent.st_dev;
 }
 
+// Raises CAP_SYS_ADMIN in the effective set for its lifetime when it is permitted but not effective
+// (gpufrac-hook books with a narrowed effective set: hook/privileges.hpp), and lowers it again.
+class SysAdminRaised {
+ public:
+  SysAdminRaised() {
+    if (::syscall(SYS_capget, &head_, data_) != 0) return;
+    const __u32 bit = 1u << CAP_SYS_ADMIN;
+    if ((data_[0].permitted & bit) == 0 || (data_[0].effective & bit) != 0) return;
+    data_[0].effective |= bit;
+    raised_ = ::syscall(SYS_capset, &head_, data_) == 0;
+  }
+  ~SysAdminRaised() {
+    if (!raised_) return;
+    data_[0].effective &= ~(1u << CAP_SYS_ADMIN);
+    ::syscall(SYS_capset, &head_, data_);
+  }
+  SysAdminRaised(const SysAdminRaised&) = delete;
+  SysAdminRaised& operator=(const SysAdminRaised&) = delete;
+
+ private:
+  __user_cap_header_struct head_{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data_[_LINUX_CAPABILITY_U32S_3]{};
+  bool raised_ = false;
+};
+
 }  // namespace
 
 Result<> mount_compute_dir(const std::string& dir) {
@@ -41,6 +68,7 @@ Result<> mount_compute_dir(const std::string& dir) {
   std::filesystem::remove_all(dir, ec);
   if (ec) return internal_error("cannot remove " + dir + ": " + ec.message());
   if (::mkdir(dir.c_str(), 0755) != 0) return sys_error("cannot make " + dir);
+  SysAdminRaised admin;  // the mount only
   const std::string options =
       text::cat("size=", kComputeDirBytes >> 10, "k,nr_inodes=", kComputeDirInodes, ",mode=0755");
   if (::mount("gpufrac-compute", dir.c_str(), "tmpfs", kFlags, options.c_str()) != 0) {
