@@ -2,8 +2,8 @@
 # A tenant that grows its GPU's compute lease file as far as it can (issue 42 item 2), from a real runc
 # container booked through gpufrac-hook on the simulated GPU: the lease file lives on the GPU's own
 # tmpfs (<state-dir>/compute/<uuid>.d, state/compute_mount.hpp), so
-#   - its writes stop at that tmpfs's bound (2 MiB) and the state filesystem does not grow (on main the
-#     file grew to the 64 MiB asked, all of it on the state filesystem);
+#   - its writes stop at that tmpfs's bound (2 MiB) and the state filesystem (a 16 MiB tmpfs) does not
+#     grow (on main the file filled the state tmpfs, and a plain state directory took the 64 MiB asked);
 #   - a neighbour still starts on the same GPU (which repairs the file in place) and one on the other GPU;
 #   - once every share of the GPU is gone, gc removes its arbiter and unmounts the tmpfs.
 source "$(dirname "$0")/../lib.sh"
@@ -14,6 +14,9 @@ e2e_gpu_config a100-40gb-x2.yaml
 unset GPUFRAC_FAKE_CUDA_DEVICES # the injected driver knows the machine's GPUs
 read -r GPU0 GPU1 < <(jq -r '[.gpus[].uuid] | join(" ")' <<<"$("$GPUFRAC" info --json)")
 ST=$E2E_TMP/state
+# The state directory is itself a small tmpfs here (as on nodes where /run holds it): on main the
+# tenant filled it and the next booking was refused with ENOSPC.
+mount -t tmpfs -o size=16m,mode=0755 gpufrac-e2e-state "$ST" || fail "cannot mount a tmpfs on $ST"
 DIR0=$ST/compute/$GPU0.d
 HOSTILE=$GPUFRAC_BUILD_DIR/tests/compute/arbiter_hostile
 sim_gpu
