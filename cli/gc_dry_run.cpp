@@ -19,6 +19,7 @@
 #include "nvml/inventory_cache.hpp"
 #include "nvml/mig_made.hpp"
 #include "nvml/mps_daemon.hpp"
+#include "state/compute_slots.hpp"
 #include "state/container_state.hpp"
 
 namespace gpufrac::cli {
@@ -57,9 +58,8 @@ GcReport plan_ledger(const StatusReport& r, const Config& cfg) {
 std::vector<std::string> unbooked_compute_slots(const Config& cfg, const std::set<std::string>& kept) {
   std::vector<std::string> out;
   const auto now = static_cast<std::uint64_t>(std::time(nullptr));
-  std::error_code ec;
-  for (const auto& f : std::filesystem::directory_iterator(cfg.state_dir + "/compute", ec)) {
-    auto view = limits::read_arbiter(f.path());
+  for (const auto& path : compute_arbiters(cfg)) {
+    auto view = limits::read_arbiter(path);
     if (!view) continue;
     for (const auto& s : view->slots)
       if (!kept.contains(s.key) && now >= s.created_s + kComputeSlotMinAgeS) out.push_back(s.key);

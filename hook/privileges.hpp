@@ -25,7 +25,9 @@ inline constexpr cap_value_t kHookCapabilities[] = {
 // sets. A non-root hook (no CAP_SETPCAP) keeps what it has: it cannot mount anyway.
 Result<> restrict_bounding_set();
 // Sets the effective set to `keep` (a subset of what is permitted), leaving the permitted set as it
-// is, so a later phase can raise what it needs: the booking phase runs with almost nothing.
+// is, so a later phase can raise what it needs: the booking phase runs with almost nothing (the one
+// exception: mounting a GPU's compute arbiter tmpfs raises CAP_SYS_ADMIN for that mount alone,
+// state/compute_mount.hpp).
 Result<> set_effective(std::initializer_list<cap_value_t> keep);
 
 // The phases' effective sets: parsing input and booking only read (bundles, caches, and the

@@ -70,8 +70,12 @@ std::vector<EditMount> plan_state_mounts(const ContainerFiles& f) {
           {f.preload, "/etc/ld.so.preload", "bind", {"ro", "nosuid", "nodev", "noexec", "bind"}}};
 }
 
+std::string compute_arbiter_dir(const Config& cfg, const std::string& device_uuid) {
+  return cfg.state_dir + "/compute/" + device_uuid + ".d";
+}
+
 std::string compute_arbiter_path(const Config& cfg, const std::string& device_uuid) {
-  return cfg.state_dir + "/compute/" + device_uuid;
+  return compute_arbiter_dir(cfg, device_uuid) + "/" + device_uuid;
 }
 
 std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, const Config& cfg) {

@@ -24,9 +24,11 @@ struct ContainerFiles {
 };
 ContainerFiles container_files(const Config& cfg, const std::string& container_key);
 
-// The compute arbiter of a GPU (include/gpufrac/arbiter_abi.h): its lease file
-// <state-dir>/compute/<uuid> on the host, GPUFRAC_CONTAINER_COMPUTE/<uuid> in a container (the shim
+// The compute arbiter of a GPU (include/gpufrac/arbiter_abi.h): its directory
+// <state-dir>/compute/<uuid>.d on the host (a size-limited tmpfs of its own: state/compute_mount.hpp),
+// its lease file <dir>/<uuid> there, GPUFRAC_CONTAINER_COMPUTE/<uuid> in a container (the shim
 // finds it beside its region), and its slots file beside it (<uuid>.slots).
+std::string compute_arbiter_dir(const Config& cfg, const std::string& device_uuid);
 std::string compute_arbiter_path(const Config& cfg, const std::string& device_uuid);
 // The arbiter of each granted device with a compute share smaller than the whole GPU (0 < compute_ppm
 // < 1000000: a whole GPU is never arbitrated): the lease file bound read-write, the slots file

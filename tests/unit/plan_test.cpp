@@ -124,16 +124,16 @@ TEST_F(PlanTest, ComputeSharesMountTheirGpusArbiter) {
   auto e = plan_container_edits({a, b, c}, inv_, cfg_, "c1", false);
   ASSERT_TRUE(e) << e.error().message;
   ASSERT_EQ(e->mounts.size(), 7u) << "c has no compute share: no arbiter";
-  EXPECT_EQ(e->mounts[5], (EditMount{"/run/gpufrac-test/compute/" + inv_.gpus[0].uuid,
-                                     "/run/gpufrac/compute/" + inv_.gpus[0].uuid,
-                                     "bind",
-                                     {"nosuid", "nodev", "noexec", "bind"}}));
-  EXPECT_EQ(e->mounts[6], (EditMount{"/run/gpufrac-test/compute/" + inv_.gpus[0].uuid + ".slots",
+  const std::string host = "/run/gpufrac-test/compute/" + inv_.gpus[0].uuid + ".d/" + inv_.gpus[0].uuid;
+  EXPECT_EQ(
+      e->mounts[5],
+      (EditMount{host, "/run/gpufrac/compute/" + inv_.gpus[0].uuid, "bind", {"nosuid", "nodev", "noexec", "bind"}}));
+  EXPECT_EQ(e->mounts[6], (EditMount{host + ".slots",
                                      "/run/gpufrac/compute/" + inv_.gpus[0].uuid + ".slots",
                                      "bind",
                                      {"ro", "nosuid", "nodev", "noexec", "bind"}}))
       << "the host's decisions: read-only";
-  EXPECT_EQ(compute_arbiter_path(cfg_, "GPU-x"), "/run/gpufrac-test/compute/GPU-x");
+  EXPECT_EQ(compute_arbiter_path(cfg_, "GPU-x"), "/run/gpufrac-test/compute/GPU-x.d/GPU-x") << "on the GPU's own tmpfs";
   EXPECT_TRUE(plan_compute_mounts({c}, cfg_).empty());
   c.compute_ppm = 1000000;
   EXPECT_TRUE(plan_compute_mounts({c}, cfg_).empty()) << "a whole GPU is never arbitrated";

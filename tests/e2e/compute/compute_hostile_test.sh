@@ -32,7 +32,7 @@ pair() {
   start "$1-hostile"
 }
 # leases_of KEY_PREFIX: the leases charged so far to the slot whose key starts with KEY_PREFIX.
-leases_of() { "$ATOOL" show "$ST/compute/$GPU0" | sed -n "s/^slot [0-9]* key=$1[^ ]* .* leases=\([0-9]*\) .*/\1/p"; }
+leases_of() { "$ATOOL" show "$ST/compute/$GPU0.d/$GPU0" | sed -n "s/^slot [0-9]* key=$1[^ ]* .* leases=\([0-9]*\) .*/\1/p"; }
 # max_wait NAME: the victim's longest launch call (us).
 max_wait() { sed -n 's/^wait async max_us=\([0-9]*\)$/\1/p' "$E2E_TMP/$1.out"; }
 # released NAME: (both containers stopped and deleted) their bookings and slots gone.

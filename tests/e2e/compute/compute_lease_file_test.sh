@@ -5,7 +5,7 @@
 #   1. flips it between 0 bytes and its size for 8 s: `gpufrac status`, `metrics` and `gc` never die of
 #      a signal, and six neighbours start on the GPU (on main status died of SIGBUS about every
 #      other run, and neighbours' starts failed with "error running hook: signal: bus error");
-#   2. grows it to 16 MiB: status says so, the next booking shrinks it back in place with one log
+#   2. grows it to 1 MiB: status says so, the next booking shrinks it back in place with one log
 #      line, and once every container is gone gc removes the GPU's arbiter (on main the grown file
 #      stayed for good);
 #   3. chmods it 0600 while a neighbour's process under uid 1000 starts launching: that process says it
@@ -20,7 +20,7 @@ e2e_gpu_config a100-40gb-x2.yaml
 unset GPUFRAC_FAKE_CUDA_DEVICES # the injected driver knows the machine's GPUs
 read -r GPU0 _ < <(jq -r '[.gpus[].uuid] | join(" ")' <<<"$("$GPUFRAC" info --json)")
 ST=$E2E_TMP/state
-LEASE=$ST/compute/$GPU0
+LEASE=$ST/compute/$GPU0.d/$GPU0
 HOSTILE=$GPUFRAC_BUILD_DIR/tests/compute/arbiter_hostile
 sim_gpu
 chmod 666 "$SIMGPU" # the chmod victim runs under uid 1000
@@ -59,15 +59,15 @@ echo "flip: $(cat "$E2E_TMP/flip.out") | status: $(tampered_lines | tr '\n' ' ')
 "$GPUFRAC" gc >/dev/null
 assert_eq "$(ls "$ST/compute" | grep -c . || true)" 0 "flip: gc removed the arbiter of a GPU without shares"
 
-# 2. The lease file grown to 16 MiB.
-hostile grow "arbiter_hostile grow 16777216; sleep 60"
+# 2. The lease file grown to 1 MiB (within the bound of its tmpfs: compute_lease_bound_test.sh).
+hostile grow "arbiter_hostile grow 1048576; sleep 60"
 for _ in $(seq 50); do grep -q '^grow ' "$E2E_TMP/grow.out" && break; sleep 0.1; done
-assert_contains "$(cat "$E2E_TMP/grow.out")" "grow files=1 size=16777216" "the tenant grew GPU 0's lease file"
-assert_contains "$(tampered_lines)" "its lease file is 16777216 bytes (the host made 49408)" "grow: status says so"
+assert_contains "$(cat "$E2E_TMP/grow.out")" "grow files=1 size=1048576" "the tenant grew GPU 0's lease file"
+assert_contains "$(tampered_lines)" "its lease file is 1048576 bytes (the host made 49408)" "grow: status says so"
 hook_bundle grow-n "true" gpufrac.io/gpu=0 gpufrac.io/compute=10
 start grow-n
 assert_eq "$(stat -c %s "$LEASE")" 49408 "grow: the next booking shrank the lease file back"
-assert_eq "$(grep -c "compute arbiter $LEASE: its lease file is 16777216 bytes (the host made 49408); repaired in place" "$E2E_TMP/gpufrac.log")" 1 \
+assert_eq "$(grep -c "compute arbiter $LEASE: its lease file is 1048576 bytes (the host made 49408); repaired in place" "$E2E_TMP/gpufrac.log")" 1 \
   "grow: one log line"
 assert_contains "$(tampered_lines)" "the host repaired its lease file's size" "grow: status flags the repair"
 runc kill "$P-grow" KILL >/dev/null 2>&1 || true

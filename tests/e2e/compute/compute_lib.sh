@@ -34,10 +34,13 @@ assert_le() { awk -v v="$1" -v m="$2" 'BEGIN { exit !(v != "" && v + 0 <= m + 0)
 now_ns() { "$GPUTOOL" now; }
 ATOOL=$GPUFRAC_BUILD_DIR/tests/compute/arbiter_tool
 
+# lease_path STATE GPU: GPU's lease file: on the GPU's own tmpfs (<uuid>.d/<uuid>) where the host booked
+# it, else <uuid> (arbiter_tool's files, laid out as a container sees them).
+lease_path() { if [ -d "$1/compute/$2.d" ]; then echo "$1/compute/$2.d/$2"; else echo "$1/compute/$2"; fi; }
 # holder_pid STATE GPU: the holder of GPU's lease as the arbiter publishes it (its pid, 0: nobody).
-holder_pid() { "$ATOOL" holder "$1/compute/$2"; }
+holder_pid() { "$ATOOL" holder "$(lease_path "$1" "$2")"; }
 # slots STATE GPU: how many slots of GPU's arbiter are in use.
-slots() { "$ATOOL" show "$1/compute/$2" | grep -c '^slot' || true; }
+slots() { "$ATOOL" show "$(lease_path "$1" "$2")" | grep -c '^slot' || true; }
 
 # --- runc containers through gpufrac-hook (after ../containers.sh, with e2e_gpu_config) ---------
 # hook_bundle NAME CMD ANNOTATION...: a bundle $E2E_TMP/NAME with the hook (make_bundle) running CMD

@@ -52,7 +52,7 @@ sm_holds_none "$DAEMON" "$HELD"
 assert_eq "$(ledger '.version')" 7 "SM shares make the ledger version 7"
 assert_eq "$(ledger '.entries | length')" 0 "the booking is released at poststop"
 assert_eq "$(ledger '[.mps[].gpu]')" "[\"$GPU0\"]" "GPU 0 stays in MPS mode (idle) after it"
-test -e "$E2E_TMP/state/compute/$GPU0" && fail "an SM share got an arbiter"
+test -e "$E2E_TMP/state/compute/$GPU0.d" && fail "an SM share got an arbiter"
 
 # wait_for <file>: until a client in a container says it is connected (at most 30 s).
 wait_for() {
