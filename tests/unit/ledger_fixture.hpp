@@ -4,7 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mount.h>
+
 #include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "core/ledger/ledger.hpp"
 #include "core/request/request.hpp"
@@ -24,7 +29,16 @@ class LedgerTest : public ::testing::Test {
     testing::write_stat(proc_, 100, 'S', 5000);
     testing::write_stat(proc_, 200, 'S', 6000);
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
+  // Booking a compute share mounts its GPU's arbiter tmpfs under the state directory (as root):
+  // detach every mount under dir_ before removing it.
+  void TearDown() override {
+    std::ifstream mounts("/proc/self/mounts");
+    std::vector<std::string> under;
+    for (std::string dev, at, rest; mounts >> dev >> at && std::getline(mounts, rest);)
+      if (at.starts_with(dir_ + "/")) under.push_back(at);
+    for (auto it = under.rbegin(); it != under.rend(); ++it) ::umount2(it->c_str(), MNT_DETACH);
+    std::filesystem::remove_all(dir_);
+  }
 
   Ledger ledger() {
     LedgerOptions o;
