@@ -82,6 +82,8 @@ TEST_F(LeaseTest, HandsOverToTheRunnableSlotBehindIt) {
   __atomic_store_n(&lane(1).seen_ns, gf_now_ns(), __ATOMIC_SEQ_CST);  // b waits
   __atomic_store_n(&lane(1).vtime, lane(0).vtime, __ATOMIC_SEQ_CST);
   std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // b's heartbeat again: on a loaded machine the sleep may outlast runnable_us (10 ms).
+  __atomic_store_n(&lane(1).seen_ns, gf_now_ns(), __ATOMIC_SEQ_CST);
   int drained = 0;
   EXPECT_EQ(gf_lease_end(
                 &a, [](void* n) { ++*static_cast<int*>(n); }, &drained),
