@@ -80,11 +80,16 @@ STALE="the inventory cache $D/state/inventory.json no longer matches this node (
 run gpufrac info
 assert_eq "$RC" 0 "info reads the node itself"
 assert_contains "$OUT" "(simulated:$M/a100-40gb-x2.yaml)" "info shows the new machine"
-for cmd in status "metrics --once" "gc --dry-run"; do
+for cmd in status "metrics --once"; do
   run gpufrac $cmd
   assert_eq "$RC" 1 "$cmd refuses"
   assert_eq "$OUT" "gpufrac: $STALE" "$cmd says what changed"
 done
+# gc --dry-run plans where gc works: on the cached inventory, the stale line a warning first.
+run gpufrac gc --dry-run
+assert_eq "$RC" 0 "gc --dry-run plans on the cached inventory: $OUT"
+assert_eq "$(head -1 <<<"$OUT")" "gpufrac: warning: $STALE; planned on the cached inventory, as gc reclaims" \
+  "gc --dry-run says what changed, in one line"
 mkdir -p "$D/ctr2"
 cp "$D/ctr/config.json" "$D/ctr2/config.json"
 jq --arg root "$D/ctr/rootfs" '.root.path = $root | .process.args = ["sh", "-c", "cat /run/gpufrac/limits"]' \

@@ -51,7 +51,7 @@ refused "a tag that is not the version" \
   sed -i 's/newTag: .*/newTag: latest/' kustomize/overlays/runtimeclass/kustomization.yaml
 refused "placeholder" \
   "$ALL4: ConfigMap gpufrac-system/gpufrac-config: \$.data.config.yaml: placeholder '<install-dir>' left" \
-  sed -i 's|/usr/local/gpufrac/lib/|<install-dir>/lib/|' kustomize/base/configmap.yaml
+  sed -i 's|/usr/local/gpufrac/current/lib/|<install-dir>/lib/|' kustomize/base/configmap.yaml
 refused "image never set" \
   "kustomize/overlays/runtimeclass: DaemonSet gpufrac-system/gpufrac-node: \$.spec.template.spec.containers[0]: image 'gpufrac' has no tag: the overlay's \`images:\` did not set it" \
   sed -i '/^images:/,$d' kustomize/overlays/runtimeclass/kustomization.yaml
