@@ -26,6 +26,10 @@ IDS=()
 cleanup() {
   local id
   for id in "${IDS[@]}"; do runc delete -f "$id" >/dev/null 2>&1 || true; done
+  # The tmpfs gpufrac mounted under the demo's state directories (a GPU's compute arbiter, a
+  # container's own directory) that no gc removed.
+  awk -v t="$DEMO/" 'index($2, t) == 1 { print $2 }' /proc/self/mounts | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$DEMO"
 }
 trap cleanup EXIT
