@@ -49,6 +49,13 @@ def rebase(path):
     return path if path.startswith(REAL) else HOST + path
 
 
+def share_mount(path):
+    """Makes path a mount point of its own with shared propagation (a bind mount onto itself)."""
+    if subprocess.run(["mountpoint", "-q", path]).returncode != 0:
+        subprocess.run(["mount", "--bind", path, path], check=True)
+    subprocess.run(["mount", "--make-rshared", path], check=True)
+
+
 def podman_argv(ds, port):
     """`podman run` of the DaemonSet's one container."""
     pod = ds["spec"]["template"]["spec"]
@@ -72,7 +79,13 @@ def podman_argv(ds, port):
             with open(os.environ["PLUGIN_CONFIG"]) as src, open(os.path.join(source, "config.yaml"), "w") as dst:
                 dst.write(src.read())
         mounts.append(m["mountPath"])
-        argv += ["-v", "%s:%s%s" % (source, target, ":ro" if m.get("readOnly") else "")]
+        options = ["ro"] if m.get("readOnly") else []
+        if m.get("mountPropagation") == "Bidirectional":
+            # As the kubelet needs: the host directory a shared mount, so that what the plugin mounts
+            # under it (a container's own tmpfs, a GPU's arbiter) reaches the host.
+            share_mount(source)
+            options.append("rshared")
+        argv += ["-v", "%s:%s%s" % (source, target, ":" + ",".join(options) if options else "")]
     # The service account, where the kubelet mounts it.
     sa = os.path.join(TMP, "serviceaccount")
     argv += ["-v", sa + ":/var/run/secrets/kubernetes.io/serviceaccount:ro",
