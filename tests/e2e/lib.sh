@@ -23,9 +23,11 @@ e2e_cleanup() {
 
 # Detaches what is still mounted under $E2E_TMP, deepest first: the tmpfs of a container directory
 # (docs/architecture.md "Host state") whose container the test left undeleted.
+# e2e_unmount_tmp [DIR]: detaches every mount under DIR (default $E2E_TMP), e.g. the tmpfs gpufrac
+# mounts under a state directory (a GPU's compute arbiter, a container's own directory).
 e2e_unmount_tmp() {
   local m
-  for m in $(awk -v t="$E2E_TMP/" 'index($2, t) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+  for m in $(awk -v t="${1:-$E2E_TMP}/" 'index($2, t) == 1 { print $2 }' /proc/self/mounts | sort -r); do
     umount -l "$m" 2>/dev/null || true
   done
 }
