@@ -95,6 +95,16 @@ Result<Carried> carried() {
   return c;
 }
 
+// The bytes to install from f: its interpreter, if it names one, set to <vdir><f.interp> (the
+// absolute host path of the installed loader).
+Result<std::string> install_content(const SourceFileSpec& f, const std::string& vdir) {
+  auto content = fs::read_file(f.from, kMaxBinary);
+  if (!content) return std::unexpected(content.error().wrap("while reading the file to install"));
+  if (!f.interp.empty())
+    if (auto r = set_program_interpreter(*content, vdir + f.interp); !r) return std::unexpected(r.error().wrap(f.from));
+  return content;
+}
+
 // Switches <install-dir>/current to the version: a new link renamed over the old one.
 Result<bool> switch_current(const HostFiles& host, const std::string& version) {
   const std::string link = host.at(host.install_dir() + "/current");
@@ -140,16 +150,17 @@ Result<bool> install_version(const HostFiles& host, Manifest& m, const std::stri
                              const std::vector<SourceFileSpec>& files) {
   if (version.empty() || version.find('/') != std::string::npos || version.starts_with("."))
     return user_error("version " + text::quote(version) + ": not a directory name");
-  if (auto r = host.make_dirs(m, host.install_dir()); !r) return std::unexpected(r.error());
-  bool changed = false;
+  const std::string vdir = text::cat(host.install_dir(), "/", version, "/");
+  bool changed = false, made = false;
   for (const auto& f : files) {
-    auto content = fs::read_file(f.from, kMaxBinary);
-    if (!content) return std::unexpected(content.error().wrap("while reading the file to install"));
-    const std::string to = text::cat(host.install_dir(), "/", version, "/", f.to);
-    if (!f.interp.empty()) {
-      const std::string loader = text::cat(host.install_dir(), "/", version, "/", f.interp);
-      if (auto r = set_program_interpreter(*content, loader); !r) return std::unexpected(r.error().wrap(f.from));
+    auto content = install_content(f, vdir);
+    if (!content) return std::unexpected(content.error());
+    // After the first file is ready (the CLI, whose interpreter may not fit): a refusal creates nothing.
+    if (!made) {
+      if (auto r = host.make_dirs(m, host.install_dir()); !r) return std::unexpected(r.error());
+      made = true;
     }
+    const std::string to = vdir + f.to;
     if (auto r = fs::make_dirs(fs::dirname(host.at(to)), 0755); !r) return std::unexpected(r.error());
     struct stat st {};
     if (::stat(host.at(to).c_str(), &st) == 0 && (st.st_mode & 07777) == f.mode &&

@@ -104,6 +104,12 @@ printf '%s\n' "state-dir: /run/gpufrac" "nvml: {backend: nvml}" "log: {target: s
 inroot "$N" GPUFRAC_CONFIG=/nvml.yaml GPUFRAC_FAKE_NVML_MACHINE=/machine.yaml -- "$INST/bin/gpufrac" info
 assert_eq "$RC" 0 "gpufrac info through the driver's NVML in the root without a libc: $OUT"
 assert_eq "$(head -n 1 <<<"$OUT")" "Driver 550.54.15  (nvml:libnvidia-ml.so.1)" "info read the GPU through NVML"
+# An install dir whose loader path does not fit in the CLI's interpreter is refused, naming the room.
+LONG=/opt/$(printf 'd%.0s' $(seq 230))
+run "$GPUFRAC" node setup --host-root "$N" --install-dir "$LONG" --config "$E2E_TMP/node.yaml" --runtime none
+assert_eq "$RC" 1 "a too long install dir: $OUT"
+assert_contains "$OUT" "the program has room for 255; use a shorter --install-dir" "a too long install dir: $OUT"
+assert_eq "$([ -e "$N$LONG" ] && echo yes || echo no)" no "a refused install dir is not created"
 run "$GPUFRAC" node teardown --host-root "$N"
 assert_eq "$RC" 0 "teardown of the root without a libc: $OUT"
 
