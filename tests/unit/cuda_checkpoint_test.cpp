@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace gpufrac::nvml {
@@ -66,11 +67,15 @@ class CudaCheckpointTest : public ::testing::Test {
  protected:
   // The pages of the fake's checkpoint channel live beside the fake NVML state (one per run).
   static void SetUpTestSuite() {
-    static char dir[] = "/tmp/gpufrac-ckpt-test.XXXXXX";
-    ASSERT_NE(::mkdtemp(dir), nullptr);
-    ::setenv("GPUFRAC_FAKE_NVML_STATE", (std::string(dir) + "/nvml.json").c_str(), 1);
+    ASSERT_NE(::mkdtemp(dir_), nullptr);
+    ::setenv("GPUFRAC_FAKE_NVML_STATE", (std::string(dir_) + "/nvml.json").c_str(), 1);
     ::setenv("GPUFRAC_FAKE_CUDA_COST", "0", 1);
   }
+  static void TearDownTestSuite() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  static inline char dir_[] = "/tmp/gpufrac-ckpt-test.XXXXXX";
   static CheckpointDriver driver() {
     auto d = CheckpointDriver::open(GPUFRAC_FAKE_CUDA);
     EXPECT_TRUE(d.has_value()) << d.error().message;

@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
       check(line + 12);
     } else if (strncmp(line, "busy ", 5) == 0) {
       char kernel[64];
-      snprintf(kernel, sizeof kernel, "sleep_%sms", line + 5);
+      snprintf(kernel, sizeof kernel, "sleep_%.40sms", line + 5);
       launch(kernel);
       printf("launched\n");
       fflush(stdout);
