@@ -135,9 +135,9 @@ extern "C" {
 /* Slot owner word: pid in bits 63..40, process start time (clock ticks since boot, field 22 of
  * /proc/<pid>/stat) in bits 39..2, state in bits 1..0. 0 means free. */
 #define GPUFRAC_SLOT_FREE 0u
-#define GPUFRAC_SLOT_OWNED 1u      /* alive while its pid has its start time (a shim without locks) */
+#define GPUFRAC_SLOT_OWNED 1u /* alive while its pid has its start time (a shim without locks) */
 #define GPUFRAC_SLOT_RECLAIMING 2u
-#define GPUFRAC_SLOT_LOCKED 3u     /* alive while its lock byte is locked (below): any PID namespace */
+#define GPUFRAC_SLOT_LOCKED 3u /* alive while its lock byte is locked (below): any PID namespace */
 
 /* A slot's lock byte: the first byte of its owner word in the region file. The shim holds an OFD
  * write lock (fcntl F_OFD_SETLK) on it through a descriptor of its own for as long as it owns the

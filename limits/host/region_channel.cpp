@@ -19,8 +19,8 @@ Result<> store(int fd, const std::string& path, std::size_t offset, T value) {
 
 }  // namespace
 
-Result<> read_region_reading(int fd, const std::string& path, unsigned device, gpufrac_region& buf,
-                             RegionReading& out, const std::string& proc_root) {
+Result<> read_region_reading(int fd, const std::string& path, unsigned device, gpufrac_region& buf, RegionReading& out,
+                             const std::string& proc_root) {
   out = RegionReading{};
   if (auto r = read_region_head(fd, path, buf); !r) return r;
   auto valid = check_region_header(buf, path);

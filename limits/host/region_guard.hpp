@@ -31,7 +31,6 @@ struct DeadSlot {
 // byte, taken through fd (the region open read-write): a slot whose byte is held (a live owner, a
 // new claimer, a reclaiming process) is left. The number reclaimed, or nullopt when the mapping
 // faulted.
-std::optional<unsigned> reclaim_guarded(gpufrac_region* r, const std::vector<DeadSlot>& dead, std::uint64_t me,
-                                        int fd);
+std::optional<unsigned> reclaim_guarded(gpufrac_region* r, const std::vector<DeadSlot>& dead, std::uint64_t me, int fd);
 
 }  // namespace gpufrac::limits

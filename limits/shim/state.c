@@ -19,8 +19,8 @@ static int g_mode;  /* 0 until loaded; then enum gf_mode */
 static int g_state; /* 0 not loaded, 1 loading, 2 loaded */
 static struct gpufrac_slot* g_slot;
 static int g_lock_fd = -1; /* this process's own descriptor of the region: its slot's lock (gf_lock.h) */
-static uint64_t g_self; /* gpufrac_owner(pid, start, 0); 0 until known */
-static int g_proc_ok;   /* /proc/self/stat was readable: the thorough check can be trusted */
+static uint64_t g_self;    /* gpufrac_owner(pid, start, 0); 0 until known */
+static int g_proc_ok;      /* /proc/self/stat was readable: the thorough check can be trusted */
 static int g_log_config, g_log_slot;
 static pthread_mutex_t g_claim_mu = PTHREAD_MUTEX_INITIALIZER;
 static char g_text[GF_LIMIT_FILE_MAX + 1];
