@@ -40,7 +40,8 @@ wait
 echo "killed=$killed"
 shim_probe meminfo fill cuMemAlloc_v2 1073741824
 shim_probe alloc cuMemAlloc_v2 1073741824 fork cuMemAlloc_v2 1073741824 meminfo
-shim_probe alloc cuMemAlloc_v2 4294967296 hold &
+exec 3<&0 # a background job's stdin is /dev/null unless redirected
+shim_probe alloc cuMemAlloc_v2 4294967296 hold <&3 &
 echo "holder $!"
 wait
 echo "holder gone"
@@ -81,10 +82,10 @@ assert_contains "$OUT" "live=1 " "one live process for the host"
 run "$GPUFRAC" gc --json
 assert_eq "$(jq -r '.dead_slots_reclaimed' <<<"$OUT")" 0 "gc leaves the live holder's slot alone"
 
-holder=$(runc ps "$P" -f json | jq -r '.[]' | while read -r pid; do
+holder=$(runc ps -f json "$P" | jq -r '.[]' | while read -r pid; do
   tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "4294967296 hold" && echo "$pid"
 done)
-[ -n "$holder" ] || fail "no holder process among $(runc ps "$P" -f json)"
+[ -n "$holder" ] || fail "no holder process among $(runc ps -f json "$P")"
 kill -KILL "$holder"
 for _ in $(seq 100); do grep -q "^holder gone" "$E2E_TMP/out.log" && break; sleep 0.1; done
 run "$GPUFRAC" status --json
