@@ -4,7 +4,7 @@
 # the processes judge their slots by the slots' locks (docs/architecture.md "Process identity across
 # PID namespaces"). Inside: the limit is exact; 40 processes SIGKILLed mid-allocation give their
 # memory back at once to the next process (the whole limit, first try); a forked child's slot is its
-# own. From the host: status shows exactly what a live process holds, gc leaves its slot alone, the
+# own, and a child that outlives its parent keeps nothing of the parent's alive. From the host: status shows exactly what a live process holds, gc leaves its slot alone, the
 # same process SIGKILLed from the host is dead for status at once and gc reclaims its slot, and a
 # forged owner word (a LOCKED word naming a live process, as a tenant could write it) counts for
 # no one and is reclaimed by the container's next process.
@@ -40,6 +40,8 @@ wait
 echo "killed=$killed"
 shim_probe meminfo fill cuMemAlloc_v2 1073741824
 shim_probe alloc cuMemAlloc_v2 1073741824 fork cuMemAlloc_v2 1073741824 meminfo
+shim_probe alloc cuMemAlloc_v2 2147483648 outlive 3
+shim_probe meminfo
 exec 3<&0 # a background job's stdin is /dev/null unless redirected
 shim_probe alloc cuMemAlloc_v2 4294967296 hold <&3 &
 echo "holder $!"
@@ -71,6 +73,9 @@ assert_eq "$(grep -c "^fill cuMemAlloc_v2 each=$GIB ok=9 rc=2" "$E2E_TMP/out.log
 assert_contains "$(log)" "child alloc cuMemAlloc_v2 $GIB rc=0
 fork child-exit=0
 meminfo free=$((L - GIB)) total=$L rc=0" "a forked child's slot is its own: dead with the child"
+assert_contains "$(log)" "alloc cuMemAlloc_v2 2147483648 rc=0
+outlive child=started
+meminfo free=$L total=$L rc=0" "a child that outlives its parent does not keep the parent's slot alive"
 assert_contains "$(log)" "alloc cuMemAlloc_v2 4294967296 rc=0" "the holder holds 4 GiB"
 
 REGION=$(ls "$E2E_TMP"/state/containers/"$P"*/usage)
@@ -103,7 +108,7 @@ assert_contains "$OUT" "used=0 stale=$((16 * GIB))" "forged slots count for no o
 touch "$E2E_TMP/b/rootfs/tmp/go"
 for _ in $(seq 100); do [ "$(runc state "$P" 2>/dev/null | jq -r .status)" = stopped ] && break; sleep 0.1; done
 echo "--- container"; log
-assert_eq "$(grep -c "^meminfo free=$L total=$L rc=0" "$E2E_TMP/out.log")" 2 \
+assert_eq "$(grep -c "^meminfo free=$L total=$L rc=0" "$E2E_TMP/out.log")" 3 \
   "the container's next process finds the whole limit free: the forged slots reclaimed"
 assert_eq "$(tail -1 "$E2E_TMP/out.log")" "fill cuMemAlloc_v2 each=$GIB ok=9 rc=2" "and gets it"
 exec 3>&-

@@ -8,6 +8,8 @@
  *   totalmem DEV      cuDeviceTotalMem_v2
  *   noctx API SIZE    the allocation from a thread that has no context; noctx-meminfo likewise
  *   fork API SIZE     a forked child allocates SIZE (and exits holding it); the parent waits
+ *   outlive SECONDS   a forked child that allocates nothing sleeps SECONDS; the parent goes on (and
+ *                     may exit first: the child must not keep its slot alive)
  *   doublefree API SIZE  allocate, free twice
  *   churn API SIZE N  allocate and free N times: "churn API refused=R"
  *   loop API SIZE     allocate and free forever (for kill tests)
@@ -277,6 +279,16 @@ static void op_fork(int api, uint64_t size) {
   printf("fork child-exit=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
+static void op_outlive(unsigned seconds) {
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    sleep(seconds);
+    _exit(0);
+  }
+  printf("outlive child=%s\n", pid > 0 ? "started" : "failed");
+}
+
 static void op_doublefree(int api, uint64_t size) {
   uint64_t key;
   CUresult a = do_alloc(api, size, &key);
@@ -364,6 +376,8 @@ int main(int argc, char** argv) {
       op_churn(api_of(argv[i + 1]), num(argv[i + 2]), num(argv[i + 3])), i += 3;
     else if (strcmp(op, "loop") == 0 && two)
       op_loop(api_of(argv[i + 1]), num(argv[i + 2]));
+    else if (strcmp(op, "outlive") == 0 && i + 1 < argc)
+      op_outlive((unsigned)num(argv[++i]));
     else if (strcmp(op, "gate") == 0 && i + 1 < argc)
       op_gate(argv[++i]);
     else if (strcmp(op, "totalmem") == 0 && i + 1 < argc) {
