@@ -143,6 +143,22 @@ Result<std::unique_ptr<httplib::ClientImpl>> make_client(const ServerUrl& url, c
   return cli;
 }
 
+ConnectionPool::ConnectionPool() = default;
+ConnectionPool::~ConnectionPool() = default;
+
+std::unique_ptr<httplib::ClientImpl> ConnectionPool::take() {
+  std::lock_guard lock(mutex_);
+  if (idle_.empty()) return nullptr;
+  auto client = std::move(idle_.back());
+  idle_.pop_back();
+  return client;
+}
+
+void ConnectionPool::give_back(std::unique_ptr<httplib::ClientImpl> client) {
+  std::lock_guard lock(mutex_);
+  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(client));
+}
+
 void reset_call_state() {
   t_verify_error = X509_V_OK;
   ERR_clear_error();
