@@ -137,6 +137,7 @@ Result<std::unique_ptr<httplib::ClientImpl>> make_client(const ServerUrl& url, c
   } else {
     cli = std::make_unique<httplib::ClientImpl>(url.host, url.port);
   }
+  cli->set_tcp_nodelay(true);  // as Go's net/http: a request's body never waits for an ACK
   cli->set_connection_timeout(c.timeout_s);
   cli->set_read_timeout(c.timeout_s);
   cli->set_write_timeout(c.timeout_s);
