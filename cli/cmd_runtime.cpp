@@ -112,7 +112,8 @@ nlohmann::json plan_json(const Plan& plan, Engine engine, bool dry_run, const st
           {"dry_run", dry_run},
           {"changed", changed},
           {"files", std::move(files)},
-          {"reload", changed ? plan.reload : ""}};
+          {"reload", changed ? plan.reload : ""},
+          {"warnings", plan.warnings}};
 }
 
 int report_dry_run(const Plan& plan, Engine engine, bool json) {
@@ -144,6 +145,7 @@ int run_configure(Context& ctx, const ConfigureArgs& a) {
   const std::string gpufrac_config = named_config(ctx);
   auto plan = make_plan(*engine, a, gpufrac_config);
   if (!plan) return ctx.fail(plan.error().wrap(std::string("runtime configure ") + to_string(*engine)));
+  for (const auto& w : plan->warnings) note("warning: " + w + "\n");
   if (a.dry_run) return report_dry_run(*plan, *engine, a.json);
   auto written = apply_plan(*plan);
   if (!written) return ctx.fail(written.error());

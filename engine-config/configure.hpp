@@ -53,8 +53,9 @@ struct FileChange {
 };
 
 struct Plan {
-  std::vector<FileChange> files;  // in writing order
-  std::string reload;             // how the engine picks the change up
+  std::vector<FileChange> files;      // in writing order
+  std::string reload;                 // how the engine picks the change up
+  std::vector<std::string> warnings;  // one line each: what the plan cannot do and what to do instead
 };
 
 // gpufrac_config: gpufrac's config file when it is not the default one; dockerd then passes it as

@@ -32,6 +32,18 @@ std::string without_block(const std::string& text) {
   return text.substr(0, from) + text.substr(end);
 }
 
+// The line saying that the rendered config leaves CDI off (containerd 1.7 defaults enable_cdi to
+// false, 2.x to true), or "" when it is on.
+std::string cdi_off_warning(const SourceFile& rendered, int version, const detail::CriSection& cri) {
+  const bool on = cri.enable_cdi.value_or(version >= 3);
+  if (on) return "";
+  const std::string plugin = toml::key_path_text(detail::cri_path(version));
+  return text::cat(rendered.path, ": CDI is off (enable_cdi is ", cri.enable_cdi ? "false" : "unset", " under [",
+                   plugin, "]", version < 3 ? ", containerd 1.7's default" : "",
+                   "): the gpufrac handler works, CDI devices and gpufrac-dra do not; set enable_cdi = true there ",
+                   "in a config.toml.tmpl that copies k3s's base template, or run a k3s (or RKE2) with containerd 2.x");
+}
+
 }  // namespace
 
 std::string k3s_rendered_config(bool rke2) {
@@ -79,6 +91,7 @@ Result<Plan> plan_k3s(const SourceFile& rendered, const SourceFile& tmpl, const 
   Plan plan;
   plan.files.push_back({tmpl.path, tmpl.text, std::move(after)});
   plan.reload = "restart k3s (or RKE2) to render it: systemctl restart k3s";
+  if (auto w = cdi_off_warning(rendered, *version, *cri); !w.empty()) plan.warnings.push_back(std::move(w));
   return plan;
 }
 

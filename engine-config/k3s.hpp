@@ -6,8 +6,9 @@
 // (replaced on the next run, removed by restoring the file). The tables follow the rendered
 // config's version (2: containerd 1.7, plugin io.containerd.grpc.v1.cri; 3: 2.x,
 // io.containerd.cri.v1.runtime), never another one, and copy runc's options from it (SystemdCgroup).
-// CDI: k3s's base template configures it (on by default with containerd 2.x); it is not repeated,
-// since a key set twice in one file is a TOML error.
+// CDI: k3s's base template defines the CRI plugin's table (CDI on by default with containerd 2.x,
+// off with 1.7 unless the base sets enable_cdi); it is not repeated, since a table defined twice in
+// one file is a TOML error. A rendered config with CDI off gives a warning (Plan::warnings).
 #pragma once
 
 #include <string>

@@ -106,7 +106,7 @@ Result<> keep_running(const NodeArgs& a) {
   std::printf("node: stopping%s\n", a.teardown_on_exit ? " (teardown)" : "");
   std::fflush(stdout);
   if (!a.teardown_on_exit) return {};
-  report() = Report{"node teardown", {}, false};
+  report() = Report{.command = "node teardown"};
   if (auto r = node_teardown(a); !r) return r;
   report().print(false, "", "node teardown: nothing to undo");
   return {};

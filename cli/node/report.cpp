@@ -14,11 +14,8 @@ Report& report() {
 void Report::print(bool json, const std::string& version, const std::string& quiet_line) const {
   std::string out;
   if (json) {
-    out = nlohmann::json{{"command", command},
-                         {"version", version},
-                         {"actions", actions},
-                         {"changed", !actions.empty()},
-                         {"restart_pending", restart_pending}}
+    out = nlohmann::json{{"command", command},   {"version", version},          {"actions", actions},
+                         {"warnings", warnings}, {"changed", !actions.empty()}, {"restart_pending", restart_pending}}
               .dump(2) +
           "\n";
   } else {
@@ -27,6 +24,7 @@ void Report::print(bool json, const std::string& version, const std::string& qui
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
+  for (const auto& w : warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
 }
 
 }  // namespace gpufrac::cli::node

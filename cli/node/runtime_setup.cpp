@@ -149,9 +149,8 @@ const char* to_string(Runtime r) {
   return "?";
 }
 
-Result<std::vector<ec::FileChange>> plan_runtime(const HostFiles& host, Runtime runtime,
-                                                 const std::string& runtime_config, const std::string& binary,
-                                                 const std::vector<std::string>& cdi) {
+Result<ec::Plan> plan_runtime(const HostFiles& host, Runtime runtime, const std::string& runtime_config,
+                              const std::string& binary, const std::vector<std::string>& cdi) {
   Result<ec::Plan> plan = ec::Plan{};
   switch (runtime) {
     case Runtime::containerd:
@@ -174,7 +173,7 @@ Result<std::vector<ec::FileChange>> plan_runtime(const HostFiles& host, Runtime 
       break;
   }
   if (!plan) return std::unexpected(plan.error().wrap(std::string("while configuring ") + to_string(runtime)));
-  return plan->files;
+  return plan;
 }
 
 Result<> restart_runtime(const HostFiles& host, Runtime runtime, Restart mode) {

@@ -28,10 +28,9 @@ std::optional<Restart> restart_from(const std::string& name);
 const char* to_string(Runtime r);
 
 // The files to write (host paths; each with its current and wanted content).
-Result<std::vector<engine_config::FileChange>> plan_runtime(const HostFiles& host, Runtime runtime,
-                                                            const std::string& runtime_config,
-                                                            const std::string& runtime_binary,
-                                                            const std::vector<std::string>& cdi_spec_dirs);
+Result<engine_config::Plan> plan_runtime(const HostFiles& host, Runtime runtime, const std::string& runtime_config,
+                                         const std::string& runtime_binary,
+                                         const std::vector<std::string>& cdi_spec_dirs);
 
 // Restarts (systemd: `systemctl restart` of the runtime's active unit; signal: SIGHUP to the process
 // serving the runtime's socket, found through SO_PEERCRED). `none` does nothing.

@@ -53,10 +53,11 @@ std::string ready_text(const std::string& version, bool pending, Runtime r) {
 
 Result<bool> write_runtime_files(const HostFiles& host, Manifest& m, const NodeArgs& a, const Installed& in,
                                  const std::vector<std::string>& cdi) {
-  auto changes = plan_runtime(host, *runtime_from(a.runtime), a.runtime_config, in.runtime, cdi);
-  if (!changes) return std::unexpected(changes.error());
+  auto plan = plan_runtime(host, *runtime_from(a.runtime), a.runtime_config, in.runtime, cdi);
+  if (!plan) return std::unexpected(plan.error());
+  for (const auto& w : plan->warnings) report().warn(w);
   bool changed = false;
-  for (const auto& f : *changes) {
+  for (const auto& f : plan->files) {
     auto wrote = host.put(m, f.path, f.after);
     if (!wrote) return std::unexpected(wrote.error());
     if (*wrote) report().add(std::string(f.before ? "updated " : "wrote ") + f.path);

@@ -1,10 +1,10 @@
 #!/bin/bash
 # `gpufrac node setup` / `node teardown` on fake host roots (tests/fixtures/node-setup: containerd
-# config v2 and v3, a rendered k3s config, CRI-O): the installed files and their modes, the runtime
-# config as expected, the ready file; a second run changes no byte and restarts nothing; teardown
-# leaves the root byte-identical. Restarts: --restart signal sends SIGHUP to the process serving
-# the runtime's socket, only when the config changed; --restart systemd runs `systemctl restart`
-# on the host (chroot). Then a containerd of the test's own loads the config setup wrote, and a
+# config v2 and v3, rendered k3s (v3) and RKE2 (v2) configs, CRI-O): the installed files and their
+# modes, the runtime config as expected, the ready file; a second run changes no byte and restarts
+# nothing; teardown leaves the root byte-identical. Restarts: --restart signal sends SIGHUP to the
+# process serving the runtime's socket, only when the config changed; --restart systemd runs
+# `systemctl restart` on the host (chroot). Then a containerd of the test's own loads the config setup wrote, and a
 # container run through the installed handler's binary gets its share.
 # The same command runs inside the image (GPUFRAC_BIN_DIR=/usr/bin).
 source "$(dirname "$0")/lib.sh"
@@ -127,6 +127,17 @@ rm "$r/systemctl.log"
 teardown "$r" --runtime k3s --restart none
 assert_eq "$RC" 0 "k3s: teardown: $OUT"
 assert_eq "$(snapshot "$r")" "$(snapshot "$E2E_TMP/k3s-seed")" "k3s: teardown left the root as it was"
+
+# 3b. RKE2 with containerd 1.7 (rendered version 2, CDI unset): version-2 tables in config.toml.tmpl,
+# and a warning that CDI is off (the base template defines the CRI table; setup cannot add to it).
+round rke2-v2 --runtime rke2 --restart none
+T=$ROOT/var/lib/rancher/rke2/agent/etc/containerd/config.toml.tmpl
+assert_contains "$(cat "$T")" '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.gpufrac]' "rke2: version 2 tables"
+assert_not_contains "$(cat "$T")" "enable_cdi" "rke2: the CRI table is the base template's, not repeated"
+assert_contains "$OUT" "warning: /var/lib/rancher/rke2/agent/etc/containerd/config.toml: CDI is off (enable_cdi is unset" \
+  "rke2: setup says CDI is off"
+assert_contains "$OUT" "CDI devices and gpufrac-dra do not" "rke2: and what that costs"
+finish_round rke2-v2 --runtime rke2 --restart none
 
 # 4. CRI-O: a drop-in in crio.conf.d; restarted by SIGHUP to the process serving its socket.
 round crio --runtime crio --restart none

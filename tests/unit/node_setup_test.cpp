@@ -117,6 +117,39 @@ TEST(NodeK3s, RenderedConfigMissingOrOfAnotherVersion) {
             "/r/config.toml:1: version \"1\" is not supported; k3s renders version 2 (containerd 1.7) or 3 (2.x)");
 }
 
+constexpr const char* kRenderedV2 =
+    "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  sandbox_image = \"p\"\n"
+    "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc]\n  runtime_type = \"io.containerd.runc.v2\"\n";
+
+TEST(NodeK3s, CdiOffInTheRenderedConfigIsAWarning) {
+  auto v2 = plan_k3s({"/r/config.toml", kRenderedV2}, {"/r/config.toml.tmpl", std::nullopt}, "/b");
+  ASSERT_TRUE(v2) << v2.error().message;
+  ASSERT_EQ(v2->warnings.size(), 1u);
+  EXPECT_EQ(v2->warnings[0],
+            "/r/config.toml: CDI is off (enable_cdi is unset under [plugins.\"io.containerd.grpc.v1.cri\"], "
+            "containerd 1.7's default): the gpufrac handler works, CDI devices and gpufrac-dra do not; set "
+            "enable_cdi = true there in a config.toml.tmpl that copies k3s's base template, or run a k3s (or RKE2) "
+            "with containerd 2.x");
+  EXPECT_EQ(v2->files[0].after.find("enable_cdi"), std::string::npos) << "the base's table is not repeated";
+  auto v2_on =
+      plan_k3s({"/r/config.toml", "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\"]\n  enable_cdi = true\n"},
+               {"/r/config.toml.tmpl", std::nullopt}, "/b");
+  ASSERT_TRUE(v2_on) << v2_on.error().message;
+  EXPECT_TRUE(v2_on->warnings.empty());
+  auto v3 = plan_k3s({"/r/config.toml", kRenderedV3}, {"/r/config-v3.toml.tmpl", std::nullopt}, "/b");
+  ASSERT_TRUE(v3);
+  EXPECT_TRUE(v3->warnings.empty()) << "containerd 2.x turns CDI on by default";
+  auto v3_off =
+      plan_k3s({"/r/config.toml", "version = 3\n[plugins.\"io.containerd.cri.v1.runtime\"]\n  enable_cdi = false\n"},
+               {"/r/config-v3.toml.tmpl", std::nullopt}, "/b");
+  ASSERT_TRUE(v3_off);
+  ASSERT_EQ(v3_off->warnings.size(), 1u);
+  EXPECT_TRUE(
+      v3_off->warnings[0].starts_with("/r/config.toml: CDI is off (enable_cdi is false under "
+                                      "[plugins.\"io.containerd.cri.v1.runtime\"]): "))
+      << v3_off->warnings[0];
+}
+
 TEST(NodeHostConfig, PathsOfTheInstalledFilesReplaceTheSources) {
   const cli::node::Installed in = cli::node::installed_paths("/opt/gpufrac");
   const std::string src =
