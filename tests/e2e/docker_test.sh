@@ -9,7 +9,8 @@
 #   status` listing the four, CUDA stopping at the limit inside one (docker exec), `docker rm -f`
 #   releasing each share, `docker run --rm` leaving nothing; no request: nothing booked; a label
 #   or a misspelt variable instead of a request: a warning in gpufrac's log, nothing booked;
-#   `-e GPUFRAC_GPUS=2` on a two-GPU node: both GPUs, two half shares fill them, a third refused.
+#   `-e GPUFRAC_GPUS=2` on a two-GPU node: both GPUs, two half shares fill them, a third refused;
+#   without --pid=host: refused, and on a node with require-host-pid: false a share that works.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/containers.sh"
 source "$(dirname "$0")/wrapper.sh"
@@ -142,6 +143,15 @@ share_run --rm -e GPUFRAC_FRACTION=1.5 "$IMG" true
 assert_eq "$RC" 125 "malformed request refused"
 assert_contains "$OUT" 'gpufrac: GPUFRAC_FRACTION: "1.5" is out of range' "the message names the variable"
 assert_eq "$(ledger_count)" 0 "refusals booked nothing"
+
+# 8b. Without --pid=host on a node that allows it (require-host-pid: false; the same config file,
+# rewritten): the container has its own PID namespace, CUDA stops at its limit, --rm releases it.
+e2e_gpu_config a100-40gb-x1.yaml "require-host-pid: false"
+run docker_ run --rm --runtime gpufrac -e GPUFRAC_FRACTION=0.25 "$IMG" sh -c 'echo "init is $$"; '"$CUDA_CHECK"
+assert_eq "$RC" 0 "a share without --pid=host where the node allows it: $OUT"
+assert_contains "$OUT" "init is 1" "the container has its own PID namespace"
+expect_cuda "docker run without --pid=host"
+assert_eq "$(ledger_count)" 0 "--rm released it"
 
 # 9. Several GPUs by environment (GPUFRAC_GPUS) on a two-GPU node (the same config file, rewritten):
 # both GPUs' nodes and limits; two half shares on both GPUs fill them and a third is refused; three
