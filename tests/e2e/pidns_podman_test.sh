@@ -29,17 +29,11 @@ PODMAN_HOOKS_DIR=$E2E_TMP/hooks.d
 make_rootfs "$E2E_TMP/rootfs"
 add_glibc "$E2E_TMP/rootfs"
 add_program "$E2E_TMP/rootfs" "$PROBE"
+cp "$(dirname "$0")/kill_mid_alloc.sh" "$E2E_TMP/rootfs/kill_mid_alloc.sh"
 cat >"$E2E_TMP/rootfs/script.sh" <<'EOF'
 echo "pid namespace: init is $$"
 shim_probe fill cuMemAlloc_v2 1073741824
-killed=0
-while [ $killed -lt 30 ]; do
-  shim_probe loop cuMemAlloc_v2 $(((RANDOM % 8 + 1) * 1048576)) >/dev/null 2>&1 &
-  sleep "0.0$((RANDOM % 30))"
-  kill -9 $! && killed=$((killed + 1))
-done
-wait
-echo "killed=$killed"
+sh /kill_mid_alloc.sh 30
 shim_probe meminfo fill cuMemAlloc_v2 1073741824
 mkfifo /tmp/hold && exec 3<>/tmp/hold # the holder reads it until the host kills it: no EOF
 shim_probe alloc cuMemAlloc_v2 4294967296 hold <&3

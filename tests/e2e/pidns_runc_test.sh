@@ -28,16 +28,7 @@ GIB=1073741824 L=10626269184
 cat >"$E2E_TMP/script.sh" <<'EOF'
 echo "pid namespace: init is $$"
 shim_probe fill cuMemAlloc_v2 1073741824
-set -- cuMemAlloc_v2 cuMemAllocAsync cuMemCreate cuArrayCreate_v2 cuMemAllocFromPoolAsync cuMemAllocManaged
-killed=0
-while [ $killed -lt 40 ]; do
-  eval api=\${$((RANDOM % 6 + 1))}
-  shim_probe loop "$api" $(((RANDOM % 8 + 1) * 1048576)) >/dev/null 2>&1 &
-  sleep "0.0$((RANDOM % 30))"
-  kill -9 $! && killed=$((killed + 1))
-done
-wait
-echo "killed=$killed"
+sh /kill_mid_alloc.sh 40
 shim_probe meminfo fill cuMemAlloc_v2 1073741824
 shim_probe alloc cuMemAlloc_v2 1073741824 fork cuMemAlloc_v2 1073741824 meminfo
 shim_probe alloc cuMemAlloc_v2 2147483648 outlive 3
@@ -54,6 +45,7 @@ make_bundle "$E2E_TMP/b" '. /script.sh' gpufrac.io/fraction=0.25
 add_program "$E2E_TMP/b/rootfs" "$PROBE"
 add_glibc "$E2E_TMP/b/rootfs"
 cp "$E2E_TMP/script.sh" "$E2E_TMP/b/rootfs/script.sh"
+cp "$(dirname "$0")/kill_mid_alloc.sh" "$E2E_TMP/b/rootfs/kill_mid_alloc.sh"
 jq --arg dev "$GPU=42505273344" '.process.env += ["GPUFRAC_FAKE_CUDA_DEVICES=" + $dev]
   | .linux.namespaces += [{"type": "pid"}]' "$E2E_TMP/b/config.json" >"$E2E_TMP/c.json" &&
   mv "$E2E_TMP/c.json" "$E2E_TMP/b/config.json"
