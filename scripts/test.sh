@@ -11,7 +11,8 @@
 #   lintian     scripts/check-package.sh contents: lintian (no errors), control fields, file list
 #   install     apt-get install ./gpufrac_*.deb and checks of the installed files
 #   e2e-installed  the end-to-end tests again, against the installed programs and shim (not the compute
-#               accuracy measurements, label accuracy: the same shim file, measured once), and the
+#               accuracy measurements, label accuracy, nor the arbiter's attack and lease-file tests,
+#               label once: the same shim file, run once), and the
 #               image's: scripts/build-image.sh of the package (a Debian base from Debian's repository)
 #   remove      apt-get remove (only conffiles stay), then purge (nothing stays)
 #   sanitize    scripts/build-sanitized.sh: clang-19 ASan + UBSan (+ libFuzzer coverage) build of the
@@ -87,12 +88,13 @@ build_package() {
   GPUFRAC_PREBUILT=$BUILD_DIR ./packaging/build-deb.sh "$DEB_DIR"
 }
 deb() { ls "$DEB_DIR"/gpufrac_*.deb; }
-# The compute shares' accuracy measurements (label accuracy, some 4 minutes) run once, in the ctest
-# stage: the installed shim is the same file, and e2e.compute_shim checks its gate installed.
+# The compute shares' accuracy measurements (label accuracy, some 4 minutes) and the arbiter's attack
+# and lease-file tests (label once, some 80 s, serial) run once, in the ctest stage: the installed
+# shim is the same file, and e2e.compute_shim checks its gate installed.
 # The image tests (label image) run here only: the image is built from the package just made.
 e2e_installed() {
   GPUFRAC_DEB=$(cd "$(dirname "$(deb)")" && pwd)/$(basename "$(deb)") GPUFRAC_BIN_DIR=/usr/bin \
-    GPUFRAC_SHIM_DIR=/usr/lib/$MULTIARCH/gpufrac run_ctest "$BUILD_DIR" -L e2e -LE accuracy
+    GPUFRAC_SHIM_DIR=/usr/lib/$MULTIARCH/gpufrac run_ctest "$BUILD_DIR" -L e2e -LE "accuracy|once"
 }
 sanitize() {
   ASAN_BUILD_DIR=$ASAN_BUILD_DIR ./scripts/build-sanitized.sh
