@@ -41,7 +41,7 @@ const char* to_string(Enforcement e) {
 }
 
 const char* to_string(BurstReclaim r) {
-  return r == BurstReclaim::refuse ? "refuse" : "kill";
+  return r == BurstReclaim::refuse ? "refuse" : r == BurstReclaim::swap ? "swap" : "kill";
 }
 
 const char* to_string(UnknownNames u) {
@@ -185,14 +185,15 @@ Result<> parse_log(const Located& n, LogConfig& out) {
   return {};
 }
 
-// burst: {reclaim: kill|refuse, context-allowance: AMOUNT}.
+// burst: {reclaim: kill|refuse|swap, context-allowance: AMOUNT, cuda-library: PATH}.
 Result<> parse_burst(const Located& burst, BurstConfig& out) {
-  if (auto r = yaml::check_keys(burst, {"reclaim", "context-allowance"}); !r) return r;
+  if (auto r = yaml::check_keys(burst, {"reclaim", "context-allowance", "cuda-library"}); !r) return r;
   if (burst.node["reclaim"]) {
-    auto v = yaml::as_choice(burst.child("reclaim"), {"kill", "refuse"});
+    auto v = yaml::as_choice(burst.child("reclaim"), {"kill", "refuse", "swap"});
     if (!v) return std::unexpected(v.error());
-    out.reclaim = *v == "refuse" ? BurstReclaim::refuse : BurstReclaim::kill;
+    out.reclaim = *v == "refuse" ? BurstReclaim::refuse : *v == "swap" ? BurstReclaim::swap : BurstReclaim::kill;
   }
+  if (burst.node["cuda-library"]) GPUFRAC_TRY_ASSIGN(out.cuda_library, yaml::as_string(burst.child("cuda-library")));
   if (!burst.node["context-allowance"]) return {};
   auto text = yaml::as_string(burst.child("context-allowance"));
   if (!text) return std::unexpected(text.error());

@@ -1,0 +1,71 @@
+// burst.reclaim: swap's files (reclaim/swap_state.hpp, reclaim/reclaim_log.hpp): a share's swap
+// state in its container directory read back as written, and the swap counters and events of the
+// reclaim log kept across a save and a load (a log written before swap reads as none).
+#include <gtest/gtest.h>
+
+#include "core/fs.hpp"
+#include "core/plan/plan.hpp"
+#include "reclaim/reclaim_log.hpp"
+#include "reclaim/swap_state.hpp"
+#include "scratch_dir.hpp"
+
+namespace gpufrac::reclaim {
+namespace {
+
+TEST(SwapState, ReadBackAsWrittenInTheContainersDirectory) {
+  Config cfg;
+  cfg.state_dir = test::scratch_dir("gpufrac-swap-state");
+  ASSERT_TRUE(fs::make_dirs(container_files(cfg, "ctr").dir, 0755));
+  auto none = load_swap_state(cfg, "ctr");
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
+  const SwapState st{"GPU-1", "ctr", "owner", SwapPhase::swapped, 1700000000, {{41, 7, 3u << 20}, {42, 8, 1u << 20}}};
+  ASSERT_TRUE(save_swap_state(cfg, "ctr", st));
+  EXPECT_EQ(swap_state_path(cfg, "ctr"), cfg.state_dir + "/containers/ctr/swap");
+  auto back = load_swap_state(cfg, "ctr");
+  ASSERT_TRUE(back && *back);
+  EXPECT_EQ(**back, st);
+  EXPECT_EQ((*back)->bytes(), 4u << 20);
+  remove_swap_state(cfg, "ctr");
+  EXPECT_FALSE(fs::exists(swap_state_path(cfg, "ctr")));
+  ASSERT_TRUE(fs::write_file_atomic(swap_state_path(cfg, "ctr"), "{\"gpu\": 1}\n"));
+  auto bad = load_swap_state(cfg, "ctr");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("/containers/ctr/swap: not a swap state ("), std::string::npos)
+      << bad.error().message;
+}
+
+TEST(SwapState, TheLogCountsSwapsAndKeepsWhySwapWasNotUsed) {
+  const std::string path = test::scratch_dir("gpufrac-swap-log") + "/reclaims.json";
+  ReclaimLog log;
+  ReclaimEvent out{1, "GPU-1", "a", 41, 5u << 20, "b"};
+  out.action = "swapped out";
+  record_swap(log, out, "ka");
+  ReclaimEvent in{2, "GPU-1", "a", 41, 5u << 20, ""};
+  in.action = "swapped in";
+  record_swap(log, in, "ka");
+  ReclaimEvent stop{3, "GPU-1", "c", 43, 1u << 20, "b"};
+  stop.reason = "an MPS share (the driver cannot checkpoint MPS clients)";
+  record_stop(log, stop, "kc");
+  EXPECT_EQ(log.swap_outs.at("ka"), 1u);
+  EXPECT_EQ(log.swap_ins.at("ka"), 1u);
+  EXPECT_EQ(log.swap_out_bytes.at("ka"), 5u << 20);
+  EXPECT_EQ(log.swap_in_bytes.at("ka"), 5u << 20);
+  EXPECT_EQ(log.gpu_swap_outs.at("GPU-1"), 1u);
+  EXPECT_EQ(log.stopped.at("GPU-1"), 1u);
+  ASSERT_TRUE(save_reclaim_log(path, log));
+  auto back = load_reclaim_log(path);
+  ASSERT_TRUE(back) << back.error().message;
+  EXPECT_EQ(*back, log);
+  ASSERT_TRUE(fs::write_file_atomic(path,
+                                    "{\"events\": [{\"time\": 1, \"gpu\": \"G\", \"victim\": \"a\", \"pid\": 4, "
+                                    "\"bytes\": 5, \"owner\": \"b\"}], \"stopped\": {}, \"refused\": {}, "
+                                    "\"share_stopped\": {}, \"flags\": {}}\n"));
+  auto old = load_reclaim_log(path);
+  ASSERT_TRUE(old) << old.error().message;
+  EXPECT_EQ(old->events.at(0).action, "stopped");
+  EXPECT_TRUE(old->swap_outs.empty());
+}
+
+}  // namespace
+}  // namespace gpufrac::reclaim
