@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "core/fault.hpp"
 #include "core/log.hpp"
 #include "core/process.hpp"
 #include "core/text.hpp"
@@ -72,6 +73,7 @@ bool Reclaimer::swap_out(const std::string& gpu, const std::vector<ShareSite>& s
     remove_swap_state(cfg_, site.key);
     return false;
   }
+  fault::point("swap-after-lock");
   std::vector<SwappedProcess> done;
   for (const auto& p : locked) {
     if (auto r = ckpt_->checkpoint(static_cast<int>(p.pid)); r) {
@@ -82,6 +84,7 @@ bool Reclaimer::swap_out(const std::string& gpu, const std::vector<ShareSite>& s
       kill_one(gpu, site, a.cgroups[v], {p.pid, p.bytes}, owner, r.error().message);
     }
   }
+  fault::point("swap-after-checkpoint");
   st.processes = done;
   st.phase = SwapPhase::swapped;
   if (done.empty()) {
@@ -147,7 +150,9 @@ bool Reclaimer::restore_share(const std::string& gpu, const ShareSite& site, Swa
   std::vector<SwappedProcess> left;
   for (const auto& p : st.processes) {
     const int pid = static_cast<int>(p.pid);
+    fault::point("swap-before-restore");
     auto r = ckpt_->restore(pid);
+    if (r) fault::point("swap-after-restore");
     if (r) r = ckpt_->unlock(pid);
     if (r) {
       log::warn(text::cat("reclaim: swapped in process ", p.pid, " of ", site.id, " (", text::format_bytes(p.bytes),
