@@ -1,11 +1,13 @@
 // burst.reclaim: swap's files (reclaim/swap_state.hpp, reclaim/reclaim_log.hpp): a share's swap
 // state in its container directory read back as written, and the swap counters and events of the
-// reclaim log kept across a save and a load (a log written before swap reads as none).
+// reclaim log kept across a save and a load (a log written before swap reads as none), and the
+// shares whose processes are MPS clients (never swapped).
 #include <gtest/gtest.h>
 
 #include "core/fs.hpp"
 #include "core/plan/plan.hpp"
 #include "reclaim/reclaim_log.hpp"
+#include "reclaim/reclaim_shares.hpp"
 #include "reclaim/swap_state.hpp"
 #include "scratch_dir.hpp"
 
@@ -65,6 +67,34 @@ TEST(SwapState, TheLogCountsSwapsAndKeepsWhySwapWasNotUsed) {
   ASSERT_TRUE(old) << old.error().message;
   EXPECT_EQ(old->events.at(0).action, "stopped");
   EXPECT_TRUE(old->swap_outs.empty());
+}
+
+// Swap falls back to kill for an MPS client: an SM share, or any share of a GPU in MPS mode.
+TEST(SwapState, SharesOfAnMpsGpuAreMarked) {
+  Config cfg;
+  cfg.state_dir = test::scratch_dir("gpufrac-swap-mps");
+  auto entry = [](const std::string& id, const std::string& gpu, std::uint64_t limit, ComputeMode mode) {
+    LedgerEntry e;
+    e.container_id = id;
+    e.gpu_uuid = e.device_uuid = gpu;
+    e.bytes = 10;
+    e.limit_bytes = limit;
+    e.compute_mode = mode;
+    e.pid = 1;
+    return e;
+  };
+  LedgerState state;
+  state.entries = {entry("a", "GPU-1", 30, ComputeMode::fair), entry("b", "GPU-1", 0, ComputeMode::sm),
+                   entry("c", "GPU-2", 30, ComputeMode::fair), entry("d", "GPU-2", 0, ComputeMode::fair)};
+  auto sites = burst_sites(state, cfg);
+  ASSERT_EQ(sites.size(), 2u);
+  EXPECT_FALSE(sites["GPU-1"][0].mps);
+  EXPECT_TRUE(sites["GPU-1"][1].mps);
+  EXPECT_FALSE(sites["GPU-2"][0].mps);
+  state.mps.push_back({"GPU-2", 0});
+  sites = burst_sites(state, cfg);
+  EXPECT_TRUE(sites["GPU-2"][0].mps);
+  EXPECT_TRUE(sites["GPU-2"][1].mps);
 }
 
 }  // namespace

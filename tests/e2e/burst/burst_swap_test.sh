@@ -7,6 +7,7 @@
 #     driver says CHECKPOINTED, it holds nothing on the GPU), status shows SWAPPED with its bytes,
 #     the metrics count the swap-out; a CUDA call of A's waits; once B is gone A is swapped in, its
 #     call returns with every byte intact, and A exits normally;
+#  1b. A deleted while swapped out: its booking released, no swap state left;
 #  2. a driver without the checkpoint API: A's process is stopped, and the log and status say why
 #     swap was not used, in one line.
 source "$(dirname "$0")/../lib.sh"
@@ -85,6 +86,23 @@ agent "$P-a" x
 assert_eq "$REPLY" bye "A exits normally"
 agent_stop "$P-a"
 assert_eq "$(jq '.entries | length' "$E2E_TMP/state/ledger.json")" 0 "both released"
+stop_reclaimer
+
+# 1b. A container deleted while it is swapped out: its booking released, no swap state left.
+agent_start "$P-a1" "$E2E_TMP/a"
+A_PID=${REPLY#ready }
+agent "$P-a1" "w 16"
+agent_fill "$P-a1" 1024 24
+agent_start "$P-b1" "$E2E_TMP/b"
+agent_fill "$P-b1" 1024 20
+assert_eq "$OKS:$(swap_state "$A_PID")" "20:CHECKPOINTED" "A is swapped out again"
+agent_stop "$P-a1"
+assert_eq "$(jq -c '[.entries[].container_id]' "$E2E_TMP/state/ledger.json")" "[\"$P-b1\"]" "A's booking is released"
+assert_eq "$(swap_state "$A_PID")" CUDA_ERROR_NOT_INITIALIZED "A's process is gone"
+assert_eq "$(ls "$E2E_TMP/state/containers/"*/swap 2>/dev/null || true)" "" "no swap state is left"
+run "$GPUFRAC" status --json
+assert_eq "$(jq -c '[.devices[0].shares[] | select(.swapped != null)] | length' <<<"$OUT")" 0 "status: nothing swapped"
+agent_stop "$P-b1"
 stop_reclaimer
 
 # 2. A driver without the checkpoint API: kill, with the reason in one line.
