@@ -15,6 +15,7 @@
 #include "core/process.hpp"
 #include "core/text.hpp"
 #include "reclaim/reclaimer.hpp"
+#include "reclaim/swap_budget.hpp"
 
 namespace gpufrac::reclaim {
 
@@ -30,7 +31,7 @@ std::int64_t now() {
 
 }  // namespace
 
-std::string Reclaimer::swap_blocker(const ShareSite& s, std::uint64_t /*bytes*/) {
+std::string Reclaimer::swap_blocker(const ShareSite& s, const SwapState* st) {
   if (s.mps) return "an MPS share (the driver cannot checkpoint MPS clients)";
   if (!ckpt_tried_) {
     ckpt_tried_ = true;
@@ -42,7 +43,14 @@ std::string Reclaimer::swap_blocker(const ShareSite& s, std::uint64_t /*bytes*/)
                 "; borrowers are stopped instead, as under burst.reclaim: kill");
     }
   }
-  return ckpt_ ? std::string() : ckpt_why_;
+  if (!ckpt_) return ckpt_why_;
+  if (st == nullptr) return "";
+  std::optional<std::uint64_t> room;
+  for (const auto& p : st->processes)
+    if (auto r = cgroup_room(cfg_.proc_root, cfg_.cgroup_root, p.pid)) room = std::min(room.value_or(*r), *r);
+  std::uint64_t swapped = 0;
+  for (const auto& [key, other] : swapped_) swapped += other.bytes();
+  return swap_room_problem(st->bytes(), room, cfg_.swap.host_memory, swapped);
 }
 
 bool Reclaimer::swap_out(const std::string& gpu, const std::vector<ShareSite>& sites, const Attribution& a,
@@ -53,7 +61,7 @@ bool Reclaimer::swap_out(const std::string& gpu, const std::vector<ShareSite>& s
     if (auto stat = read_proc_stat(cfg_.proc_root, p.pid); stat && in_cgroups(cfg_.proc_root, p.pid, a.cgroups[v]))
       st.processes.push_back({p.pid, stat->start_time, p.bytes});
   if (st.processes.empty()) return false;  // gone meanwhile: the caller decides again
-  if (why = swap_blocker(site, st.bytes()); !why.empty()) return false;
+  if (why = swap_blocker(site, &st); !why.empty()) return false;
   if (auto w = save_swap_state(cfg_, site.key, st); !w) {
     why = "its swap state cannot be written: " + w.error().message;
     return false;
@@ -191,7 +199,7 @@ void Reclaimer::recover_swaps(const std::vector<ShareSite>& sites) {
       continue;
     }
     SwapState st = std::move(**loaded);
-    if (auto why = swap_blocker(site, 0); !why.empty() && !ckpt_) {
+    if (auto why = swap_blocker(site, nullptr); !why.empty() && !ckpt_) {
       log::error("reclaim: " + site.id + " was swapped out, and swap cannot be used now: " + why);
       continue;
     }

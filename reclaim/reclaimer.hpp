@@ -78,9 +78,10 @@ class Reclaimer {
   bool kill_one(const std::string& gpu, const ShareSite& victim, const std::vector<std::string>& cgroups,
                 const GpuProcessMemory& p, const std::string& owner, const std::string& reason);
 
-  // burst.reclaim: swap (reclaim_swap.cpp). Why the share cannot be swapped ("" when it can): the
-  // driver has no checkpoint API, an MPS share, not enough host memory for `bytes`.
-  std::string swap_blocker(const ShareSite& s, std::uint64_t bytes);
+  // burst.reclaim: swap (reclaim_swap.cpp). Why the share cannot be swapped ("" when it can): an
+  // MPS share, the driver has no checkpoint API, the processes' memory cgroup or the node's
+  // swap.host-memory has no room for their bytes (`st`: the processes; none: only the driver).
+  std::string swap_blocker(const ShareSite& s, const SwapState* st);
   // Locks, then checkpoints every process of the victim on the GPU; false, with `why`, when swap
   // could not be used and nothing of the victim's was stopped.
   bool swap_out(const std::string& gpu, const std::vector<ShareSite>& sites, const Attribution& a, std::size_t victim,

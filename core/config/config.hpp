@@ -103,6 +103,12 @@ struct BurstConfig {
   std::string cuda_library = "libcuda.so.1";
 };
 
+// Swap (docs/architecture.md "Swap"): the node-wide budget of host memory that swapped-out GPU
+// memory may take (bytes; 0: none but each container's memory cgroup).
+struct SwapConfig {
+  std::uint64_t host_memory = 0;
+};
+
 // The driver's user space in containers (docs/architecture.md "The driver's user space").
 struct DriverConfig {
   // auto: inject unless the container already carries NVIDIA's edits; always; never.
@@ -133,6 +139,7 @@ struct Config {
   CdiConfig cdi;
   DriverConfig driver;
   BurstConfig burst;
+  SwapConfig swap;
 
   // Derived state paths.
   std::string ledger_path() const { return state_dir + "/ledger.json"; }

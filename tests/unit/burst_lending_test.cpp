@@ -104,6 +104,15 @@ TEST(BurstConfigTest, TheBurstSection) {
   EXPECT_STREQ(to_string(swap->burst.reclaim), "swap");
   EXPECT_EQ(swap->burst.cuda_library, "/opt/libcuda.so.1");
   EXPECT_EQ(d->burst.cuda_library, "libcuda.so.1");
+  EXPECT_EQ(d->swap.host_memory, 0u);
+  auto budget = load_config_string("swap: {host-memory: 64Gi}\n", "c.yaml");
+  ASSERT_TRUE(budget) << budget.error().message;
+  EXPECT_EQ(budget->swap.host_memory, 64ull << 30);
+  auto no_budget = load_config_string("swap: {host-memory: lots}\n", "c.yaml");
+  ASSERT_FALSE(no_budget);
+  EXPECT_EQ(no_budget.error().message,
+            "c.yaml:1: swap.host-memory: \"lots\" is not a memory quantity; use an integer of MiB or a number with "
+            "suffix Ki, Mi, Gi, Ti, k, M, G or T, e.g. 4Gi");
   auto typo = load_config_string("burst: {reclam: kill}\n", "c.yaml");
   ASSERT_FALSE(typo);
   EXPECT_EQ(typo.error().message,

@@ -8,6 +8,7 @@
 #include "core/plan/plan.hpp"
 #include "reclaim/reclaim_log.hpp"
 #include "reclaim/reclaim_shares.hpp"
+#include "reclaim/swap_budget.hpp"
 #include "reclaim/swap_state.hpp"
 #include "scratch_dir.hpp"
 
@@ -95,6 +96,36 @@ TEST(SwapState, SharesOfAnMpsGpuAreMarked) {
   sites = burst_sites(state, cfg);
   EXPECT_TRUE(sites["GPU-2"][0].mps);
   EXPECT_TRUE(sites["GPU-2"][1].mps);
+}
+
+// Host memory: a swap needs room in the processes' memory cgroup (v2 or a hybrid host's v1) and
+// within the node's budget.
+TEST(SwapState, TheCgroupsRoomAndTheNodesBudget) {
+  const std::string root = test::scratch_dir("gpufrac-swap-room");
+  const std::string proc = root + "/proc", cg = root + "/cg";
+  auto put = [](const std::string& path, const std::string& text) {
+    ASSERT_TRUE(fs::make_dirs(path.substr(0, path.rfind('/')), 0755));
+    ASSERT_TRUE(fs::write_file_atomic(path, text));
+  };
+  put(proc + "/10/cgroup", "0::/pod/a\n");
+  put(cg + "/pod/a/memory.max", "8589934592\n");
+  put(cg + "/pod/a/memory.current", "1073741824\n");
+  EXPECT_EQ(cgroup_room(proc, cg, 10), 7ull << 30);
+  put(proc + "/11/cgroup", "4:memory:/ctr/b\n0::/\n");
+  put(cg + "/memory/ctr/b/memory.limit_in_bytes", "2147483648\n");
+  put(cg + "/memory/ctr/b/memory.usage_in_bytes", "536870912\n");
+  EXPECT_EQ(cgroup_room(proc, cg, 11), 3ull << 29);
+  put(proc + "/12/cgroup", "0::/free\n");
+  put(cg + "/free/memory.max", "max\n");
+  EXPECT_EQ(cgroup_room(proc, cg, 12), std::nullopt);
+  EXPECT_EQ(cgroup_room(proc, cg, 13), std::nullopt) << "no such process";
+  EXPECT_EQ(swap_room_problem(5ull << 30, 7ull << 30, 0, 0), "");
+  EXPECT_EQ(swap_room_problem(8ull << 30, 7ull << 30, 0, 0),
+            "its memory cgroup has 7.0 GiB of room and the swap needs 8.0 GiB of host memory (a checkpoint is "
+            "charged to the process's cgroup)");
+  EXPECT_EQ(swap_room_problem(8ull << 30, std::nullopt, 10ull << 30, 4ull << 30),
+            "the node's swap budget (swap.host-memory: 10.0 GiB) has 6.0 GiB left and the swap needs 8.0 GiB");
+  EXPECT_EQ(swap_room_problem(6ull << 30, std::nullopt, 10ull << 30, 4ull << 30), "");
 }
 
 }  // namespace

@@ -9,7 +9,8 @@
 #     call returns with every byte intact, and A exits normally;
 #  1b. A deleted while swapped out: its booking released, no swap state left;
 #  2. a driver without the checkpoint API: A's process is stopped, and the log and status say why
-#     swap was not used, in one line.
+#     swap was not used, in one line;
+#  3. the same when the node's swap budget (swap.host-memory) has no room for A's bytes.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../containers.sh"
 source "$(dirname "$0")/burst_lib.sh"
@@ -125,5 +126,23 @@ run "$GPUFRAC" status --json
 assert_eq "$(jq -r '.reclaims.events[-1].reason' <<<"$OUT")" "$WHY" "status --json: the reason"
 agent_stop "$P-a2"
 agent_stop "$P-b2"
+stop_reclaimer
+
+# 3. The node's swap budget (swap.host-memory) too small for A's bytes: kill, with the reason.
+burst_line "$GPUFRAC_FAKES_DIR/libcuda.so.1"
+echo "swap: {host-memory: 1Gi}" >>"$GPUFRAC_CONFIG"
+agent_start "$P-a3" "$E2E_TMP/a"
+A_PID=${REPLY#ready }
+wait_reclaimer
+agent_fill "$P-a3" 1024 25
+agent_start "$P-b3" "$E2E_TMP/b"
+agent_fill "$P-b3" 1024 20
+assert_eq "$OKS" 20 "B gets its whole request"
+agent_gone "$P-a3" || fail "A's process is stopped: the swap does not fit the node's budget"
+assert_contains "$(grep "stopped process $A_PID" "$E2E_TMP/gpufrac.log")" \
+  "; swap not used: the node's swap budget (swap.host-memory: 1.0 GiB) has 1.0 GiB left and the swap needs 25.0 GiB" \
+  "the log says why"
+agent_stop "$P-a3"
+agent_stop "$P-b3"
 stop_reclaimer
 finish
