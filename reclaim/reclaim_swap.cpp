@@ -29,6 +29,21 @@ std::int64_t now() {
   return static_cast<std::int64_t>(::time(nullptr));
 }
 
+// Locks every process; on a failure unlocks those it locked and says why ("" when all are locked).
+std::string lock_all(const nvml::CheckpointDriver& d, const std::vector<SwappedProcess>& procs) {
+  std::size_t locked = 0;
+  std::string why;
+  for (; locked < procs.size(); ++locked)
+    if (auto r = d.lock(static_cast<int>(procs[locked].pid), kLockTimeout); !r) {
+      why = r.error().message;
+      break;
+    }
+  if (why.empty()) return why;
+  for (std::size_t i = 0; i < locked; ++i)
+    if (auto u = d.unlock(static_cast<int>(procs[i].pid)); !u) log::error("reclaim: " + u.error().message);
+  return why;
+}
+
 }  // namespace
 
 std::string Reclaimer::swap_blocker(const ShareSite& s, const SwapState* st) {
@@ -66,31 +81,17 @@ bool Reclaimer::swap_out(const std::string& gpu, const std::vector<ShareSite>& s
     why = "its swap state cannot be written: " + w.error().message;
     return false;
   }
-  std::vector<SwappedProcess> locked;
-  for (const auto& p : st.processes) {
-    auto r = ckpt_->lock(static_cast<int>(p.pid), kLockTimeout);
-    if (!r) {
-      why = r.error().message;
-      break;
-    }
-    locked.push_back(p);
-  }
-  if (locked.size() != st.processes.size()) {  // nothing stays locked: the caller stops one instead
-    for (const auto& p : locked)
-      if (auto u = ckpt_->unlock(static_cast<int>(p.pid)); !u) log::error("reclaim: " + u.error().message);
+  if (why = lock_all(*ckpt_, st.processes); !why.empty()) {  // nothing stays locked: the caller stops one
     remove_swap_state(cfg_, site.key);
     return false;
   }
   fault::point("swap-after-lock");
   std::vector<SwappedProcess> done;
-  for (const auto& p : locked) {
-    if (auto r = ckpt_->checkpoint(static_cast<int>(p.pid)); r) {
+  for (const auto& p : st.processes) {
+    if (auto r = ckpt_->checkpoint(static_cast<int>(p.pid)); r)
       done.push_back(p);
-      continue;
-    } else {
-      // Locked and not checkpointed: stopped (a locked process may be killed, a live one may not).
+    else  // locked and not checkpointed: stopped (a locked process may be killed, a live one may not)
       kill_one(gpu, site, a.cgroups[v], {p.pid, p.bytes}, owner, r.error().message);
-    }
   }
   fault::point("swap-after-checkpoint");
   st.processes = done;
@@ -100,19 +101,23 @@ bool Reclaimer::swap_out(const std::string& gpu, const std::vector<ShareSite>& s
     return true;
   }
   if (auto w = save_swap_state(cfg_, site.key, st); !w) log::error("reclaim: " + w.error().message);
-  for (const auto& p : done) {
+  note_swapped_out(site, st);
+  for (const auto& p : done) wait_gone(gpu, p.pid);
+  return true;
+}
+
+void Reclaimer::note_swapped_out(const ShareSite& site, const SwapState& st) {
+  for (const auto& p : st.processes) {
     log::warn(text::cat("reclaim: swapped out process ", p.pid, " of ", site.id, " (", text::format_bytes(p.bytes),
-                        " on ", gpu, ", past its request ", text::format_bytes(site.request), ") for ", owner,
-                        ", which is within its request; it is paused until the GPU has room for it again"));
-    ReclaimEvent e{now(), gpu, site.id, p.pid, p.bytes, owner};
+                        " on ", st.gpu_uuid, ", past its request ", text::format_bytes(site.request), ") for ",
+                        st.owner, ", which is within its request; it is paused until the GPU has room for it again"));
+    ReclaimEvent e{now(), st.gpu_uuid, site.id, p.pid, p.bytes, st.owner};
     e.action = "swapped out";
     record_swap(log_, std::move(e), site.key);
   }
   swapped_[site.key] = st;
   log_dirty_ = true;
   save_log();
-  for (const auto& p : done) wait_gone(gpu, p.pid);
-  return true;
 }
 
 std::vector<std::uint64_t> Reclaimer::swapped_bytes(const std::vector<ShareSite>& sites) const {

@@ -86,6 +86,8 @@ class Reclaimer {
   // could not be used and nothing of the victim's was stopped.
   bool swap_out(const std::string& gpu, const std::vector<ShareSite>& sites, const Attribution& a, std::size_t victim,
                 const std::string& owner, std::string& why);
+  // Logs, counts and keeps a swap-out (its processes all checkpointed).
+  void note_swapped_out(const ShareSite& site, const SwapState& st);
   // Each swapped share of the GPU whose bytes fit again: restored and unlocked.
   void swap_in(const std::string& gpu, const std::vector<ShareSite>& sites, const std::vector<Reading>& readings,
                std::uint64_t total);
