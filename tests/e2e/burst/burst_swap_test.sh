@@ -65,12 +65,13 @@ assert_eq "$(grep -c "^gpufrac_share_swap_outs_total{.*container_id=\"$P-a\".*} 
 assert_eq "$(grep -c "^gpufrac_share_swapped_bytes{.*container_id=\"$P-a\".*} $A_BYTES$" <<<"$METRICS")" 1 \
   "metrics: A's bytes in host memory"
 # A's next CUDA call waits while it is swapped out, and returns once it is swapped in.
-AGENT_N[$P-a]=$((AGENT_N[$P-a] + 1))
-echo c >&"${AGENT_FD[$P-a]}"
+A=$P-a
+AGENT_N[$A]=$((${AGENT_N[$A]} + 1))
+echo c >&"${AGENT_FD[$A]}"
 sleep 0.5
-assert_eq "$(grep -c "^${AGENT_N[$P-a]} " "$E2E_TMP/a.out" || true)" 0 "A's call waits while it is swapped out"
+assert_eq "$(grep -c "^${AGENT_N[$A]} " "$E2E_TMP/a.out" || true)" 0 "A's call waits while it is swapped out"
 agent_stop "$P-b"
-agent_wait "$P-a" "${AGENT_N[$P-a]}"
+agent_wait "$A" "${AGENT_N[$A]}"
 assert_eq "$REPLY" "checked 64" "A is swapped in once B is gone: every byte of its pattern is intact"
 assert_eq "$(swap_state "$A_PID")" RUNNING "A's process runs again"
 assert_contains "$(cat "$E2E_TMP/gpufrac.log")" "reclaim: swapped in process $A_PID of $P-a" "the log names the swap-in"
