@@ -38,18 +38,18 @@ void check_lease_word(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, 
     out.push_back(text::cat("the holder says it is busy for ", until / 1000000, " ms more (at most ", p.busy_ms, ")"));
 }
 
-void check_charges(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, std::uint64_t now_ns,
+void check_charges(const gpufrac_arbiter_slots& s, const gpufrac_arbiter_lane* lanes, std::uint64_t now_ns,
                    std::vector<std::string>& out) {
   std::uint64_t sum = 0;
   for (unsigned i = 0, hw = gf_arbiter_slots_in_use(&s); i < hw; i++) {
-    for (const std::uint64_t& b : a.lanes[i].history) {
+    for (const std::uint64_t& b : lanes[i].history) {
       const std::uint64_t ns = load64(&b) & ((1ull << 40) - 1);
       if (ns > 1'000'000'000 + kMaxChargeNs) {
         out.push_back(text::cat("slot ", i, " was charged ", ns / 1000000, " ms in one second"));
         return;
       }
     }
-    sum += gf_arbiter_window_ns(&a, i, now_ns);
+    sum += gf_arbiter_window_ns(&lanes[i], now_ns);
   }
   const std::uint64_t window = GPUFRAC_ARBITER_WINDOW_S * 1'000'000'000ull;
   if (sum > window + 2 * kMaxChargeNs)
@@ -69,12 +69,12 @@ std::string slot_name(const gpufrac_arbiter_slots& s, unsigned i) {
 // follows every claim), or a heartbeat or claim in the future. Each names the slot whose lane lies.
 constexpr std::uint64_t kLaneSlackNs = 1'000'000'000, kLaneAheadNs = 10'000'000'000;
 
-void check_lanes(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, const gpufrac_arbiter_params& p,
-                 std::uint64_t now_ns, std::vector<std::string>& out) {
+void check_lanes(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, const gpufrac_arbiter_lane* lanes,
+                 const gpufrac_arbiter_params& p, std::uint64_t now_ns, std::vector<std::string>& out) {
   const std::uint64_t vclock = load64(&a.vclock);
   for (unsigned i = 0, hw = gf_arbiter_slots_in_use(&s); i < hw; i++) {
     if (load32(&s.slots[i].state) != GPUFRAC_ARBITER_ACTIVE) continue;
-    const gpufrac_arbiter_lane& lane = a.lanes[i];
+    const gpufrac_arbiter_lane& lane = lanes[i];
     const std::uint64_t w = gf_arbiter_weight(&s.slots[i]), seen = load64(&lane.seen_ns);
     const auto vt_ms = [w](std::int64_t d) { return d / 1000 * static_cast<std::int64_t>(w) / 1'000'000; };
     const auto future = static_cast<std::int64_t>(std::max(seen, load64(&lane.claimed_ns)) - now_ns);
@@ -98,7 +98,7 @@ void check_lanes(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, const
 }  // namespace
 
 std::vector<std::string> lease_file_problems(const gpufrac_arbiter_slots& slots, const gpufrac_arbiter& lease,
-                                             std::uint64_t now_ns) {
+                                             const gpufrac_arbiter_lane* lanes, std::uint64_t now_ns) {
   std::vector<std::string> out;
   char err[256];
   if (gf_arbiter_check(&lease, err, sizeof err) != 0) {
@@ -108,8 +108,8 @@ std::vector<std::string> lease_file_problems(const gpufrac_arbiter_slots& slots,
   gpufrac_arbiter_params p;
   gf_arbiter_params(&slots, &p);
   check_lease_word(slots, lease, p, now_ns, out);
-  check_charges(slots, lease, now_ns, out);
-  check_lanes(slots, lease, p, now_ns, out);
+  check_charges(slots, lanes, now_ns, out);
+  check_lanes(slots, lease, lanes, p, now_ns, out);
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,6 +60,23 @@ int gf_lease_init(struct gf_lease* l, const struct gf_arb* m, uint64_t token, ui
     return -1;
   }
   const struct gpufrac_arbiter_slot* s = &m->slots->slots[i];
+  if (m->table == NULL && m->own == NULL) {
+    snprintf(err, err_len, "no lane of its own mapped; accepted: the lane file the host made for this container");
+    return -1;
+  }
+  if (m->table == NULL) {
+    l->copies = mmap(NULL, sizeof *l->copies * GPUFRAC_ARBITER_SLOTS, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (l->copies == MAP_FAILED) {
+      l->copies = NULL;
+      snprintf(err, err_len, "cannot map %zu bytes for the others' lanes: %s",
+               sizeof *l->copies * GPUFRAC_ARBITER_SLOTS, strerror(errno));
+      return -1;
+    }
+  }
+  l->own = m->table != NULL ? &m->table[i] : m->own;
+  l->lanes = m->lanes;
+  l->table = m->table;
   l->arb = m->lease;
   l->slots = m->slots;
   gf_arbiter_params(m->slots, &l->p);
@@ -106,32 +124,18 @@ static struct gf_info read_info(const struct gpufrac_arbiter* a, uint64_t w) {
   return i;
 }
 
-/* A taker charges the lease it ended: start .. last activity, as the holder published them. */
-static void charge_taken(struct gf_lease* l, uint64_t w, struct gf_info info) {
-  uint32_t h = gpufrac_lease_holder(w);
-  if (!info.valid || h == 0 || h > GPUFRAC_ARBITER_SLOTS) return;
-  uint64_t ns = (int64_t)(info.active - info.start) > 0 ? info.active - info.start : 0;
-  if (ns > GF_MAX_CHARGE_NS) ns = GF_MAX_CHARGE_NS;
-  const struct gpufrac_arbiter_slot* s = &l->slots->slots[h - 1];
-  int strict = (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & GPUFRAC_ARBITER_STRICT) != 0;
-  gf_arbiter_charge(l->arb, h - 1, ns, info.active, gf_arbiter_weight(s), strict);
-}
-
-/* CAS w -> held by this process; a takeover (taken) charges the lease it ends. */
+/* CAS w -> held by this process (a takeover when taken: its holder charges itself on finding its
+ * word gone, lease_hold.c). */
 static int try_claim(struct gf_lease* l, uint64_t w, uint64_t now, int taken) {
   struct gpufrac_arbiter* a = l->arb;
-  struct gf_info info = taken ? read_info(a, w) : (struct gf_info){0, 0, 0, 0, 0, 0};
   uint64_t next = gpufrac_lease_word(l->slot + 1, 1, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.lease_ms);
   if (!cas_lease(a, w, next)) return 0;
-  __atomic_store_n(&a->lanes[l->slot].claimed_ns, now, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->own->claimed_ns, now, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->solo, !l->strict && gf_lease_alone(l, now), __ATOMIC_RELAXED);
   l->waiting_ns = 0;
   publish(l, next, now, now);
-  if (taken) {
-    charge_taken(l, w, info);
-    wake_all(a);
-  }
-  raise_vclock(a, __atomic_load_n(&a->lanes[l->slot].vtime, __ATOMIC_SEQ_CST));
+  if (taken) wake_all(a);
+  raise_vclock(a, __atomic_load_n(&l->own->vtime, __ATOMIC_SEQ_CST));
   uint32_t mine = l->slot + 1;
   __atomic_compare_exchange_n(&a->preempt, &mine, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   l->skip = 0;
@@ -168,15 +172,13 @@ static int holder_overdue(const struct gf_lease* l, uint64_t w, uint64_t now, in
 }
 
 /* A takeover ends the lease as its holder would have: to the slot the queue says is next. When
- * that is another slot, CAS to a designation of it (charging the ended lease) and wait. */
+ * that is another slot, CAS to a designation of it and wait. */
 static int designate_next(struct gf_lease* l, uint64_t w, uint64_t now) {
   int pick = gf_lease_pick(l, now);
   if (pick < 0 || pick == (int)l->slot) return 0;
   struct gpufrac_arbiter* a = l->arb;
-  struct gf_info info = read_info(a, w);
   uint64_t next = gpufrac_lease_word((uint32_t)pick + 1, 0, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.claim_ms);
   if (!cas_lease(a, w, next)) return -1;
-  charge_taken(l, w, info);
   wake_all(a);
   return 1;
 }
@@ -220,7 +222,7 @@ static uint64_t wait_ns(const struct gf_lease* l, uint64_t w, uint64_t now) {
  * of turn, and is not owed). */
 static void heartbeat(struct gf_lease* l, uint64_t now) {
   if (l->seen_ns != 0 && now - l->seen_ns < (uint64_t)l->p.heartbeat_us * 500) return;
-  struct gpufrac_arbiter_lane* s = &l->arb->lanes[l->slot];
+  struct gpufrac_arbiter_lane* s = l->own;
   uint64_t prev = __atomic_exchange_n(&s->seen_ns, now, __ATOMIC_SEQ_CST);
   l->seen_ns = now;
   int runnable = prev != 0 && (int64_t)(now - prev) < (int64_t)l->p.runnable_us * 1000;
@@ -282,7 +284,7 @@ int gf_lease_try(struct gf_lease* l) {
   if (!gf_lease_slot_ok(l)) return -1;
   uint64_t now = gf_now_ns();
   if (!joined(l, now)) return 0;
-  uint64_t nb = l->strict ? __atomic_load_n(&l->arb->lanes[l->slot].not_before_ns, __ATOMIC_SEQ_CST) : 0;
+  uint64_t nb = l->strict ? __atomic_load_n(&l->own->not_before_ns, __ATOMIC_SEQ_CST) : 0;
   if (l->strict && (int64_t)(nb - now) > 0 && paced_locally(l, now)) return 0;
   uint32_t seen;
   uint64_t w;
@@ -301,7 +303,7 @@ int gf_lease_acquire(struct gf_lease* l) {
       continue;
     }
     struct gpufrac_arbiter* a = l->arb;
-    uint64_t nb = l->strict ? __atomic_load_n(&a->lanes[l->slot].not_before_ns, __ATOMIC_SEQ_CST) : 0;
+    uint64_t nb = l->strict ? __atomic_load_n(&l->own->not_before_ns, __ATOMIC_SEQ_CST) : 0;
     if (l->strict && (int64_t)(nb - now) > 0) { /* paced: not runnable until then */
       uint64_t d = nb - now;
       wait_changes(a, __atomic_load_n(&a->changes, __ATOMIC_SEQ_CST), d < 20000000 ? d : 20000000);

@@ -35,7 +35,7 @@ static void republish(struct gf_lease* l, uint64_t next, uint64_t start, uint64_
 /* A charge of this process's own lease: the lane's, the waiting bound's debt term, and strict pacing
  * kept locally too (the lane's not_before can be forged). */
 static void charge_self(struct gf_lease* l, uint64_t ns, uint64_t end_ns) {
-  gf_arbiter_charge(l->arb, l->slot, ns, end_ns, l->weight, l->strict);
+  gf_arbiter_charge(l->own, ns, end_ns, l->weight, l->strict);
   l->last_ns = ns;
   if (!l->strict || l->weight >= 1000000) return;
   uint64_t from = end_ns - 2 * ns;
@@ -43,11 +43,19 @@ static void charge_self(struct gf_lease* l, uint64_t ns, uint64_t end_ns) {
   l->local_nb = base + ns * 1000000u / l->weight;
 }
 
-/* Another process changed the lease word: this process no longer holds it (debt is charged for work
- * waited for since then). */
+/* Another process changed the lease word: this process no longer holds it. A taker cannot write
+ * this slot's lane, so the holder charges the lease itself: its start .. the last activity the lease
+ * file shows (its own, or the taker's claim right after it), at most now. Debt is charged for work
+ * waited for past that. */
 static void lost(struct gf_lease* l, uint64_t now) {
   __atomic_store_n(&l->lost_ns, now, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&l->word, 0, __ATOMIC_SEQ_CST);
+  if (__atomic_exchange_n(&l->word, 0, __ATOMIC_SEQ_CST) == 0) return;
+  uint64_t end = __atomic_load_n(&l->arb->active_ns, __ATOMIC_SEQ_CST);
+  if ((int64_t)(end - l->start_ns) < 0) end = l->start_ns;
+  if ((int64_t)(end - now) > 0) end = now;
+  uint64_t ns = end - l->start_ns;
+  charge_self(l, ns > 2000000000ull ? 2000000000ull : ns, end);
+  l->charged_to = end;
 }
 
 enum gf_lease_state gf_lease_state(struct gf_lease* l, uint64_t now_ns) {
@@ -73,7 +81,7 @@ static int renew(struct gf_lease* l, uint64_t now) {
   charge_self(l, now - l->start_ns, now);
   republish(l, next, now, now);
   __atomic_store_n(&l->solo, gf_lease_alone(l, now), __ATOMIC_RELAXED);
-  uint64_t vt = __atomic_load_n(&a->lanes[l->slot].vtime, __ATOMIC_SEQ_CST);
+  uint64_t vt = __atomic_load_n(&l->own->vtime, __ATOMIC_SEQ_CST);
   uint64_t cur = __atomic_load_n(&a->vclock, __ATOMIC_SEQ_CST);
   while (gf_vt_before(cur, vt) &&
          !__atomic_compare_exchange_n(&a->vclock, &cur, vt, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
@@ -88,9 +96,9 @@ static int keeps(const struct gf_lease* l, int pick, uint64_t now) {
   if (pick < 0) return 1;
   if (pick == (int)l->slot) return 0; /* another of its processes waits: its turn */
   if (!l->high && gf_lease_high_eligible(l, (unsigned)pick)) return 0;
-  const struct gpufrac_arbiter* a = l->arb;
-  uint64_t mine = __atomic_load_n(&a->lanes[l->slot].vtime, __ATOMIC_SEQ_CST) + (now - l->start_ns) * 1000u / l->weight;
-  return !gf_vt_before(__atomic_load_n(&a->lanes[pick].vtime, __ATOMIC_SEQ_CST), mine);
+  uint64_t mine = __atomic_load_n(&l->own->vtime, __ATOMIC_SEQ_CST) + (now - l->start_ns) * 1000u / l->weight;
+  const struct gpufrac_arbiter_lane* other = gf_lease_lane(l, (unsigned)pick);
+  return other == NULL || !gf_vt_before(__atomic_load_n(&other->vtime, __ATOMIC_SEQ_CST), mine);
 }
 
 int gf_lease_end(struct gf_lease* l, void (*drain)(void*), void* arg) {
@@ -101,11 +109,12 @@ int gf_lease_end(struct gf_lease* l, void (*drain)(void*), void* arg) {
   int pick = gf_lease_pick(l, now);
   uint64_t w = __atomic_load_n(&l->word, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->word, 0, __ATOMIC_SEQ_CST);
-  if (w == 0) return 0; /* lost while draining: the taker charged it */
+  if (w == 0) return 0; /* lost while draining: charged when it was found gone */
   uint32_t e = gpufrac_lease_epoch(w) + 1;
   uint64_t next = pick >= 0 ? gpufrac_lease_word((uint32_t)pick + 1, 0, e, ms_of(now) + l->p.claim_ms)
                             : gpufrac_lease_word(0, 0, e, ms_of(now));
   if (!cas_lease(l->arb, w, next)) {
+    __atomic_store_n(&l->word, w, __ATOMIC_SEQ_CST); /* taken meanwhile: charged as a lost word */
     lost(l, now);
     return 0;
   }
@@ -143,6 +152,8 @@ void gf_lease_debt(struct gf_lease* l, uint64_t from_ns) {
     held = __atomic_load_n(&l->arb->lease, __ATOMIC_SEQ_CST);
   } while (w != __atomic_load_n(&l->word, __ATOMIC_SEQ_CST));
   int taken = w != 0 ? held != w : (int64_t)(__atomic_load_n(&l->lost_ns, __ATOMIC_SEQ_CST) - from_ns) >= 0;
+  if (taken && w != 0) lost(l, gf_now_ns()); /* charges the lease up to its last activity */
+  if ((int64_t)(l->charged_to - from_ns) > 0) from_ns = l->charged_to;
   uint64_t now = gf_now_ns(), ns = now - from_ns;
   if (!taken || (int64_t)ns <= 0) return;
   charge_self(l, ns > 2000000000ull ? 2000000000ull : ns, now);

@@ -23,7 +23,11 @@ class LeaseTest : public ::testing::Test {
     void* s = ::mmap(nullptr, sizeof(gpufrac_arbiter_slots), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(a, MAP_FAILED);
     ASSERT_NE(s, MAP_FAILED);
+    void* t = ::mmap(nullptr, sizeof(gpufrac_arbiter_lane) * GPUFRAC_ARBITER_SLOTS, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(t, MAP_FAILED);
     m_ = {static_cast<gpufrac_arbiter*>(a), static_cast<gpufrac_arbiter_slots*>(s)};
+    m_.table = static_cast<gpufrac_arbiter_lane*>(t);  // every slot's lane file in one array
     gpufrac_arbiter_params p;
     gf_arbiter_default_params(&p);
     p.lease_ms = 30;
@@ -31,7 +35,10 @@ class LeaseTest : public ::testing::Test {
     gf_arbiter_slots_format(m_.slots, kGpu, &p);
     gf_arbiter_format(m_.lease);
   }
-  void TearDown() override { gf_arbiter_unmap(&m_); }
+  void TearDown() override {
+    ::munmap(m_.table, sizeof(gpufrac_arbiter_lane) * GPUFRAC_ARBITER_SLOTS);
+    gf_arbiter_unmap(&m_);
+  }
   gf_lease client(const char* key, std::uint32_t weight, std::uint32_t flags = 0) {
     const std::uint64_t token = 0x1000 + std::hash<std::string>{}(key) % 1000;
     EXPECT_GE(gf_arbiter_setup(&m_, key, token, weight, flags, 1), 0);
@@ -40,7 +47,7 @@ class LeaseTest : public ::testing::Test {
     EXPECT_EQ(gf_lease_init(&l, &m_, token, 7, err, sizeof err), 0) << err;
     return l;
   }
-  gpufrac_arbiter_lane& lane(unsigned i) { return m_.lease->lanes[i]; }
+  gpufrac_arbiter_lane& lane(unsigned i) { return m_.table[i]; }
   static void no_drain(void*) {}
   gf_arb m_{};
 };
@@ -205,13 +212,13 @@ TEST_F(LeaseTest, PickIsStartTimeFairQueuing) {
 TEST_F(LeaseTest, ChargesShowInTheWindowOfWholeSeconds) {
   client("a", 500000);
   const std::uint64_t t = 1000ull * 1000000000ull + 500000000ull;  // second 1000
-  gf_arbiter_charge(m_.lease, 0, 20000000, t, 500000, 0);
-  gf_arbiter_charge(m_.lease, 0, 30000000, t + 100000000, 500000, 0);
+  gf_arbiter_charge(&lane(0), 20000000, t, 500000, 0);
+  gf_arbiter_charge(&lane(0), 30000000, t + 100000000, 500000, 0);
   EXPECT_EQ(lane(0).vtime - m_.lease->vclock, 50000000ull * 1000 / 500000);
-  EXPECT_EQ(gf_arbiter_window_ns(m_.lease, 0, t), 0u) << "the current second is not whole yet";
-  EXPECT_EQ(gf_arbiter_window_ns(m_.lease, 0, t + 1000000000ull), 50000000u);
-  EXPECT_EQ(gf_arbiter_window_ns(m_.lease, 0, t + 10000000000ull), 50000000u);
-  EXPECT_EQ(gf_arbiter_window_ns(m_.lease, 0, t + 11000000000ull), 0u) << "older than 10 s";
+  EXPECT_EQ(gf_arbiter_window_ns(&lane(0), t), 0u) << "the current second is not whole yet";
+  EXPECT_EQ(gf_arbiter_window_ns(&lane(0), t + 1000000000ull), 50000000u);
+  EXPECT_EQ(gf_arbiter_window_ns(&lane(0), t + 10000000000ull), 50000000u);
+  EXPECT_EQ(gf_arbiter_window_ns(&lane(0), t + 11000000000ull), 0u) << "older than 10 s";
 }
 
 // The waiting bound (arbiter_abi.h "Bound"): from the slots file's params and weight, and this
@@ -246,7 +253,9 @@ TEST_F(LeaseTest, KeptOutOfTheLeaseFileItWaitsItsBoundThenJoins) {
   p->lease_ms = 5, p->grace_ms = 5, p->busy_ms = 0, p->credit_ms = 0;
   client("out", 300000);
   const std::uint64_t token = 0x1000 + std::hash<std::string>{}("out") % 1000;
-  const gf_arb slots_only{nullptr, m_.slots};
+  gf_arb slots_only{};
+  slots_only.slots = m_.slots;
+  slots_only.table = m_.table;
   gf_lease l{};
   char err[256];
   ASSERT_EQ(gf_lease_init(&l, &slots_only, token, 7, err, sizeof err), 0) << err;
