@@ -261,9 +261,18 @@ struct gpufrac_arbiter_lane { /* a slot's queue state, written by its container'
   uint64_t charged_ns;        /* atomic: GPU time charged, ever */
   uint64_t leases;            /* atomic: leases charged, ever */
   uint64_t claimed_ns;        /* atomic: a process of the slot last claimed the lease then */
-  uint64_t pad[2];
+  uint64_t held_word;         /* atomic: the lease word a process of the slot last claimed or renewed to */
+  uint64_t charged_word;      /* atomic: the lease word whose lease the slot last charged itself */
   uint64_t history[GPUFRAC_ARBITER_HISTORY]; /* atomic: (second mod 2^24) << 40 | ns charged */
-  struct gpufrac_arbiter_suspect suspect[4]; /* reserved for the owner's reports of others' lanes */
+  /* The lease this slot's process last took over: slot + 1 of its holder, its word, and what it
+   * lasted (start .. last activity, as the holder published them). The holder's slot charges itself
+   * that, once, when word is its held_word and not its charged_word (its holder was killed). */
+  uint32_t took_slot;
+  uint32_t pad0;
+  uint64_t took_word;
+  uint64_t took_ns;
+  struct gpufrac_arbiter_suspect suspect[2]; /* lies the owner's view saw in other lanes */
+  uint64_t pad1;
 };
 
 /* ---- The lease file (read-write in containers) ---- */

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include "core/text.hpp"
 #include "gf_arbiter.h"
@@ -95,6 +96,28 @@ void check_lanes(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, const
   }
 }
 
+// What a lane's owner saw other lanes do (arbiter_abi.h, suspect: written by the shims' views,
+// limits/shim/lease_view.c) in the last kSuspectShownS: an accusation by the owner, one line each.
+constexpr std::uint64_t kSuspectShownS = 600;
+
+void check_suspects(const gpufrac_arbiter_slots& s, const gpufrac_arbiter_lane* lanes, std::vector<std::string>& out) {
+  const auto now = static_cast<std::uint64_t>(std::time(nullptr));
+  const unsigned hw = gf_arbiter_slots_in_use(&s);
+  for (unsigned i = 0; i < hw; i++) {
+    if (load32(&s.slots[i].state) != GPUFRAC_ARBITER_ACTIVE) continue;
+    for (const gpufrac_arbiter_suspect& e : lanes[i].suspect) {
+      const std::uint32_t j = e.slot, what = e.what;
+      if (j == 0 || j > hw || j - 1 == i || e.seen_at_s > now || now - e.seen_at_s > kSuspectShownS) continue;
+      if (load32(&s.slots[j - 1].state) != GPUFRAC_ARBITER_ACTIVE) continue;
+      const char* lie = what == GF_LIE_BACK     ? "'s lane move back"
+                        : what == GF_LIE_UNREAD ? "'s lane cut short or missing"
+                                                : "'s lane lie";
+      out.push_back(text::cat(slot_name(s, i), " saw ", slot_name(s, j - 1), lie, " (in the last ", kSuspectShownS / 60,
+                              " minutes)"));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> lease_file_problems(const gpufrac_arbiter_slots& slots, const gpufrac_arbiter& lease,
@@ -110,6 +133,7 @@ std::vector<std::string> lease_file_problems(const gpufrac_arbiter_slots& slots,
   check_lease_word(slots, lease, p, now_ns, out);
   check_charges(slots, lanes, now_ns, out);
   check_lanes(slots, lease, lanes, p, now_ns, out);
+  check_suspects(slots, lanes, out);
   return out;
 }
 

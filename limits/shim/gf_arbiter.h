@@ -83,6 +83,8 @@ uint64_t gf_arbiter_window_ns(const struct gpufrac_arbiter_lane* lane, uint64_t 
 /* ---- lease.c, lease_hold.c, lease_pick.c: the lease protocol of one process on one GPU ---- */
 uint64_t gf_now_ns(void);
 
+struct gf_view;
+
 struct gf_lease {
   /* NULL while this process has not joined: it could not open the lease file read-write (a tenant
    * changed its mode). It then waits its bound as for a forged lease, runs ungated past it, and
@@ -91,11 +93,12 @@ struct gf_lease {
   int (*join)(struct gf_lease* l); /* maps the lease file and sets arb: 0, or -1 */
   uint64_t join_ns;                /* the last attempt */
   const struct gpufrac_arbiter_slots* slots;
-  struct gpufrac_arbiter_lane* own;    /* this slot's lane (mapped; in m->table for tests) */
-  const char* lanes;                   /* the lanes directory the others' lanes are read from */
-  struct gpufrac_arbiter_lane* table;  /* tests: every lane in one array instead */
-  struct gpufrac_arbiter_lane* copies; /* GPUFRAC_ARBITER_SLOTS lanes: the last pread of each */
-  struct gpufrac_arbiter_params p;     /* clamped copy */
+  struct gpufrac_arbiter_lane* own;   /* this slot's lane (mapped; in m->table for tests) */
+  const char* lanes;                  /* the lanes directory the others' lanes are read from */
+  struct gpufrac_arbiter_lane* table; /* tests: every lane in one array instead */
+  struct gf_view* view;               /* this process's view of the queue (lease_view.c) */
+  uint64_t my_vt;                     /* this slot's vtime as its own charges make it (not the file's) */
+  struct gpufrac_arbiter_params p;    /* clamped copy */
   unsigned slot;
   uint64_t token;
   uint32_t weight; /* ppm, from the slots file */
@@ -165,6 +168,26 @@ uint64_t gf_lease_busy(struct gf_lease* l, int busy, uint64_t expect_ns);
 void gf_lease_debt(struct gf_lease* l, uint64_t from_ns);
 /* Gives up a held lease at once (the slot is gone): CAS to FREE, wake the waiters. */
 void gf_lease_drop(struct gf_lease* l);
+
+/* ---- lease_view.c: this process's own view of the queue (docs/design-queue-lanes.md part 2) ---- */
+#define GF_LIE_BACK 1u   /* suspect: the lane's vtime moved back */
+#define GF_LIE_UNREAD 2u /* suspect: the lane could not be read (cut short, missing) */
+size_t gf_view_size(void);
+void gf_view_init(struct gf_view* v, uint64_t clock);
+struct gpufrac_arbiter_lane* gf_view_copy(struct gf_view* v, unsigned i);
+/* Slot i's lane as just read (n; NULL: unreadable) and whether it is runnable: monotone, joined at
+ * the view clock, its lag bounded while it stays runnable. */
+void gf_view_lane(const struct gf_lease* l, unsigned i, const struct gpufrac_arbiter_lane* n, int runnable);
+/* Slot i's place in this view (this process's own slot: my_vt). */
+uint64_t gf_view_place(const struct gf_lease* l, unsigned i);
+uint64_t gf_view_clock(const struct gf_lease* l);
+/* Raises the view clock to vt (never lowers it). */
+void gf_view_raise(const struct gf_lease* l, uint64_t vt);
+/* The lease word w as this process saw it at now, with its holder's last activity as published for
+ * w (0: not published): the holding it watched ends when w changes, charged up to that activity. */
+void gf_view_watch(const struct gf_lease* l, uint64_t w, uint64_t now, uint64_t active);
+/* Notes in this process's own lane that slot i's lane lied (GF_LIE_*). */
+void gf_view_suspect(const struct gf_lease* l, unsigned i, uint32_t what);
 
 /* lease_pick.c: slot i's lane as this process sees it: its own lane (mapped), another's read now
  * with pread into its copy (NULL: not in use, or unreadable: cut short, missing). */

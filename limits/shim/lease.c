@@ -64,17 +64,15 @@ int gf_lease_init(struct gf_lease* l, const struct gf_arb* m, uint64_t token, ui
     snprintf(err, err_len, "no lane of its own mapped; accepted: the lane file the host made for this container");
     return -1;
   }
-  if (m->table == NULL) {
-    l->copies = mmap(NULL, sizeof *l->copies * GPUFRAC_ARBITER_SLOTS, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (l->copies == MAP_FAILED) {
-      l->copies = NULL;
-      snprintf(err, err_len, "cannot map %zu bytes for the others' lanes: %s",
-               sizeof *l->copies * GPUFRAC_ARBITER_SLOTS, strerror(errno));
-      return -1;
-    }
+  void* view = mmap(NULL, gf_view_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (view == MAP_FAILED) {
+    snprintf(err, err_len, "cannot map %zu bytes for its view of the queue: %s", gf_view_size(), strerror(errno));
+    return -1;
   }
+  l->view = view;
   l->own = m->table != NULL ? &m->table[i] : m->own;
+  l->my_vt = __atomic_load_n(&l->own->vtime, __ATOMIC_SEQ_CST);
+  gf_view_init(l->view, l->my_vt);
   l->lanes = m->lanes;
   l->table = m->table;
   l->arb = m->lease;
@@ -100,6 +98,7 @@ static void publish(struct gf_lease* l, uint64_t word, uint64_t start, uint64_t 
   __atomic_store_n(&a->busy_until_ns, now, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->holder_pid, l->pid, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->info_epoch, gpufrac_lease_epoch(word) + 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->own->held_word, word, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->word, word, __ATOMIC_SEQ_CST);
   l->start_ns = start;
 }
@@ -124,18 +123,37 @@ static struct gf_info read_info(const struct gpufrac_arbiter* a, uint64_t w) {
   return i;
 }
 
+/* A taker records in its own lane the lease it ended (start .. last activity, as the holder published
+ * them): the holder's slot charges itself that, once, if its holder never did (killed). */
+static void record_took(struct gf_lease* l, uint64_t w, struct gf_info info) {
+  uint32_t h = gpufrac_lease_holder(w);
+  if (!info.valid || h == 0 || h > GPUFRAC_ARBITER_SLOTS || h == l->slot + 1) return;
+  uint64_t ns = (int64_t)(info.active - info.start) > 0 ? info.active - info.start : 0;
+  struct gpufrac_arbiter_lane* own = l->own;
+  __atomic_store_n(&own->took_slot, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&own->took_word, w, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&own->took_ns, ns > GF_MAX_CHARGE_NS ? GF_MAX_CHARGE_NS : ns, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&own->took_slot, h, __ATOMIC_SEQ_CST);
+}
+
 /* CAS w -> held by this process (a takeover when taken: its holder charges itself on finding its
  * word gone, lease_hold.c). */
 static int try_claim(struct gf_lease* l, uint64_t w, uint64_t now, int taken) {
   struct gpufrac_arbiter* a = l->arb;
+  struct gf_info info = taken ? read_info(a, w) : (struct gf_info){0, 0, 0, 0, 0, 0};
   uint64_t next = gpufrac_lease_word(l->slot + 1, 1, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.lease_ms);
   if (!cas_lease(a, w, next)) return 0;
   __atomic_store_n(&l->own->claimed_ns, now, __ATOMIC_SEQ_CST);
+  gf_view_watch(l, next, now, 0); /* the holding it watched ends here */
+  gf_view_raise(l, l->my_vt);
   __atomic_store_n(&l->solo, !l->strict && gf_lease_alone(l, now), __ATOMIC_RELAXED);
   l->waiting_ns = 0;
   publish(l, next, now, now);
-  if (taken) wake_all(a);
-  raise_vclock(a, __atomic_load_n(&l->own->vtime, __ATOMIC_SEQ_CST));
+  if (taken) {
+    record_took(l, w, info);
+    wake_all(a);
+  }
+  raise_vclock(a, l->my_vt); /* informational: no shim decides from the file's vclock */
   uint32_t mine = l->slot + 1;
   __atomic_compare_exchange_n(&a->preempt, &mine, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   l->skip = 0;
@@ -177,8 +195,10 @@ static int designate_next(struct gf_lease* l, uint64_t w, uint64_t now) {
   int pick = gf_lease_pick(l, now);
   if (pick < 0 || pick == (int)l->slot) return 0;
   struct gpufrac_arbiter* a = l->arb;
+  struct gf_info info = read_info(a, w);
   uint64_t next = gpufrac_lease_word((uint32_t)pick + 1, 0, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.claim_ms);
   if (!cas_lease(a, w, next)) return -1;
+  record_took(l, w, info);
   wake_all(a);
   return 1;
 }
@@ -226,11 +246,12 @@ static void heartbeat(struct gf_lease* l, uint64_t now) {
   uint64_t prev = __atomic_exchange_n(&s->seen_ns, now, __ATOMIC_SEQ_CST);
   l->seen_ns = now;
   int runnable = prev != 0 && (int64_t)(now - prev) < (int64_t)l->p.runnable_us * 1000;
-  uint64_t floor = __atomic_load_n(&l->arb->vclock, __ATOMIC_SEQ_CST);
+  uint64_t floor = gf_view_clock(l); /* this process's view clock: the file's vclock can be pushed */
   if (runnable) floor -= ((uint64_t)l->p.lease_ms + l->p.busy_ms) * 1000000u * 1000u / l->weight;
+  if (gf_vt_before(l->my_vt, floor)) l->my_vt = floor;
   uint64_t vt = __atomic_load_n(&s->vtime, __ATOMIC_SEQ_CST);
-  while (gf_vt_before(vt, floor) &&
-         !__atomic_compare_exchange_n(&s->vtime, &vt, floor, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  while (gf_vt_before(vt, l->my_vt) &&
+         !__atomic_compare_exchange_n(&s->vtime, &vt, l->my_vt, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
   }
 }
 
@@ -267,6 +288,8 @@ static int attempt(struct gf_lease* l, uint64_t now, uint32_t* seen, uint64_t* w
   heartbeat(l, now);
   *seen = __atomic_load_n(&l->arb->changes, __ATOMIC_SEQ_CST);
   *word = __atomic_load_n(&l->arb->lease, __ATOMIC_SEQ_CST);
+  struct gf_info info = read_info(l->arb, *word);
+  gf_view_watch(l, *word, now, info.valid ? info.active : 0);
   if (l->high) request_preempt(l, *word, now);
   return try_take(l, *word, now);
 }

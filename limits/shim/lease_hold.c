@@ -28,14 +28,24 @@ static void republish(struct gf_lease* l, uint64_t next, uint64_t start, uint64_
   __atomic_store_n(&a->start_ns, start, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->active_ns, now, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->info_epoch, gpufrac_lease_epoch(next) + 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->own->held_word, next, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->word, next, __ATOMIC_SEQ_CST);
   l->start_ns = start;
+}
+
+/* This slot charged itself the lease of word w (a taker's record of it is not applied then). */
+static void charged(struct gf_lease* l, uint64_t w) {
+  __atomic_store_n(&l->own->charged_word, w, __ATOMIC_SEQ_CST);
 }
 
 /* A charge of this process's own lease: the lane's, the waiting bound's debt term, and strict pacing
  * kept locally too (the lane's not_before can be forged). */
 static void charge_self(struct gf_lease* l, uint64_t ns, uint64_t end_ns) {
   gf_arbiter_charge(l->own, ns, end_ns, l->weight, l->strict);
+  /* Its own place from its own charges (a lane rewritten backwards fools nobody), or the lane's when
+   * another process of the container charged it further. */
+  uint64_t lane = __atomic_load_n(&l->own->vtime, __ATOMIC_SEQ_CST), mine = l->my_vt + ns * 1000u / l->weight;
+  l->my_vt = gf_vt_before(mine, lane) ? lane : mine;
   l->last_ns = ns;
   if (!l->strict || l->weight >= 1000000) return;
   uint64_t from = end_ns - 2 * ns;
@@ -49,7 +59,11 @@ static void charge_self(struct gf_lease* l, uint64_t ns, uint64_t end_ns) {
  * waited for past that. */
 static void lost(struct gf_lease* l, uint64_t now) {
   __atomic_store_n(&l->lost_ns, now, __ATOMIC_SEQ_CST);
-  if (__atomic_exchange_n(&l->word, 0, __ATOMIC_SEQ_CST) == 0) return;
+  uint64_t w = __atomic_exchange_n(&l->word, 0, __ATOMIC_SEQ_CST);
+  if (w == 0) return;
+  uint64_t c = __atomic_load_n(&l->own->charged_word, __ATOMIC_SEQ_CST);
+  if (c == w || !__atomic_compare_exchange_n(&l->own->charged_word, &c, w, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+    return; /* another process of the container charged it from the taker's record */
   uint64_t end = __atomic_load_n(&l->arb->active_ns, __ATOMIC_SEQ_CST);
   if ((int64_t)(end - l->start_ns) < 0) end = l->start_ns;
   if ((int64_t)(end - now) > 0) end = now;
@@ -78,10 +92,12 @@ static int renew(struct gf_lease* l, uint64_t now) {
     lost(l, now);
     return 0;
   }
+  charged(l, w);
   charge_self(l, now - l->start_ns, now);
   republish(l, next, now, now);
   __atomic_store_n(&l->solo, gf_lease_alone(l, now), __ATOMIC_RELAXED);
-  uint64_t vt = __atomic_load_n(&l->own->vtime, __ATOMIC_SEQ_CST);
+  uint64_t vt = l->my_vt;
+  gf_view_raise(l, vt);
   uint64_t cur = __atomic_load_n(&a->vclock, __ATOMIC_SEQ_CST);
   while (gf_vt_before(cur, vt) &&
          !__atomic_compare_exchange_n(&a->vclock, &cur, vt, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
@@ -96,9 +112,8 @@ static int keeps(const struct gf_lease* l, int pick, uint64_t now) {
   if (pick < 0) return 1;
   if (pick == (int)l->slot) return 0; /* another of its processes waits: its turn */
   if (!l->high && gf_lease_high_eligible(l, (unsigned)pick)) return 0;
-  uint64_t mine = __atomic_load_n(&l->own->vtime, __ATOMIC_SEQ_CST) + (now - l->start_ns) * 1000u / l->weight;
-  const struct gpufrac_arbiter_lane* other = gf_lease_lane(l, (unsigned)pick);
-  return other == NULL || !gf_vt_before(__atomic_load_n(&other->vtime, __ATOMIC_SEQ_CST), mine);
+  uint64_t mine = l->my_vt + (now - l->start_ns) * 1000u / l->weight;
+  return !gf_vt_before(gf_view_place(l, (unsigned)pick), mine); /* pick read its lane just now */
 }
 
 int gf_lease_end(struct gf_lease* l, void (*drain)(void*), void* arg) {
@@ -118,6 +133,7 @@ int gf_lease_end(struct gf_lease* l, void (*drain)(void*), void* arg) {
     lost(l, now);
     return 0;
   }
+  charged(l, w);
   charge_self(l, now - l->start_ns, now);
   l->skip = pick == (int)l->slot ? next : 0;
   wake_all(l->arb);
@@ -162,6 +178,7 @@ void gf_lease_debt(struct gf_lease* l, uint64_t from_ns) {
 void gf_lease_drop(struct gf_lease* l) {
   uint64_t w = __atomic_exchange_n(&l->word, 0, __ATOMIC_SEQ_CST), now = gf_now_ns();
   if (w == 0 || !cas_lease(l->arb, w, gpufrac_lease_word(0, 0, gpufrac_lease_epoch(w) + 1, ms_of(now)))) return;
+  charged(l, w);
   charge_self(l, now - l->start_ns, now);
   wake_all(l->arb);
 }

@@ -1,11 +1,13 @@
 /* Who gets the GPU next (arbiter_abi.h, "End of a lease", "Runnable", "Preemption"): start-time
- * fair queuing over the runnable slots, high priority first while within its credit. Reads only;
+ * fair queuing over the runnable slots, high priority first while within its credit, each slot at
+ * its place in this process's view (lease_view.c), never at what its lane says alone. Reads only;
  * every value from a file is checked or clamped before use. Another container's lane is never
  * mapped (its owner can resize it): it is read with pread, 256 bytes, into this process's copy. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gf_arbiter.h"
@@ -31,15 +33,52 @@ static int read_lane(const char* dir, const char* name, struct gpufrac_arbiter_l
   return got == (ssize_t)sizeof *dst ? 0 : -1;
 }
 
-const struct gpufrac_arbiter_lane* gf_lease_lane(const struct gf_lease* l, unsigned i) {
-  if (i >= gf_arbiter_slots_in_use(l->slots)) return NULL;
+static int lane_runnable(const struct gf_lease* l, unsigned i, const struct gpufrac_arbiter_lane* n, uint64_t now_ns);
+
+static uint64_t mono_ns(void) { /* gf_now_ns, which lives in a layer above */
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The lane as read now, before the view takes it in. */
+static const struct gpufrac_arbiter_lane* raw_lane(const struct gf_lease* l, unsigned i) {
   if (l->table != NULL) return &l->table[i];
   if (i == l->slot) return l->own;
   const struct gpufrac_arbiter_slot* s = &l->slots->slots[i];
-  if (__atomic_load_n(&s->state, __ATOMIC_SEQ_CST) != GPUFRAC_ARBITER_ACTIVE || l->copies == NULL) return NULL;
+  if (__atomic_load_n(&s->state, __ATOMIC_SEQ_CST) != GPUFRAC_ARBITER_ACTIVE || l->view == NULL) return NULL;
   char name[GPUFRAC_ARBITER_KEY];
-  if (!lane_name(s, name) || read_lane(l->lanes, name, &l->copies[i]) != 0) return NULL;
-  return &l->copies[i];
+  struct gpufrac_arbiter_lane* copy = gf_view_copy(l->view, i);
+  if (!lane_name(s, name)) return NULL;
+  if (read_lane(l->lanes, name, copy) == 0) return copy;
+  gf_view_suspect(l, i, GF_LIE_UNREAD);
+  return NULL;
+}
+
+/* Another slot's process took over a lease of this slot that this slot never charged (its holder
+ * was killed): charged now, once (charged_word, CAS: one process of the container does it). */
+static void apply_took(const struct gf_lease* l, const struct gpufrac_arbiter_lane* n, uint64_t now) {
+  struct gpufrac_arbiter_lane* own = l->own;
+  uint64_t w = __atomic_load_n(&n->took_word, __ATOMIC_SEQ_CST), ns = __atomic_load_n(&n->took_ns, __ATOMIC_SEQ_CST);
+  if (__atomic_load_n(&n->took_slot, __ATOMIC_SEQ_CST) != l->slot + 1 || w == 0 ||
+      w != __atomic_load_n(&own->held_word, __ATOMIC_SEQ_CST) || w == __atomic_load_n(&l->word, __ATOMIC_SEQ_CST))
+    return; /* not this slot's last lease, or this process holds it still (it charges it when it finds it gone) */
+  uint64_t c = __atomic_load_n(&own->charged_word, __ATOMIC_SEQ_CST);
+  if (c == w || !__atomic_compare_exchange_n(&own->charged_word, &c, w, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return;
+  uint64_t most = ((uint64_t)l->p.lease_ms + l->p.grace_ms + l->p.busy_ms) * 1000000u;
+  if (ns > most) ns = most;
+  gf_arbiter_charge(own, ns, now, l->weight, l->strict);
+  struct gf_lease* self = (struct gf_lease*)l; /* its own place moves with its own charges */
+  uint64_t lane = __atomic_load_n(&own->vtime, __ATOMIC_SEQ_CST), mine = self->my_vt + ns * 1000u / l->weight;
+  self->my_vt = gf_vt_before(mine, lane) ? lane : mine;
+}
+
+const struct gpufrac_arbiter_lane* gf_lease_lane(const struct gf_lease* l, unsigned i) {
+  if (i >= gf_arbiter_slots_in_use(l->slots)) return NULL;
+  const struct gpufrac_arbiter_lane* n = raw_lane(l, i);
+  if (n != NULL && i != l->slot) apply_took(l, n, mono_ns());
+  if (i != l->slot) gf_view_lane(l, i, n, lane_runnable(l, i, n, mono_ns()));
+  return n;
 }
 
 static int lane_runnable(const struct gf_lease* l, unsigned i, const struct gpufrac_arbiter_lane* n, uint64_t now_ns) {
@@ -57,7 +96,7 @@ static int lane_high_eligible(const struct gf_lease* l, unsigned i, const struct
   const struct gpufrac_arbiter_slot* s = &l->slots->slots[i];
   if (n == NULL || !(__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & GPUFRAC_ARBITER_HIGH)) return 0;
   uint64_t credit = (uint64_t)l->p.credit_ms * 1000000000u / gf_arbiter_weight(s);
-  uint64_t ahead = __atomic_load_n(&n->vtime, __ATOMIC_SEQ_CST) - __atomic_load_n(&l->arb->vclock, __ATOMIC_SEQ_CST);
+  uint64_t ahead = gf_view_place(l, i) - gf_view_clock(l); /* the view's, not the lease file's vclock */
   return (int64_t)ahead <= (int64_t)credit;
 }
 
@@ -79,7 +118,7 @@ int gf_lease_pick(const struct gf_lease* l, uint64_t now_ns) {
     const struct gpufrac_arbiter_lane* n = gf_lease_lane(l, i);
     if (!lane_runnable(l, i, n, now_ns)) continue;
     int high = lane_high_eligible(l, i, n);
-    uint64_t vt = __atomic_load_n(&n->vtime, __ATOMIC_SEQ_CST);
+    uint64_t vt = gf_view_place(l, i);
     if (best < 0 || high > best_high || (high == best_high && gf_vt_before(vt, best_vt))) {
       best = (int)i;
       best_high = high;

@@ -1,0 +1,146 @@
+/* Each process's own view of the queue (docs/design-queue-lanes.md part 2): no decision is taken from
+ * what another slot's lane says alone, nor from the lease file's vclock, which every container can
+ * write. Per slot, in this process's memory:
+ *   - monotone lanes: a lane's vtime moving on raises the slot's place by as much; moving back is
+ *     ignored (and is a lie: reported in this process's own lane);
+ *   - join at the reader's clock: a slot first seen, or runnable again after idle, starts at
+ *     max(its place, view clock); one that stays runnable never lags the clock by more than
+ *     (lease_ms + busy_ms) of its own time;
+ *   - observed holding: the time this process watched a slot hold the lease (while it waited),
+ *     up to the holder's last activity published for it, is charged to that slot in this view,
+ *     whatever its lane says;
+ * a slot's place is its base plus the larger of what its lane moved and what was watched. The view
+ * clock is raised to the place of each slot seen claiming and to this process's own vtime. */
+#include <time.h>
+
+#include "gf_arbiter.h"
+
+struct gf_view {
+  uint64_t token[GPUFRAC_ARBITER_SLOTS]; /* the slot's token when last seen: a new one starts over */
+  uint64_t lane_vt[GPUFRAC_ARBITER_SLOTS];
+  uint64_t base[GPUFRAC_ARBITER_SLOTS], lane_sum[GPUFRAC_ARBITER_SLOTS], obs_sum[GPUFRAC_ARBITER_SLOTS];
+  uint8_t runnable[GPUFRAC_ARBITER_SLOTS];
+  uint8_t vt_known[GPUFRAC_ARBITER_SLOTS]; /* lane_vt was read (a slot first seen holding was not) */
+  uint64_t clock;                          /* the view clock */
+  uint64_t cur_word;                       /* a word HELD by another slot that this process watches, 0 none */
+  uint64_t cur_since;
+  uint64_t cur_active; /* its holder's last activity published for it and seen since, 0 none */
+  struct gpufrac_arbiter_lane copies[GPUFRAC_ARBITER_SLOTS]; /* the last pread of each lane */
+};
+
+size_t gf_view_size(void) {
+  return sizeof(struct gf_view);
+}
+
+struct gpufrac_arbiter_lane* gf_view_copy(struct gf_view* v, unsigned i) {
+  return &v->copies[i];
+}
+
+static uint64_t later(uint64_t a, uint64_t b) {
+  return gf_vt_before(a, b) ? b : a;
+}
+
+static uint64_t place(const struct gf_view* v, unsigned i) {
+  return v->base[i] + (gf_vt_before(v->lane_sum[i], v->obs_sum[i]) ? v->obs_sum[i] : v->lane_sum[i]);
+}
+
+static void rebase(struct gf_view* v, unsigned i, uint64_t at) {
+  v->base[i] = at;
+  v->lane_sum[i] = v->obs_sum[i] = 0;
+}
+
+void gf_view_init(struct gf_view* v, uint64_t clock) {
+  v->clock = clock;
+}
+
+/* (lease_ms + busy_ms) of slot i's own time, in virtual time. */
+static uint64_t lag_bound(const struct gf_lease* l, unsigned i) {
+  return ((uint64_t)l->p.lease_ms + l->p.busy_ms) * 1000000u * 1000u / gf_arbiter_weight(&l->slots->slots[i]);
+}
+
+/* Notes in this process's own lane that slot i's lane lied (GF_LIE_*): the slot's entry, or the oldest. */
+void gf_view_suspect(const struct gf_lease* l, unsigned i, uint32_t what) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  struct gpufrac_arbiter_suspect* e = l->own->suspect;
+  unsigned k = 0, n = sizeof l->own->suspect / sizeof *e;
+  for (unsigned j = 0; j < n; j++) {
+    if (__atomic_load_n(&e[j].slot, __ATOMIC_RELAXED) == i + 1) {
+      k = j;
+      break;
+    }
+    if (__atomic_load_n(&e[j].seen_at_s, __ATOMIC_RELAXED) < __atomic_load_n(&e[k].seen_at_s, __ATOMIC_RELAXED)) k = j;
+  }
+  __atomic_store_n(&e[k].slot, i + 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&e[k].what, what, __ATOMIC_RELAXED);
+  __atomic_store_n(&e[k].seen_at_s, (uint64_t)ts.tv_sec, __ATOMIC_RELEASE);
+}
+
+void gf_view_lane(const struct gf_lease* l, unsigned i, const struct gpufrac_arbiter_lane* n, int runnable) {
+  struct gf_view* v = l->view;
+  if (v == NULL || i == l->slot || i >= GPUFRAC_ARBITER_SLOTS) return;
+  uint64_t token = __atomic_load_n(&l->slots->slots[i].token, __ATOMIC_SEQ_CST);
+  uint64_t vt = n != NULL ? __atomic_load_n(&n->vtime, __ATOMIC_SEQ_CST) : v->lane_vt[i];
+  if (v->token[i] != token) { /* first seen (or the slot went to another container): joins */
+    v->token[i] = token;
+    v->lane_vt[i] = vt;
+    v->vt_known[i] = n != NULL;
+    rebase(v, i, later(vt, v->clock));
+    v->runnable[i] = (uint8_t)runnable;
+    return;
+  }
+  if (!v->vt_known[i] && n != NULL) {
+    v->lane_vt[i] = vt;
+    v->vt_known[i] = 1;
+  }
+  int64_t d = (int64_t)(vt - v->lane_vt[i]);
+  if (d > 0) v->lane_sum[i] += (uint64_t)d;
+  if (d < 0) gf_view_suspect(l, i, GF_LIE_BACK);
+  v->lane_vt[i] = vt;
+  uint64_t at = place(v, i), floor = runnable && v->runnable[i] ? v->clock - lag_bound(l, i) : v->clock;
+  if (runnable && gf_vt_before(at, floor)) rebase(v, i, floor);
+  v->runnable[i] = (uint8_t)runnable;
+}
+
+uint64_t gf_view_place(const struct gf_lease* l, unsigned i) {
+  if (i == l->slot || l->view == NULL) return l->my_vt;
+  return place(l->view, i);
+}
+
+uint64_t gf_view_clock(const struct gf_lease* l) {
+  return l->view != NULL ? l->view->clock : l->my_vt;
+}
+
+void gf_view_raise(const struct gf_lease* l, uint64_t vt) {
+  if (l->view != NULL) l->view->clock = later(l->view->clock, vt);
+}
+
+void gf_view_watch(const struct gf_lease* l, uint64_t w, uint64_t now, uint64_t active) {
+  struct gf_view* v = l->view;
+  if (v == NULL) return;
+  if (w == v->cur_word && w != 0) { /* still held: its last activity as published for this word */
+    if (active != 0 && gf_vt_before(v->cur_active, active)) v->cur_active = active;
+    return;
+  }
+  if (v->cur_word != 0) { /* the watched word ended: its holder is charged the activity it was seen in */
+    unsigned s = gpufrac_lease_holder(v->cur_word) - 1;
+    uint64_t end = v->cur_active != 0 && gf_vt_before(v->cur_active, now) ? v->cur_active : now;
+    uint64_t most = ((uint64_t)l->p.lease_ms + l->p.grace_ms + l->p.busy_ms) * 1000000u, dt = end - v->cur_since;
+    if ((int64_t)dt < 0) dt = 0;
+    if (dt > most) dt = most; /* no word is held longer: this process stopped watching meanwhile */
+    v->obs_sum[s] += dt * 1000u / gf_arbiter_weight(&l->slots->slots[s]);
+  }
+  v->cur_word = 0;
+  uint32_t h = gpufrac_lease_holder(w);
+  if (!gpufrac_lease_claimed(w) || h == 0 || h > gf_arbiter_slots_in_use(l->slots) || h == l->slot + 1) return;
+  uint64_t token = __atomic_load_n(&l->slots->slots[h - 1].token, __ATOMIC_SEQ_CST);
+  if (v->token[h - 1] != token) { /* first seen holding: joins at the clock, its lane read later */
+    v->token[h - 1] = token;
+    v->vt_known[h - 1] = 0;
+    rebase(v, h - 1, v->clock);
+  }
+  v->cur_word = w;
+  v->cur_since = now;
+  v->cur_active = active != 0 && gf_vt_before(now, active) ? active : 0;
+  gf_view_raise(l, place(v, h - 1));
+}
