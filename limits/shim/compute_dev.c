@@ -35,12 +35,23 @@ static void arbiter_path(char* out, size_t len, const char* uuid, const char* su
   snprintf(out, len, "%.*s/compute/%s%s", dir, region, uuid, suffix);
 }
 
-/* This container's own lane (read-write) and the lanes directory beside the lease file. */
+/* This container's own lane (read-write) and the lanes directory beside the lease file: its bind
+ * <uuid>.lane in a container; outside one (the host's own tests and benches), <uuid>.lanes/<key> of
+ * the slot its token names. */
 static int map_lane(struct gf_compute_dev* d, const struct gf_device_limit* dl, char* err, size_t err_len) {
   char lane[GF_PATH_MAX + 136], lanes[GF_PATH_MAX + 136];
   arbiter_path(lane, sizeof lane, dl->uuid, GPUFRAC_ARBITER_LANE_SUFFIX);
   arbiter_path(lanes, sizeof lanes, dl->uuid, GPUFRAC_ARBITER_LANES_SUFFIX);
-  return gf_arbiter_map_lane(lane, lanes, &d->map, err, err_len);
+  if (gf_arbiter_map_lane(lane, lanes, &d->map, err, err_len) == 0) return 0;
+  if (errno != ENOENT) return -1;
+  int i = gf_arbiter_find_token(d->map.slots, dl->compute_token);
+  if (i < 0) return -1;
+  char key[GPUFRAC_ARBITER_KEY], own[GF_PATH_MAX + 136 + GPUFRAC_ARBITER_KEY];
+  memcpy(key, (const void*)d->map.slots->slots[i].key, sizeof key);
+  key[sizeof key - 1] = '\0';
+  if (key[0] == '\0' || strchr(key, '/') != NULL) return -1;
+  snprintf(own, sizeof own, "%s/%s", lanes, key);
+  return gf_arbiter_map_lane(own, lanes, &d->map, err, err_len);
 }
 
 /* gf_lease's join: maps the lease file this process could not open before (a tenant had changed its

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -259,6 +260,11 @@ TEST_F(LeaseFileChecks, EachForgeryIsNamed) {
   EXPECT_EQ(problems(),
             std::vector<std::string>{"slot 1 (high)'s lane says it waited or claimed 5000 ms in the future"});
   lanes_[1].seen_ns = 0;
+  lanes_[1].suspect[0] = {1, GF_LIE_BACK, static_cast<std::uint64_t>(std::time(nullptr))};  // slot 1's view saw it
+  EXPECT_EQ(problems(), std::vector<std::string>{
+                            "slot 1 (high) saw slot 0 (normal)'s lane move back (in the last 10 minutes)"});
+  lanes_[1].suspect[0].seen_at_s -= 601;
+  EXPECT_EQ(problems(), std::vector<std::string>{}) << "older than 10 minutes";
   lease_.magic = 0;
   EXPECT_EQ(problems(), std::vector<std::string>{
                             "its lease file's header: wrong magic 0x00000000; accepted: 0x42524147 (gpufrac compute "
