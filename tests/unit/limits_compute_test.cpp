@@ -101,7 +101,7 @@ TEST_F(ArbiterFileTest, AnInvalidSlotsFileIsReplaced) {
   auto bad = read_arbiter(path_);
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message, "compute arbiter " + path_ + ".slots: 0 bytes; accepted: a regular file of " +
-                                     std::to_string(sizeof(gpufrac_arbiter_slots)) + " bytes (arbiter version 2)");
+                                     std::to_string(sizeof(gpufrac_arbiter_slots)) + " bytes (arbiter version 3)");
   ASSERT_TRUE(ensure_arbiter(path_, kGpu));
   EXPECT_TRUE(read_arbiter(path_));
 }
@@ -119,10 +119,9 @@ TEST_F(ArbiterFileTest, AnotherLayoutVersionIsRefused) {
   gf_arb m{};
   char err[512];
   ASSERT_EQ(gf_arbiter_map(path_.c_str(), (path_ + ".slots").c_str(), &m, err, sizeof err), -1);
-  EXPECT_EQ(std::string(err), path_ + ": arbiter version 1; accepted: 2");
+  EXPECT_EQ(std::string(err), path_ + ": arbiter version 1; accepted: 3");
   ASSERT_EQ(gf_arbiter_map((path_ + ".slots").c_str(), path_.c_str(), &m, err, sizeof err), -1);
-  EXPECT_EQ(std::string(err), path_ + ".slots: wrong magic 0x53524147; accepted: 0x42524147 (gpufrac compute arbiter)")
-      << "the slots file is not a lease file";
+  EXPECT_EQ(std::string(err), path_ + ": not a file of 49408 bytes") << "the lease file is not a slots file";
 }
 
 // A tenant that overwrites the lease file's header: the GPU's containers keep one arbiter (repaired in
@@ -261,8 +260,8 @@ TEST_F(LeaseFileChecks, EachForgeryIsNamed) {
             std::vector<std::string>{"slot 1 (high)'s lane says it waited or claimed 5000 ms in the future"});
   lanes_[1].seen_ns = 0;
   lanes_[1].suspect[0] = {1, GF_LIE_BACK, static_cast<std::uint64_t>(std::time(nullptr))};  // slot 1's view saw it
-  EXPECT_EQ(problems(), std::vector<std::string>{
-                            "slot 1 (high) saw slot 0 (normal)'s lane move back (in the last 10 minutes)"});
+  EXPECT_EQ(problems(),
+            std::vector<std::string>{"slot 1 (high) saw slot 0 (normal)'s lane move back (in the last 10 minutes)"});
   lanes_[1].suspect[0].seen_at_s -= 601;
   EXPECT_EQ(problems(), std::vector<std::string>{}) << "older than 10 minutes";
   lease_.magic = 0;

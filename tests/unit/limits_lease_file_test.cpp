@@ -76,7 +76,7 @@ TEST_F(LeaseFileTest, AFileCutShortUnderTheHostKillsNothing) {
   EXPECT_EQ(v->tampered, (std::vector<std::string>{
                              "its lease file's header: wrong magic 0x00000000; accepted: 0x42524147 (gpufrac compute "
                              "arbiter)",
-                             "its lease file is 0 bytes (the host made 49408)"}));
+                             "its lease file is 0 bytes (the host made 256)"}));
   EXPECT_EQ(v->slots.size(), 1u) << "the slots file is intact";
 }
 
@@ -93,11 +93,11 @@ TEST_F(LeaseFileTest, AGrownFileIsFlaggedAndShrunkInPlace) {
     ASSERT_EQ(std::fwrite(page.data(), 1, page.size(), f), page.size());
     std::fclose(f);
   }
-  EXPECT_EQ(tampered(), std::vector<std::string>{"its lease file is 8388608 bytes (the host made 49408)"});
+  EXPECT_EQ(tampered(), std::vector<std::string>{"its lease file is 8388608 bytes (the host made 256)"});
   auto fixed = ensure_arbiter(path_, kGpu);
   ASSERT_TRUE(fixed) << fixed.error().message;
   EXPECT_EQ(fixed->what, unsigned{GPUFRAC_LEASE_REPAIRED_SIZE});
-  EXPECT_EQ(fixed->phrases, std::vector<std::string>{"its lease file is 8388608 bytes (the host made 49408)"});
+  EXPECT_EQ(fixed->phrases, std::vector<std::string>{"its lease file is 8388608 bytes (the host made 256)"});
   const struct stat st = stat_of();
   EXPECT_EQ(st.st_ino, ino) << "in place";
   EXPECT_EQ(static_cast<std::size_t>(st.st_size), kLeaseSize);
