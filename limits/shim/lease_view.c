@@ -1,24 +1,25 @@
 /* Each process's own view of the queue (docs/design-queue-lanes.md part 2): no decision is taken from
  * what another slot's lane says alone, nor from the lease file's vclock, which every container can
  * write. Per slot, in this process's memory:
- *   - monotone lanes: a lane's vtime moving on raises the slot's place by as much; moving back is
- *     ignored (and is a lie: reported in this process's own lane);
+ *   - monotone lanes: a slot's place is at least the most its lane's vtime ever said; moving back
+ *     is ignored (and is a lie: reported in this process's own lane);
  *   - join at the reader's clock: a slot first seen, or runnable again after idle, starts at
  *     max(its place, view clock); one that stays runnable never lags the clock by more than
  *     (lease_ms + busy_ms) of its own time;
  *   - observed holding: the time this process watched a slot hold the lease (while it waited),
  *     up to the holder's last activity published for it, is charged to that slot in this view,
  *     whatever its lane says;
- * a slot's place is its base plus the larger of what its lane moved and what was watched. The view
+ * a slot's place is the larger of the most its lane said and its base (where it joined) plus what
+ * was watched. The view
  * clock is raised to the place of each slot seen claiming and to this process's own vtime. */
 #include <time.h>
 
 #include "gf_arbiter.h"
 
 struct gf_view {
-  uint64_t token[GPUFRAC_ARBITER_SLOTS]; /* the slot's token when last seen: a new one starts over */
-  uint64_t lane_vt[GPUFRAC_ARBITER_SLOTS];
-  uint64_t base[GPUFRAC_ARBITER_SLOTS], lane_sum[GPUFRAC_ARBITER_SLOTS], obs_sum[GPUFRAC_ARBITER_SLOTS];
+  uint64_t token[GPUFRAC_ARBITER_SLOTS];   /* the slot's token when last seen: a new one starts over */
+  uint64_t lane_vt[GPUFRAC_ARBITER_SLOTS]; /* the most the lane said */
+  uint64_t base[GPUFRAC_ARBITER_SLOTS], obs_sum[GPUFRAC_ARBITER_SLOTS];
   uint8_t runnable[GPUFRAC_ARBITER_SLOTS];
   uint8_t vt_known[GPUFRAC_ARBITER_SLOTS]; /* lane_vt was read (a slot first seen holding was not) */
   uint64_t clock;                          /* the view clock */
@@ -41,12 +42,13 @@ static uint64_t later(uint64_t a, uint64_t b) {
 }
 
 static uint64_t place(const struct gf_view* v, unsigned i) {
-  return v->base[i] + (gf_vt_before(v->lane_sum[i], v->obs_sum[i]) ? v->obs_sum[i] : v->lane_sum[i]);
+  uint64_t watched = v->base[i] + v->obs_sum[i];
+  return v->vt_known[i] && gf_vt_before(watched, v->lane_vt[i]) ? v->lane_vt[i] : watched;
 }
 
 static void rebase(struct gf_view* v, unsigned i, uint64_t at) {
   v->base[i] = at;
-  v->lane_sum[i] = v->obs_sum[i] = 0;
+  v->obs_sum[i] = 0;
 }
 
 void gf_view_init(struct gf_view* v, uint64_t clock) {
@@ -93,10 +95,9 @@ void gf_view_lane(const struct gf_lease* l, unsigned i, const struct gpufrac_arb
     v->lane_vt[i] = vt;
     v->vt_known[i] = 1;
   }
-  int64_t d = (int64_t)(vt - v->lane_vt[i]);
-  if (d > 0) v->lane_sum[i] += (uint64_t)d;
+  int64_t d = (int64_t)(vt - v->lane_vt[i]); /* against the most it has said */
+  if (d > 0) v->lane_vt[i] = vt;
   if (d < 0) gf_view_suspect(l, i, GF_LIE_BACK);
-  v->lane_vt[i] = vt;
   uint64_t at = place(v, i), floor = runnable && v->runnable[i] ? v->clock - lag_bound(l, i) : v->clock;
   if (runnable && gf_vt_before(at, floor)) rebase(v, i, floor);
   v->runnable[i] = (uint8_t)runnable;

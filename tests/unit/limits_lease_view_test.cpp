@@ -48,9 +48,12 @@ TEST_F(ViewTest, ALaneNeverMovesBackAndItsLieIsNoted) {
   EXPECT_EQ(liar(), 5000u) << "moved back: ignored";
   EXPECT_EQ(lanes_[0].suspect[0].slot, 2u) << "noted in the reader's own lane";
   EXPECT_EQ(lanes_[0].suspect[0].what, GF_LIE_BACK);
-  lanes_[1].vtime = 4500;
+  lanes_[1].vtime = 5000;
   look();
-  EXPECT_EQ(liar(), 5500u) << "moved on by 500: raised by 500";
+  EXPECT_EQ(liar(), 5000u) << "back up to where it was: nothing new";
+  lanes_[1].vtime = 5500;
+  look();
+  EXPECT_EQ(liar(), 5500u) << "moved on past the most it said by 500: raised by 500";
 }
 
 TEST_F(ViewTest, ASlotFirstSeenOrBackFromIdleJoinsAtTheReadersClock) {
