@@ -45,7 +45,11 @@ static int map_lane(struct gf_compute_dev* d, const struct gf_device_limit* dl, 
   if (gf_arbiter_map_lane(lane, lanes, &d->map, err, err_len) == 0) return 0;
   if (errno != ENOENT) return -1;
   int i = gf_arbiter_find_token(d->map.slots, dl->compute_token);
-  if (i < 0) return -1;
+  if (i < 0) { /* as gf_lease_init says it */
+    snprintf(err, err_len, "no slot holds token %016llx; accepted: the slot the host set up for this container",
+             (unsigned long long)dl->compute_token);
+    return -1;
+  }
   char key[GPUFRAC_ARBITER_KEY], own[GF_PATH_MAX + 136 + GPUFRAC_ARBITER_KEY];
   memcpy(key, (const void*)d->map.slots->slots[i].key, sizeof key);
   key[sizeof key - 1] = '\0';
