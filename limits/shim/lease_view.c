@@ -3,9 +3,8 @@
  * write. Per slot, in this process's memory:
  *   - monotone lanes: a slot's place is at least the most its lane's vtime ever said; moving back
  *     is ignored (and is a lie: reported in this process's own lane);
- *   - join at the reader's clock: a slot first seen, or runnable again after idle, starts at
- *     max(its place, view clock); one that stays runnable never lags the clock by more than
- *     (lease_ms + busy_ms) of its own time;
+ *   - join at the reader's clock: a slot first seen starts at max(its place, view clock); a
+ *     runnable one never lags the clock by more than (lease_ms + busy_ms) of its own time;
  *   - observed holding: the time this process watched a slot hold the lease (while it waited),
  *     up to the holder's last activity published for it, is charged to that slot in this view,
  *     whatever its lane says;
@@ -98,7 +97,10 @@ void gf_view_lane(const struct gf_lease* l, unsigned i, const struct gpufrac_arb
   int64_t d = (int64_t)(vt - v->lane_vt[i]); /* against the most it has said */
   if (d > 0) v->lane_vt[i] = vt;
   if (d < 0) gf_view_suspect(l, i, GF_LIE_BACK);
-  uint64_t at = place(v, i), floor = runnable && v->runnable[i] ? v->clock - lag_bound(l, i) : v->clock;
+  /* Runnable: never more than the lag bound behind the clock. (Not joined at the clock when it looks
+   * runnable again: a reader samples lanes once a lease and sees a slot that held the lease between
+   * two samples as "back from idle"; its own heartbeat floors its lane at its own clock.) */
+  uint64_t at = place(v, i), floor = v->clock - lag_bound(l, i);
   if (runnable && gf_vt_before(at, floor)) rebase(v, i, floor);
   v->runnable[i] = (uint8_t)runnable;
 }
