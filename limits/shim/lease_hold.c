@@ -105,13 +105,25 @@ static int renew(struct gf_lease* l, uint64_t now) {
   return 1;
 }
 
+/* This process's own place never lags the runnable slot it would hand the lease to (the lowest of its
+ * view) by more than one lease and its overrun of its own time, as no other slot's does in its view.
+ * A process starts from its container's lane, which the container can rewrite backwards: without this
+ * a process started from a lane a minute behind kept renewing for a minute. */
+static void floor_own(struct gf_lease* l, unsigned pick) {
+  uint64_t lag = ((uint64_t)l->p.lease_ms + l->p.busy_ms) * 1000000u * 1000u / l->weight;
+  uint64_t floor = gf_view_place(l, pick) - lag;
+  if (gf_vt_before(l->my_vt, floor)) l->my_vt = floor;
+}
+
 /* A fair holder keeps the GPU while no runnable slot is behind it in virtual time (its own vtime
  * counted with the time it has held the lease so far). */
-static int keeps(const struct gf_lease* l, int pick, uint64_t now) {
+static int keeps(struct gf_lease* l, int pick, uint64_t now) {
   if (l->strict || gf_lease_preempted(l, now) || !gf_lease_slot_ok(l)) return 0; /* a freed slot: give it up */
   if (pick < 0) return 1;
   if (pick == (int)l->slot) return 0; /* another of its processes waits: its turn */
-  if (!l->high && gf_lease_high_eligible(l, (unsigned)pick)) return 0;
+  int high = gf_lease_high_eligible(l, (unsigned)pick);
+  if (!l->high && high) return 0;
+  if (!high) floor_own(l, (unsigned)pick); /* the lowest runnable place: no high-priority one is eligible */
   uint64_t mine = l->my_vt + (now - l->start_ns) * 1000u / l->weight;
   return !gf_vt_before(gf_view_place(l, (unsigned)pick), mine); /* pick read its lane just now */
 }

@@ -118,6 +118,16 @@ void gf_view_raise(const struct gf_lease* l, uint64_t vt) {
   if (l->view != NULL) l->view->clock = later(l->view->clock, vt);
 }
 
+/* When word w ends at the latest, as seen at now: its deadline (a holder renews or releases there, and
+ * each renewal or extension is a new word), or now when that is sooner. A watcher that saw no activity
+ * published for w (it looked once) charges up to there, not up to when it next looked: a watcher that
+ * slept through a lease and the next (a loaded machine) would otherwise charge the holder both, its
+ * clock would run ahead and, floored at that clock, its own place too. */
+static uint64_t word_end(uint64_t w, uint64_t now) {
+  int32_t left = (int32_t)(gpufrac_lease_deadline(w) - (uint32_t)(now / 1000000u));
+  return left >= 0 ? now : now - (uint64_t)(-(int64_t)left) * 1000000u;
+}
+
 void gf_view_watch(const struct gf_lease* l, uint64_t w, uint64_t now, uint64_t active) {
   struct gf_view* v = l->view;
   if (v == NULL) return;
@@ -127,7 +137,8 @@ void gf_view_watch(const struct gf_lease* l, uint64_t w, uint64_t now, uint64_t 
   }
   if (v->cur_word != 0) { /* the watched word ended: its holder is charged the activity it was seen in */
     unsigned s = gpufrac_lease_holder(v->cur_word) - 1;
-    uint64_t end = v->cur_active != 0 && gf_vt_before(v->cur_active, now) ? v->cur_active : now;
+    uint64_t end = v->cur_active != 0 ? v->cur_active : word_end(v->cur_word, now);
+    if (gf_vt_before(now, end)) end = now;
     uint64_t most = ((uint64_t)l->p.lease_ms + l->p.grace_ms + l->p.busy_ms) * 1000000u, dt = end - v->cur_since;
     if ((int64_t)dt < 0) dt = 0;
     if (dt > most) dt = most; /* no word is held longer: this process stopped watching meanwhile */
