@@ -111,6 +111,7 @@ void check_suspects(const gpufrac_arbiter_slots& s, const gpufrac_arbiter_lane* 
       if (load32(&s.slots[j - 1].state) != GPUFRAC_ARBITER_ACTIVE) continue;
       const char* lie = what == GF_LIE_BACK     ? "'s lane move back"
                         : what == GF_LIE_UNREAD ? "'s lane cut short or missing"
+                        : what == GF_LIE_BEHIND ? "'s lane stay far behind the queue while it waited"
                                                 : "'s lane lie";
       out.push_back(text::cat(slot_name(s, i), " saw ", slot_name(s, j - 1), lie, " (in the last ", kSuspectShownS / 60,
                               " minutes)"));

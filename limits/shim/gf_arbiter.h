@@ -172,6 +172,7 @@ void gf_lease_drop(struct gf_lease* l);
 /* ---- lease_view.c: this process's own view of the queue (docs/design-queue-lanes.md part 2) ---- */
 #define GF_LIE_BACK 1u   /* suspect: the lane's vtime moved back */
 #define GF_LIE_UNREAD 2u /* suspect: the lane could not be read (cut short, missing) */
+#define GF_LIE_BEHIND 3u /* suspect: the lane stayed far behind the queue while its slot waited */
 size_t gf_view_size(void);
 void gf_view_init(struct gf_view* v, uint64_t clock);
 struct gpufrac_arbiter_lane* gf_view_copy(struct gf_view* v, unsigned i);

@@ -21,6 +21,7 @@ struct gf_view {
   uint64_t base[GPUFRAC_ARBITER_SLOTS], obs_sum[GPUFRAC_ARBITER_SLOTS];
   uint8_t runnable[GPUFRAC_ARBITER_SLOTS];
   uint8_t vt_known[GPUFRAC_ARBITER_SLOTS]; /* lane_vt was read (a slot first seen holding was not) */
+  uint8_t behind[GPUFRAC_ARBITER_SLOTS];   /* reads in a row that found it runnable and far behind */
   uint64_t clock;                          /* the view clock */
   uint64_t cur_word;                       /* a word HELD by another slot that this process watches, 0 none */
   uint64_t cur_since;
@@ -77,6 +78,23 @@ void gf_view_suspect(const struct gf_lease* l, unsigned i, uint32_t what) {
   __atomic_store_n(&e[k].seen_at_s, (uint64_t)ts.tv_sec, __ATOMIC_RELEASE);
 }
 
+/* A waiting slot's own heartbeat keeps its lane at most its lag bound behind its clock, and readers'
+ * clocks differ by wake latency: a lane read GF_BEHIND_READS times in a row runnable and more than
+ * GF_BEHIND_S seconds of its own time behind this reader's clock says less than its slot was charged
+ * (a lane rewritten backwards between two reads is not seen moving back). */
+#define GF_BEHIND_READS 3
+#define GF_BEHIND_S 10u
+static void far_behind(const struct gf_lease* l, unsigned i, uint64_t vt, int runnable) {
+  struct gf_view* v = l->view;
+  uint64_t far = (uint64_t)GF_BEHIND_S * 1000000000u * 1000u / gf_arbiter_weight(&l->slots->slots[i]);
+  if (!runnable || !gf_vt_before(vt, v->clock - far)) {
+    v->behind[i] = 0;
+    return;
+  }
+  if (v->behind[i] < GF_BEHIND_READS) v->behind[i]++;
+  if (v->behind[i] == GF_BEHIND_READS) gf_view_suspect(l, i, GF_LIE_BEHIND);
+}
+
 void gf_view_lane(const struct gf_lease* l, unsigned i, const struct gpufrac_arbiter_lane* n, int runnable) {
   struct gf_view* v = l->view;
   if (v == NULL || i == l->slot || i >= GPUFRAC_ARBITER_SLOTS) return;
@@ -88,6 +106,7 @@ void gf_view_lane(const struct gf_lease* l, unsigned i, const struct gpufrac_arb
     v->vt_known[i] = n != NULL;
     rebase(v, i, later(vt, v->clock));
     v->runnable[i] = (uint8_t)runnable;
+    v->behind[i] = 0;
     return;
   }
   if (!v->vt_known[i] && n != NULL) {
@@ -97,6 +116,7 @@ void gf_view_lane(const struct gf_lease* l, unsigned i, const struct gpufrac_arb
   int64_t d = (int64_t)(vt - v->lane_vt[i]); /* against the most it has said */
   if (d > 0) v->lane_vt[i] = vt;
   if (d < 0) gf_view_suspect(l, i, GF_LIE_BACK);
+  far_behind(l, i, n != NULL ? vt : v->clock, runnable);
   /* Runnable: never more than the lag bound behind the clock. (Not joined at the clock when it looks
    * runnable again: a reader samples lanes once a lease and sees a slot that held the lease between
    * two samples as "back from idle"; its own heartbeat floors its lane at its own clock.) */
