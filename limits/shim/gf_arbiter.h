@@ -115,6 +115,7 @@ struct gf_lease {
   uint64_t waiting_ns; /* when it began waiting for the lease, 0 while not waiting */
   uint64_t lost_ns;    /* atomic: when it last found its word taken by another process */
   uint64_t charged_to; /* the end of its last charge on finding its word taken (debt starts after) */
+  int placed;          /* its own place was floored at its first lease end (before: only its lane said it) */
 };
 
 /* Binds to the slot named by token (m->own, or m->table, must be set). 0, or -1 with the reason in

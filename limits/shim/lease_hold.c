@@ -105,13 +105,15 @@ static int renew(struct gf_lease* l, uint64_t now) {
   return 1;
 }
 
-/* This process's own place never lags the runnable slot it would hand the lease to (the lowest of its
- * view) by more than one lease and its overrun of its own time, as no other slot's does in its view.
- * A process starts from its container's lane, which the container can rewrite backwards: without this
- * a process started from a lane a minute behind kept renewing for a minute. */
+/* A process starts from its container's lane (it has nothing else), which the container can rewrite
+ * backwards: at its first lease end with another slot runnable, its own place is raised to that
+ * slot's (the lowest runnable place of its view). Without this a process started from a lane a minute
+ * behind kept renewing for a minute. Once only: from then on its own charges place it (flooring it at
+ * every lease end moved honest holders of 200 ms kernels off their share, e2e.compute_kernels). */
 static void floor_own(struct gf_lease* l, unsigned pick) {
-  uint64_t lag = ((uint64_t)l->p.lease_ms + l->p.busy_ms) * 1000000u * 1000u / l->weight;
-  uint64_t floor = gf_view_place(l, pick) - lag;
+  if (l->placed) return;
+  l->placed = 1;
+  uint64_t floor = gf_view_place(l, pick);
   if (gf_vt_before(l->my_vt, floor)) l->my_vt = floor;
 }
 
