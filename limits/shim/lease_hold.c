@@ -106,10 +106,12 @@ static int renew(struct gf_lease* l, uint64_t now) {
 }
 
 /* A process starts from its container's lane (it has nothing else), which the container can rewrite
- * backwards: at its first lease end with another slot runnable, its own place is raised to that
- * slot's (the lowest runnable place of its view). Without this a process started from a lane a minute
- * behind kept renewing for a minute. Once only: from then on its own charges place it (flooring it at
- * every lease end moved honest holders of 200 ms kernels off their share, e2e.compute_kernels). */
+ * backwards: at its first lease end with another slot runnable, it joins the queue there, its own
+ * place raised to that slot's (the lowest runnable place of its view). Without this a process started
+ * from a lane a minute behind kept renewing for a minute; with a lag bound's allowance it still kept
+ * the GPU long enough at its start for its neighbour to wait past its bound. Once only: from then on
+ * its own charges place it (flooring it at every lease end moved honest holders of 200 ms kernels off
+ * their share, e2e.compute_kernels). */
 static void floor_own(struct gf_lease* l, unsigned pick) {
   if (l->placed) return;
   l->placed = 1;
