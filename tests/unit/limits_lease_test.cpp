@@ -105,6 +105,18 @@ TEST_F(LeaseTest, HandsOverToTheRunnableSlotBehindIt) {
   EXPECT_EQ(gf_lease_state(&a, gf_now_ns()), GF_LEASE_LOST);
 }
 
+TEST_F(LeaseTest, AProcessStartedFromALaneRewrittenBackJoinsTheQueueAtItsFirstLeaseEnd) {
+  gf_lease a = client("a", 500000);
+  client("b", 500000);
+  ASSERT_EQ(gf_lease_acquire(&a), 0);
+  a.my_vt -= 120'000'000ull;  // its lane said 60 s of its own time less when the process started
+  __atomic_store_n(&lane(1).vtime, lane(0).vtime, __ATOMIC_SEQ_CST);  // b level with a's lane as it was
+  __atomic_store_n(&lane(1).seen_ns, gf_now_ns(), __ATOMIC_SEQ_CST);  // b waits
+  EXPECT_EQ(gf_lease_end(&a, no_drain, nullptr), 0) << "handed over: a joined the queue at b's place";
+  EXPECT_EQ(a.placed, 1);
+  EXPECT_EQ(gpufrac_lease_holder(__atomic_load_n(&m_.lease->lease, __ATOMIC_SEQ_CST)), 2u) << "designated to b";
+}
+
 TEST_F(LeaseTest, AnExpiredHolderIsTakenOverAndCharged) {
   gf_lease a = client("a", 500000), b = client("b", 500000);
   ASSERT_EQ(gf_lease_acquire(&a), 0);
