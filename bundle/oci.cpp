@@ -32,7 +32,7 @@ Result<> read_namespaces(const Json& linux_obj, BundleSpec& spec) {
   const Json& ns = linux_obj["namespaces"];
   if (!ns.is_array()) return user_error("config.json: linux.namespaces must be a list");
   for (const auto& n : ns) {
-    if (!n.is_object() || n.value("type", "") != "pid") continue;
+    if (!n.is_object() || n.value("type", Json()) != "pid") continue;
     std::string path = n.contains("path") && n["path"].is_string() ? n["path"].template get<std::string>() : "";
     if (path.empty())
       spec.private_pid_namespace = true;
@@ -138,7 +138,10 @@ Result<BundleSpec> read_bundle_spec(const Json& j, const std::string& bundle) {
       j["process"]["env"].is_array())
     for (const auto& e : j["process"]["env"])
       if (e.is_string()) spec.env.push_back(e.template get<std::string>());
-  std::string root = j.contains("root") && j["root"].is_object() ? j["root"].value("path", "") : "";
+  const bool has_root = j.contains("root") && j["root"].is_object() && j["root"].contains("path");
+  if (has_root && !j["root"]["path"].is_string())
+    return user_error(bundle + "/config.json: root.path is not a string; a path such as \"rootfs\"");
+  const std::string root = has_root ? j["root"]["path"].template get<std::string>() : "";
   if (root.empty()) return user_error(bundle + "/config.json: missing root.path");
   spec.rootfs = root.front() == '/' ? root : bundle + "/" + root;
   spec.read_only_root = j["root"].contains("readonly") && j["root"]["readonly"].is_boolean() &&

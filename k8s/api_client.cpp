@@ -94,35 +94,57 @@ Result<ApiClient> ApiClient::create(ApiConfig config, std::time_t now) {
 ApiClient::ApiClient(ApiConfig config, ServerUrl url, TlsMaterial tls)
     : config_(std::move(config)), url_(std::move(url)), tls_(std::move(tls)) {}
 
-std::expected<ApiResponse, CallFailure> ApiClient::exchange(const std::string& method, const std::string& path,
-                                                            const nlohmann::json& body, std::size_t max_bytes) const {
+struct ApiClient::Sent {
+  std::expected<ApiResponse, CallFailure> answer;
+  bool stale = false;  // a reused connection failed at once, before any answer: send again on a new one
+};
+
+ApiClient::Sent ApiClient::send_on(std::unique_ptr<httplib::ClientImpl> cli, bool reused, const std::string& token,
+                                   const std::string& method, const std::string& path, const nlohmann::json& body,
+                                   std::size_t max_bytes) const {
   const std::string what = text::cat(method, " ", path);
-  auto token = bearer(config_);
-  if (!token) return std::unexpected(CallFailure{token.error().message});
   BodySink sink(max_bytes, config_.deadline_s);
   httplib::Response res;
+  if (!token.empty()) cli->set_bearer_token_auth(token);
+  httplib::Request req = request(method, path, body, url_, sink);
+  httplib::Error error = httplib::Error::Success;
+  reset_call_state();
+  const auto sent_at = std::chrono::steady_clock::now();
+  if (!cli->send(req, res, error)) {
+    if (!sink.problem.empty()) return {std::unexpected(CallFailure{what + ": " + sink.problem})};
+    CallFailure f = transport_failure(error, url_, config_);
+    if (f.line.empty()) f.line = text::cat(what, ": ", httplib::to_string(error));
+    // A kept connection the server closed fails at once; one that timed out is not sent again
+    // (that would double the wait of a hung server).
+    const bool quick = std::chrono::steady_clock::now() - sent_at < std::chrono::seconds(config_.timeout_s) / 2;
+    return {std::unexpected(std::move(f)), reused && res.status == -1 && quick};
+  }
+  if (method == "GET") pool_->give_back(std::move(cli));
+  if (res.status == 401)
+    return {std::unexpected(
+        CallFailure{"401 from the API server: " + config_.credentials_label + " is not accepted", true})};
+  auto out = read_response(res.status, sink.body, max_bytes);
+  if (!out) return {std::unexpected(CallFailure{out.error().wrap(what).message})};
+  return {std::move(*out)};
+}
+
+std::expected<ApiResponse, CallFailure> ApiClient::exchange(const std::string& method, const std::string& path,
+                                                            const nlohmann::json& body, std::size_t max_bytes) const {
+  auto token = bearer(config_);
+  if (!token) return std::unexpected(CallFailure{token.error().message});
   try {  // cpp-httplib's own exceptions end here, as one line
+    if (method == "GET")
+      if (auto idle = pool_->take()) {
+        auto sent = send_on(std::move(idle), true, *token, method, path, body, max_bytes);
+        if (!sent.stale) return std::move(sent.answer);
+      }
     auto cli = make_client(url_, tls_, config_);
     if (!cli) return std::unexpected(CallFailure{cli.error().message});
-    if (!token->empty()) (*cli)->set_bearer_token_auth(*token);
-    httplib::Request req = request(method, path, body, url_, sink);
-    httplib::Error error = httplib::Error::Success;
-    reset_call_state();
-    if (!(*cli)->send(req, res, error)) {
-      if (!sink.problem.empty()) return std::unexpected(CallFailure{what + ": " + sink.problem});
-      CallFailure f = transport_failure(error, url_, config_);
-      if (f.line.empty()) f.line = text::cat(what, ": ", httplib::to_string(error));
-      return std::unexpected(std::move(f));
-    }
+    if (method == "GET") (*cli)->set_keep_alive(true);
+    return send_on(std::move(*cli), false, *token, method, path, body, max_bytes).answer;
   } catch (const std::exception& e) {
-    return std::unexpected(CallFailure{text::cat(what, ": the HTTP client failed: ", e.what())});
+    return std::unexpected(CallFailure{text::cat(method, " ", path, ": the HTTP client failed: ", e.what())});
   }
-  if (res.status == 401)
-    return std::unexpected(
-        CallFailure{"401 from the API server: " + config_.credentials_label + " is not accepted", true});
-  auto out = read_response(res.status, sink.body, max_bytes);
-  if (!out) return std::unexpected(CallFailure{out.error().wrap(what).message});
-  return std::move(*out);
 }
 
 Result<ApiResponse> ApiClient::call(const std::string& method, const std::string& path, const nlohmann::json& body,

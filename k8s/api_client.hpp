@@ -2,15 +2,16 @@
 // identity of its ApiConfig (k8s/api_config.hpp): in cluster, the service account's token (re-read
 // on every call, since the kubelet rotates it) and CA; from a kubeconfig (k8s/kubeconfig.hpp), a
 // token, a token file or a client certificate, and the cluster's CA, all from memory
-// (k8s/api_transport.hpp). Every call is bounded (10 s connect, 10 s per read, 20 s for the whole
-// answer once its headers are in; the body at most max_bytes, k8s/api_response.hpp), so a hung or
-// endless API server fails a prepare well inside the kubelet's 45 s. The answer is parsed without
-// exceptions (k8s/api_response.hpp). A call that gets no usable answer is one line: the server's
-// certificate, the credentials refused ("401 from the API server: the token of user "admin" in
-// FILE is not accepted"), the server unreachable, or the method, the path and what went wrong.
+// (k8s/api_transport.hpp); GETs reuse open connections (ConnectionPool). Every call is bounded (10 s connect, 10 s per
+// read, 20 s for the whole answer once its headers are in; the body at most max_bytes, k8s/api_response.hpp), so a hung
+// or endless API server fails a prepare well inside the kubelet's 45 s. The answer is parsed without exceptions
+// (k8s/api_response.hpp). A call that gets no usable answer is one line: the server's certificate, the credentials
+// refused ("401 from the API server: the token of user "admin" in FILE is not accepted"), the server unreachable, or
+// the method, the path and what went wrong.
 #pragma once
 
 #include <ctime>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -51,10 +52,17 @@ class ApiClient {
   ApiClient(ApiConfig config, ServerUrl url, TlsMaterial tls);
   std::expected<ApiResponse, CallFailure> exchange(const std::string& method, const std::string& path,
                                                    const nlohmann::json& body, std::size_t max_bytes) const;
+  // One send on `client` (reused: from the pool); the client goes back to the pool after a GET
+  // answered in full.
+  struct Sent;
+  Sent send_on(std::unique_ptr<httplib::ClientImpl> client, bool reused, const std::string& token,
+               const std::string& method, const std::string& path, const nlohmann::json& body,
+               std::size_t max_bytes) const;
 
   ApiConfig config_;
   ServerUrl url_;
   TlsMaterial tls_;
+  std::shared_ptr<ConnectionPool> pool_ = std::make_shared<ConnectionPool>();
 };
 
 }  // namespace gpufrac::dra

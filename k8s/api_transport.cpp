@@ -137,10 +137,27 @@ Result<std::unique_ptr<httplib::ClientImpl>> make_client(const ServerUrl& url, c
   } else {
     cli = std::make_unique<httplib::ClientImpl>(url.host, url.port);
   }
+  cli->set_tcp_nodelay(true);  // as Go's net/http: a request's body never waits for an ACK
   cli->set_connection_timeout(c.timeout_s);
   cli->set_read_timeout(c.timeout_s);
   cli->set_write_timeout(c.timeout_s);
   return cli;
+}
+
+ConnectionPool::ConnectionPool() = default;
+ConnectionPool::~ConnectionPool() = default;
+
+std::unique_ptr<httplib::ClientImpl> ConnectionPool::take() {
+  std::lock_guard lock(mutex_);
+  if (idle_.empty()) return nullptr;
+  auto client = std::move(idle_.back());
+  idle_.pop_back();
+  return client;
+}
+
+void ConnectionPool::give_back(std::unique_ptr<httplib::ClientImpl> client) {
+  std::lock_guard lock(mutex_);
+  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(client));
 }
 
 void reset_call_state() {

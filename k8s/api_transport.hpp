@@ -1,4 +1,4 @@
-// The connection under ApiClient (k8s/api_client.hpp): a cpp-httplib client per call, over TLS
+// The connection under ApiClient (k8s/api_client.hpp): a cpp-httplib client, over TLS
 // with the kubeconfig's CA and client certificate from memory (k8s/tls_material.hpp), or plain
 // HTTP for an http:// server. OpenSSL checks the server's certificate during the handshake against
 // that CA alone (the system's CAs only when none is given) and the server's host name or address,
@@ -9,7 +9,9 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "k8s/api_config.hpp"
@@ -30,6 +32,23 @@ struct CallFailure {
 // A client for one call; verification state is recorded for failure() on this thread.
 Result<std::unique_ptr<httplib::ClientImpl>> make_client(const ServerUrl& url, const TlsMaterial& tls,
                                                          const ApiConfig& config);
+
+// Connections kept open between GETs (a claim's GET per NodePrepareResources would otherwise pay a
+// TCP and TLS handshake each: some 50 ms on a real cluster). take() hands out an idle one or
+// nothing; give_back() keeps at most kMaxIdle. Only GETs reuse a connection: a GET whose reused
+// connection the server closed meanwhile is sent again on a new one, which no other method may be.
+class ConnectionPool {
+ public:
+  static constexpr std::size_t kMaxIdle = 4;
+  ConnectionPool();
+  ~ConnectionPool();
+  std::unique_ptr<httplib::ClientImpl> take();
+  void give_back(std::unique_ptr<httplib::ClientImpl> client);
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<httplib::ClientImpl>> idle_;
+};
 
 // Clears what the previous call on this thread recorded (before each send).
 void reset_call_state();

@@ -63,15 +63,15 @@ std::vector<Reading> Reclaimer::read_sites(const std::vector<ShareSite>& sites) 
     const ShareSite& s = sites[i];
     Region* r = s.device >= 0 ? region(s.region) : nullptr;
     if (r == nullptr) continue;
-    auto read =
-        limits::read_region_reading(r->fd.get(), s.region, static_cast<unsigned>(s.device), *r->buf, out[i].region);
+    auto read = limits::read_region_reading(r->fd.get(), s.region, static_cast<unsigned>(s.device), *r->buf,
+                                            out[i].region, cfg_.proc_root);
     if (!read) {
       if (limits::region_damaged(read.error())) out[i].used = s.request;  // believed at its request
       drop(s.region, s.id, read.error());
       continue;
     }
     out[i].ok = true;
-    out[i].used = limits::live_use(out[i].region, cfg_.proc_root);
+    out[i].used = limits::live_use(out[i].region);
   }
   return out;
 }
@@ -228,7 +228,7 @@ void Reclaimer::answer_leftovers(const std::map<std::string, std::set<int>>& ser
   for (auto it = regions_.begin(); it != regions_.end();) {
     Region& r = it->second;
     limits::RegionReading rd;
-    auto ok = limits::read_region_reading(r.fd.get(), it->first, 0, *r.buf, rd);
+    auto ok = limits::read_region_reading(r.fd.get(), it->first, 0, *r.buf, rd, cfg_.proc_root);
     const auto s = served.find(it->first);
     if (ok && rd.reclaim_asked != rd.reclaim_answered && (s == served.end() || !s->second.contains(rd.reclaim_device)))
       ok = limits::answer_region(r.fd.get(), it->first, rd.reclaim_asked,

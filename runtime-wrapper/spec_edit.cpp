@@ -69,7 +69,7 @@ Result<> add_devices(Spec& spec, const std::vector<EditDeviceNode>& nodes) {
   for (const auto& d : nodes) {
     auto& list = **devices;
     list.erase(std::remove_if(list.begin(), list.end(),
-                              [&](const Spec& e) { return e.is_object() && e.value("path", "") == d.path; }),
+                              [&](const Spec& e) { return e.is_object() && e.value("path", Spec()) == d.path; }),
                list.end());
     list.push_back(device_json(d));
     Spec rule = allow_json(d);

@@ -32,6 +32,9 @@ cleanup() {
     echo "gpufrac's log (last 30 lines):" >&2
     tail -30 "$WORK/gpufrac.log" >&2
   fi
+  # The tmpfs gpufrac mounted under the state directory (each GPU's arbiter, each container's files).
+  awk -v t="$WORK/" 'index($2, t) == 1 { print $2 }' /proc/self/mounts | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT

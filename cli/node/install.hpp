@@ -20,14 +20,18 @@ struct SourceFileSpec {
   std::string from;  // path in this process's file system
   std::string to;    // relative to <install-dir>/<version>/
   unsigned mode = 0755;
+  // Relative to <install-dir>/<version>/: the loader the installed program names as its
+  // interpreter, by absolute host path (the program's own names the build machine's); "" keeps it.
+  std::string interp = {};
 };
 
 // The files to install: this gpufrac (/proc/self/exe), gpufrac-hook and gpufrac-runtime beside it
 // (static programs), the shim beside it or else in the shim directory it was built for (it needs
-// glibc 2.17 at most; /usr/lib/<triplet>/gpufrac in the package), and the shared
-// libraries this gpufrac runs with but glibc's (read from /proc/self/maps, named by SONAME): the
-// installed gpufrac finds them through its RPATH $ORIGIN/../lib and needs nothing from the host but
-// its libc.
+// glibc 2.17 at most; /usr/lib/<triplet>/gpufrac in the package), and the shared libraries this
+// gpufrac runs with but the driver's (read from /proc/self/maps, named by SONAME), glibc and its
+// loader included, with glibc's other libraries from beside its libc.so.6: the installed gpufrac
+// names the installed loader as its interpreter and finds the rest through its RPATH
+// $ORIGIN/../lib, so it needs nothing from the host, not even its libc.
 Result<std::vector<SourceFileSpec>> install_sources();
 
 // Host paths of what is installed, through `current`.

@@ -35,11 +35,15 @@
  *     A region with another magic, version or size (or that cannot be opened read-write) refuses
  *     allocations on the limited devices, with one line on stderr; unlimited devices still work.
  *     Accounting rules (no lock anywhere):
- *       - each process claims one slot on its first counted allocation: CAS owner 0 ->
- *         gpufrac_owner(pid, start, OWNED), lowest free slot first, else slot_high_water is raised
- *         by CAS and the new slot taken. A slot owned by the claimant's own pid and start time is
- *         what its image left before exec(): it is taken over and zeroed. A fork child claims
- *         its own slot.
+ *       - each process claims one slot on its first counted allocation: it opens the region again
+ *         (its own open file description, O_CLOEXEC), locks the slot's lock byte (F_OFD_SETLK,
+ *         below; a byte someone holds is skipped), then CAS owner 0 -> gpufrac_owner(pid, start,
+ *         LOCKED), lowest free slot first, else slot_high_water is raised by CAS and the new slot
+ *         taken. The lock stays held until the process dies or execs: the kernel drops it with the
+ *         description. A fork child closes its copy of its parent's descriptor and claims its own
+ *         slot. A shim that cannot lock (no OFD locks) claims in state OWNED, judged by pid and
+ *         start time: then a slot owned by the claimant's own pid and start time is what its image
+ *         left before exec(): it is taken over and zeroed.
  *       - every change of any used[] (allocate, free, take back, reclaim, takeover) is followed by
  *         fetch_add(usage_changes, 1): the count of changes ever made to the region.
  *       - allocate n bytes on device d: fetch_add(slot.used[d], n); then fetch_add(usage_changes,
@@ -60,13 +64,17 @@
  *         process-local table), so a counter never goes below zero.
  *       - a SIGKILLed process leaves only its own slot, which holds exactly its committed bytes
  *         (plus at most one reservation in flight per thread).
- *         Any process (or the host) that finds a slot whose owner is dead (pid gone, a zombie, or
- *         its start time differs) claims it with CAS owner -> (self, RECLAIMING), zeroes used[],
- *         counts the change, then CAS owner -> 0. A reclaimer that dies leaves RECLAIMING with a dead owner:
- *         reclaimable again. A process never reclaims slots of its own pid. Processes reclaim at
+ *         Any process (or the host) that finds a slot whose owner is dead claims it with CAS owner
+ *         -> (self, RECLAIMING), zeroes used[], counts the change, then CAS owner -> 0. Dead: a
+ *         LOCKED slot whose lock byte the finder can lock (it keeps the byte locked until the slot
+ *         is free, so no claimer takes it half-zeroed, and a RECLAIMING slot is dead only when its
+ *         byte is free too); an OWNED one whose pid is gone, a zombie, or has another start time.
+ *         A reclaimer that dies leaves RECLAIMING with its byte unlocked: reclaimable again. A
+ *         process never reclaims its own slot, nor OWNED slots of its own pid. Processes reclaim at
  *         slot claim (pid gone: kill(pid, 0)), before reporting memory (at most every 100 ms) and
  *         before refusing an allocation (both with the full /proc check); the host counts live
- *         slots only.
+ *         slots only. A process's claims and reclaims never overlap (one lock descriptor, whose
+ *         own locks never conflict with each other).
  *       - a process that exits normally keeps its slot until someone finds it dead: every death is
  *         handled by the same path.
  *     Burstable memory (docs/architecture.md "Burstable memory"): the header's reclaim and burst
@@ -92,6 +100,7 @@
 #ifndef GPUFRAC_LIMITS_ABI_H
 #define GPUFRAC_LIMITS_ABI_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -126,8 +135,20 @@ extern "C" {
 /* Slot owner word: pid in bits 63..40, process start time (clock ticks since boot, field 22 of
  * /proc/<pid>/stat) in bits 39..2, state in bits 1..0. 0 means free. */
 #define GPUFRAC_SLOT_FREE 0u
-#define GPUFRAC_SLOT_OWNED 1u
+#define GPUFRAC_SLOT_OWNED 1u /* alive while its pid has its start time (a shim without locks) */
 #define GPUFRAC_SLOT_RECLAIMING 2u
+#define GPUFRAC_SLOT_LOCKED 3u /* alive while its lock byte is locked (below): any PID namespace */
+
+/* A slot's lock byte: the first byte of its owner word in the region file. The shim holds an OFD
+ * write lock (fcntl F_OFD_SETLK) on it through a descriptor of its own for as long as it owns the
+ * slot in state LOCKED; the kernel drops the lock when the last descriptor of that open file
+ * description closes, i.e. when the process dies or execs. Anyone holding a descriptor of the
+ * region (read-only is enough for F_OFD_GETLK) tells a live LOCKED slot from a dead one, whatever
+ * PID namespace it and the owner run in. The lock, not the owner word, is the identity: the pid
+ * and start time in a LOCKED owner word are for display only. */
+static inline uint64_t gpufrac_slot_lock_offset(unsigned slot) {
+  return 1728u + 192u * (uint64_t)slot; /* offsetof(struct gpufrac_region, slots[slot].owner) */
+}
 
 static inline uint64_t gpufrac_owner(uint64_t pid, uint64_t start_ticks, uint64_t state) {
   return (pid << 40) | ((start_ticks & ((1ull << 38) - 1)) << 2) | (state & 3u);
@@ -189,8 +210,10 @@ _Static_assert(sizeof(struct gpufrac_region) % 64 == 0, "region layout is ABI");
  * burstable-memory fields after it. */
 #ifdef __cplusplus
 static_assert(sizeof(gpufrac_region) == 1728 + 192 * GPUFRAC_MAX_SLOTS, "region layout is ABI");
+static_assert(offsetof(gpufrac_region, slots) == 1728, "gpufrac_slot_lock_offset");
 #else
 _Static_assert(sizeof(struct gpufrac_region) == 1728 + 192 * GPUFRAC_MAX_SLOTS, "region layout is ABI");
+_Static_assert(offsetof(struct gpufrac_region, slots) == 1728, "gpufrac_slot_lock_offset");
 #endif
 
 #endif /* GPUFRAC_LIMITS_ABI_H */

@@ -19,8 +19,8 @@ Result<> store(int fd, const std::string& path, std::size_t offset, T value) {
 
 }  // namespace
 
-Result<> read_region_reading(int fd, const std::string& path, unsigned device, gpufrac_region& buf,
-                             RegionReading& out) {
+Result<> read_region_reading(int fd, const std::string& path, unsigned device, gpufrac_region& buf, RegionReading& out,
+                             const std::string& proc_root) {
   out = RegionReading{};
   if (auto r = read_region_head(fd, path, buf); !r) return r;
   auto valid = check_region_header(buf, path);
@@ -30,9 +30,11 @@ Result<> read_region_reading(int fd, const std::string& path, unsigned device, g
   const unsigned dev = std::min<unsigned>(device, GPUFRAC_MAX_DEVICES - 1);
   out.owners.resize(n);
   out.used.resize(n);
+  out.live.resize(n);
   for (unsigned i = 0; i < n; ++i) {
     out.owners[i] = buf.slots[i].owner;
     out.used[i] = buf.slots[i].used[dev];
+    out.live[i] = out.owners[i] != 0 && slot_owner_live(out.owners[i], i, fd, proc_root) ? 1 : 0;
   }
   out.reclaim_asked = buf.reclaim_asked;
   out.reclaim_answered = buf.reclaim_answered;
@@ -41,12 +43,10 @@ Result<> read_region_reading(int fd, const std::string& path, unsigned device, g
   return {};
 }
 
-std::uint64_t live_use(const RegionReading& reading, const std::string& proc_root) {
+std::uint64_t live_use(const RegionReading& reading) {
   std::uint64_t sum = 0;
-  for (std::size_t i = 0; i < reading.owners.size(); ++i) {
-    const std::uint64_t owner = reading.owners[i];
-    if (owner == 0 || gpufrac_owner_state(owner) != GPUFRAC_SLOT_OWNED) continue;
-    if (gf_proc_liveness(proc_root.c_str(), gpufrac_owner_pid(owner), gpufrac_owner_start(owner)) == GF_DEAD) continue;
+  for (std::size_t i = 0; i < reading.owners.size() && i < reading.live.size(); ++i) {
+    if (reading.live[i] == 0) continue;
     sum = reading.used[i] > UINT64_MAX - sum ? UINT64_MAX : sum + reading.used[i];
   }
   return sum;

@@ -19,18 +19,21 @@ namespace gpufrac::limits {
 struct RegionReading {
   std::vector<std::uint64_t> owners;  // slot owners (slots in use)
   std::vector<std::uint64_t> used;    // their used[device]
+  std::vector<std::uint8_t> live;     // 1: the slot's owner runs (slot_owner_live, at the read)
   std::uint32_t reclaim_asked = 0, reclaim_answered = 0;
   std::uint8_t reclaim_device = 0;
   std::uint64_t reclaim_bytes = 0;
 };
 
 // Reads the region open at fd (its header and slots in use, into buf, which the caller keeps
-// between passes) and fills out for device; damaged (region_damaged) for a wrong size or header.
+// between passes) and fills out for device, each slot's liveness judged then (slot_owner_live, pids
+// under proc_root); damaged (region_damaged) for a wrong size or header.
 // An all-zero region (no process started yet) reads as no slots and no request.
-Result<> read_region_reading(int fd, const std::string& path, unsigned device, gpufrac_region& buf, RegionReading& out);
+Result<> read_region_reading(int fd, const std::string& path, unsigned device, gpufrac_region& buf, RegionReading& out,
+                             const std::string& proc_root = "/proc");
 
-// The bytes the live processes of a reading hold (pid and start time checked under proc_root).
-std::uint64_t live_use(const RegionReading& reading, const std::string& proc_root);
+// The bytes the live processes of a reading hold.
+std::uint64_t live_use(const RegionReading& reading);
 
 // The reclaimer's stores: the ceiling and its device (burst only), then the beat; the answer, then
 // the count it answers.

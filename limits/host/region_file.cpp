@@ -13,6 +13,7 @@
 
 #include "core/fs.hpp"
 #include "core/shared_map.hpp"
+#include "gf_lock.h"
 #include "gf_proc.h"
 #include "gf_region.h"
 #include "limits/host/region_guard.hpp"
@@ -62,16 +63,29 @@ void trim_devices(const gpufrac_region* r, RegionUsage& out) {
   out.devices.resize(n);
 }
 
-// The slots of a copy whose owner is dead (as gf_region_reclaim decides with GF_CHECK_PROC), with
-// the owner word seen: the guarded reclaim swaps only a slot that still holds it.
-std::vector<DeadSlot> dead_slots(const gpufrac_region& r, std::uint64_t me, const std::string& proc_root) {
+// Whether the owner of slot i (owner word o, from a copy) is dead: an OWNED slot by its pid (as
+// gf_region_reclaim decides with GF_CHECK_PROC); a LOCKED one when no one holds its lock byte; a
+// RECLAIMING one when its reclaimer is gone both ways (a shim reclaimer holds the byte; an older
+// one is judged by its pid).
+bool owner_dead(std::uint64_t o, unsigned i, int fd, const std::string& proc_root) {
+  const std::uint64_t pid = gpufrac_owner_pid(o);
+  const unsigned state = static_cast<unsigned>(gpufrac_owner_state(o));
+  if (state == GPUFRAC_SLOT_LOCKED) return gf_slot_lock_held(fd, i) == 0;
+  if (state == GPUFRAC_SLOT_RECLAIMING && gf_slot_lock_held(fd, i) != 0) return false;
+  return pid == 0 || gf_proc_liveness(proc_root.c_str(), pid, gpufrac_owner_start(o)) == GF_DEAD;
+}
+
+// The slots of a copy whose owner is dead, with the owner word seen: the guarded reclaim swaps
+// only a slot that still holds it.
+std::vector<DeadSlot> dead_slots(const gpufrac_region& r, std::uint64_t me, int fd, const std::string& proc_root) {
   std::vector<DeadSlot> out;
   const unsigned in_use = gf_region_slots_in_use(&r);
   for (unsigned i = 0; i < in_use; i++) {
     const std::uint64_t o = r.slots[i].owner;
-    if (o == 0 || gpufrac_owner_pid(o) == gpufrac_owner_pid(me)) continue;
-    const std::uint64_t pid = gpufrac_owner_pid(o);
-    if (pid == 0 || gf_proc_liveness(proc_root.c_str(), pid, gpufrac_owner_start(o)) == GF_DEAD) out.push_back({i, o});
+    if (o == 0) continue;
+    // A pid of this process is its own (a LOCKED owner's pid is in another namespace's numbering).
+    if (gpufrac_owner_state(o) != GPUFRAC_SLOT_LOCKED && gpufrac_owner_pid(o) == gpufrac_owner_pid(me)) continue;
+    if (owner_dead(o, i, fd, proc_root)) out.push_back({i, o});
   }
   return out;
 }
@@ -116,14 +130,17 @@ Result<> create_region(const std::string& path, const LimitFile& file) {
 }
 
 Result<RegionUsage> read_region_usage(const std::string& path, const std::string& proc_root) {
-  auto copy = read_region_copy(path);
+  auto fd = open_region(path, false);
+  if (!fd) return std::unexpected(fd.error());
+  fs::UniqueFd owned(*fd);
+  auto copy = read_region_copy(owned.get(), path);
   if (!copy) return std::unexpected(copy.error());
   auto valid = check_region_header(**copy, path);
   if (!valid) return std::unexpected(valid.error());
-  return sum_region(copy->get(), proc_root);
+  return sum_region(copy->get(), proc_root, owned.get());
 }
 
-RegionUsage sum_region(const gpufrac_region* r, const std::string& proc_root) {
+RegionUsage sum_region(const gpufrac_region* r, const std::string& proc_root, int fd) {
   RegionUsage out;
   out.devices.resize(GPUFRAC_MAX_DEVICES);
   for (int d = 0; d < GPUFRAC_MAX_DEVICES; d++) {
@@ -134,9 +151,7 @@ RegionUsage sum_region(const gpufrac_region* r, const std::string& proc_root) {
   for (unsigned i = 0; i < in_use; i++) {
     const std::uint64_t owner = load64(&r->slots[i].owner);
     if (owner == 0) continue;
-    const bool live =
-        gpufrac_owner_state(owner) == GPUFRAC_SLOT_OWNED &&
-        gf_proc_liveness(proc_root.c_str(), gpufrac_owner_pid(owner), gpufrac_owner_start(owner)) != GF_DEAD;
+    const bool live = slot_owner_live(owner, i, fd, proc_root);
     (live ? out.live_processes : out.dead_slots)++;
     add_slot(r->slots[i], live, out);
   }
@@ -158,12 +173,12 @@ Result<unsigned> reclaim_region(const std::string& path, const std::string& proc
   auto valid = check_region_header(**copy, path);
   if (!valid) return std::unexpected(valid.error());
   const std::uint64_t me = gpufrac_owner(static_cast<std::uint64_t>(::getpid()), self.start, 0);
-  const auto dead = dead_slots(**copy, me, proc_root);
+  const auto dead = dead_slots(**copy, me, owned.get(), proc_root);
   if (!*valid || dead.empty()) return 0u;  // nothing to change: nothing mapped
   auto m = map_region(owned.get(), path);
   if (!m) return std::unexpected(m.error());
   install_region_guard();
-  const auto n = reclaim_guarded(m->as<gpufrac_region>(), dead, me);
+  const auto n = reclaim_guarded(m->as<gpufrac_region>(), dead, me, owned.get());
   if (!n) return damaged_while_mapped(path);
   return *n;
 }

@@ -35,26 +35,29 @@ struct DeviceUsage {
 
 struct RegionUsage {
   std::vector<DeviceUsage> devices;  // index = device line of the limit file
-  unsigned live_processes = 0;       // slots whose owner runs (pid and start time match)
+  unsigned live_processes = 0;       // slots whose owner runs (its lock held, or its pid and start time)
   unsigned dead_slots = 0;           // slots whose owner is gone, not yet reclaimed
 };
 
-// Sums the region's slots: a slot counts as live when <proc_root>/<pid>/stat exists with the
-// recorded start time and is not a zombie. Never writes a byte and never maps the file: a copy read
-// with pread (region_read.hpp), so a container that truncates or grows its region meanwhile cannot
-// hurt the reader; a region of the wrong size or header is refused as damaged (region_damaged). An
-// all-zero region reads as empty; a hole (an older gpufrac's region) reads as zeros.
+// Sums the region's slots: a slot counts as live when its owner runs (slot_owner_live: a LOCKED
+// slot's lock byte is held, asked through the descriptor the copy was read with; an OWNED slot's
+// <proc_root>/<pid>/stat exists with the recorded start time and is not a zombie). Never writes a
+// byte and never maps the file: a copy read with pread (region_read.hpp), so a container that
+// truncates or grows its region meanwhile cannot hurt the reader; a region of the wrong size or
+// header is refused as damaged (region_damaged). An all-zero region reads as empty; a hole (an
+// older gpufrac's region) reads as zeros.
 Result<RegionUsage> read_region_usage(const std::string& path, const std::string& proc_root = "/proc");
 
-// The sums of read_region_usage over a region already read (a copy).
-RegionUsage sum_region(const gpufrac_region* r, const std::string& proc_root);
+// The sums of read_region_usage over a region already read (a copy); fd: a descriptor of the region
+// for LOCKED slots' liveness (-1: none, such slots count as live).
+RegionUsage sum_region(const gpufrac_region* r, const std::string& proc_root, int fd = -1);
 
-// Reclaims the slots of dead processes with the shim's lock-free protocol (what any container
-// process does when it needs the bytes). The dead slots are found in a copy; only when there are
-// some is the region mapped (a hole allocated first: not mapped on a full filesystem), and each
-// slot is swapped only while it still holds the owner the copy saw, every access guarded against
-// SIGBUS (region_guard.hpp): a region truncated meanwhile is refused as damaged. Returns the number
-// of slots reclaimed.
+// Reclaims the slots of dead processes with the shim's protocol (what any container process does
+// when it needs the bytes): a LOCKED slot's lock byte is taken for the swap, as the shim does. The
+// dead slots are found in a copy; only when there are some is the region mapped (a hole allocated
+// first: not mapped on a full filesystem), and each slot is swapped only while it still holds the
+// owner the copy saw, every access guarded against SIGBUS (region_guard.hpp): a region truncated
+// meanwhile is refused as damaged. Returns the number of slots reclaimed.
 Result<unsigned> reclaim_region(const std::string& path, const std::string& proc_root = "/proc");
 
 }  // namespace gpufrac::limits

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <signal.h>
 
+#include "gf_lock.h"
 #include "gf_region.h"
 
 namespace gpufrac::limits {
@@ -36,6 +37,16 @@ bool guarded(F&& f) {
   return true;
 }
 
+// CAS owner -> mine, zero, count, CAS -> free; false when the owner word changed.
+bool reclaim_slot(gpufrac_region* r, gpufrac_slot* s, std::uint64_t seen, std::uint64_t mine) {
+  if (!swap(&s->owner, seen, mine)) return false;  // someone else changed it: theirs now
+  for (auto& u : s->used) __atomic_store_n(&u, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&s->compute_bypassed, 0, __ATOMIC_SEQ_CST);
+  gf_region_count_change(r);
+  swap(&s->owner, mine, 0);
+  return true;
+}
+
 }  // namespace
 
 void install_region_guard() {
@@ -46,7 +57,8 @@ void install_region_guard() {
   ::sigaction(SIGBUS, &sa, nullptr);
 }
 
-std::optional<unsigned> reclaim_guarded(gpufrac_region* r, const std::vector<DeadSlot>& dead, std::uint64_t me) {
+std::optional<unsigned> reclaim_guarded(gpufrac_region* r, const std::vector<DeadSlot>& dead, std::uint64_t me,
+                                        int fd) {
   const std::uint64_t mine = gpufrac_owner(gpufrac_owner_pid(me), gpufrac_owner_start(me), GPUFRAC_SLOT_RECLAIMING);
   const DeadSlot* slots = dead.data();
   const std::size_t count = dead.size();
@@ -54,13 +66,12 @@ std::optional<unsigned> reclaim_guarded(gpufrac_region* r, const std::vector<Dea
   const bool ok = guarded([&] {
     for (std::size_t i = 0; i < count; ++i) {
       if (slots[i].index >= GPUFRAC_MAX_SLOTS) continue;
-      gpufrac_slot* s = &r->slots[slots[i].index];
-      if (!swap(&s->owner, slots[i].owner, mine)) continue;  // someone else changed it: theirs now
-      for (auto& u : s->used) __atomic_store_n(&u, 0, __ATOMIC_SEQ_CST);
-      __atomic_store_n(&s->compute_bypassed, 0, __ATOMIC_SEQ_CST);
-      gf_region_count_change(r);
-      swap(&s->owner, mine, 0);
-      ++reclaimed;
+      const unsigned index = slots[i].index;
+      gpufrac_slot* s = &r->slots[index];
+      const bool by_lock = gpufrac_owner_state(slots[i].owner) != GPUFRAC_SLOT_OWNED;
+      if (by_lock && gf_slot_lock(fd, index) != 0) continue;  // held: alive, or being claimed or reclaimed
+      if (reclaim_slot(r, s, slots[i].owner, mine)) ++reclaimed;
+      if (by_lock) gf_slot_unlock(fd, index);
     }
   });
   if (!ok) return std::nullopt;

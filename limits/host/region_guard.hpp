@@ -27,7 +27,10 @@ struct DeadSlot {
 
 // Reclaims each slot that still holds the owner the copy saw, as gf_region_reclaim does (CAS owner
 // -> me in state RECLAIMING, zero its counters, count the change, CAS -> free); me is the caller's
-// gpufrac_owner(pid, start, 0). The number reclaimed, or nullopt when the mapping faulted.
-std::optional<unsigned> reclaim_guarded(gpufrac_region* r, const std::vector<DeadSlot>& dead, std::uint64_t me);
+// gpufrac_owner(pid, start, 0). A slot whose owner word is not OWNED is swapped only under its lock
+// byte, taken through fd (the region open read-write): a slot whose byte is held (a live owner, a
+// new claimer, a reclaiming process) is left. The number reclaimed, or nullopt when the mapping
+// faulted.
+std::optional<unsigned> reclaim_guarded(gpufrac_region* r, const std::vector<DeadSlot>& dead, std::uint64_t me, int fd);
 
 }  // namespace gpufrac::limits

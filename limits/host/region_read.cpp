@@ -7,6 +7,8 @@
 #include <cstddef>
 
 #include "core/text.hpp"
+#include "gf_lock.h"
+#include "gf_proc.h"
 #include "gf_region.h"
 
 namespace gpufrac::limits {
@@ -96,6 +98,17 @@ Result<bool> check_region_header(const gpufrac_region& r, const std::string& pat
                                  kDamaged, ErrorKind::internal});
   }
   return true;
+}
+
+bool slot_owner_live(std::uint64_t owner, unsigned index, int fd, const std::string& proc_root) {
+  switch (gpufrac_owner_state(owner)) {
+    case GPUFRAC_SLOT_OWNED:
+      return gf_proc_liveness(proc_root.c_str(), gpufrac_owner_pid(owner), gpufrac_owner_start(owner)) != GF_DEAD;
+    case GPUFRAC_SLOT_LOCKED:
+      return fd < 0 || gf_slot_lock_held(fd, index) != 0;
+    default:
+      return false;
+  }
 }
 
 Result<> write_region_field(int fd, const std::string& path, std::size_t offset, const void* value, std::size_t size) {

@@ -41,6 +41,12 @@ Result<> read_region_head(int fd, const std::string& path, gpufrac_region& out);
 // Version 1 (containers started before an upgrade) has the same layout.
 Result<bool> check_region_header(const gpufrac_region& r, const std::string& path);
 
+// Whether the process owning slot index (owner word as read) runs: an OWNED slot by its pid and
+// start time under proc_root; a LOCKED one by its lock byte (limits_abi.h), asked through fd, a
+// descriptor of the region (read-only is enough; -1 or a kernel that cannot say: alive), whatever
+// PID namespace the owner runs in. Free and RECLAIMING slots are not live processes.
+bool slot_owner_live(std::uint64_t owner, unsigned index, int fd, const std::string& proc_root);
+
 // Stores size bytes at the field's offset with pwrite, after checking that the file is still a
 // regular file of the region's size (a file truncated meanwhile grows back to at most the region's
 // size: the host never writes past it). Damaged when the size differs.

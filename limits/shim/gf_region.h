@@ -31,6 +31,14 @@ unsigned gf_region_slots_in_use(const struct gpufrac_region* r);
  * Returns its index, or -1 when all GPUFRAC_MAX_SLOTS are taken. */
 int gf_slot_claim(struct gpufrac_region* r, uint64_t owner);
 
+/* gf_slot_claim with a lock descriptor (lock_fd >= 0: the region file opened read-write by this
+ * process, its own open file description, never shared with another process): owner's state is
+ * GPUFRAC_SLOT_LOCKED, and the claimed slot's lock byte is locked through lock_fd first and stays
+ * locked (limits_abi.h). Slots whose byte another description holds are skipped. The caller holds
+ * no other lock through lock_fd and runs no reclaim meanwhile (OFD locks never conflict with their
+ * own description). lock_fd < 0 is gf_slot_claim. */
+int gf_slot_claim_locked(struct gpufrac_region* r, uint64_t owner, int lock_fd);
+
 /* How gf_region_reclaim decides that a slot's owner is dead. */
 enum gf_reclaim_check {
   GF_CHECK_SIGNAL = 0, /* kill(pid, 0) fails with ESRCH: cheap, misses pid reuse and zombies */
@@ -40,12 +48,20 @@ enum gf_reclaim_check {
                           (hidepid) stays alive (the shim's thorough check) */
 };
 
-/* Reclaims every slot whose owner is dead (OWNED or RECLAIMING): CAS owner -> reclaimer
+/* Reclaims every slot whose owner is dead (OWNED or RECLAIMING; LOCKED slots are left alone): CAS owner -> reclaimer
  * (RECLAIMING), zero used[], count the change, CAS -> 0. reclaimer is the caller's identity
  * (gpufrac_owner(pid, start, 0)); slots owned by that pid are never touched. Returns the number
  * of slots reclaimed. */
 unsigned gf_region_reclaim(struct gpufrac_region* r, uint64_t reclaimer, enum gf_reclaim_check check,
                            const char* proc_root);
+
+/* gf_region_reclaim with a lock descriptor (as gf_slot_claim_locked; -1: none): a LOCKED slot, and
+ * with a descriptor a RECLAIMING one, is dead when its lock byte can be locked through lock_fd; it
+ * is reclaimed under that lock. Slot own_slot (the caller's, whose byte lock_fd itself holds; -1:
+ * none) is skipped. Without a descriptor LOCKED slots are left alone. OWNED slots as
+ * gf_region_reclaim. Calls on one lock_fd must not overlap (one thread at a time). */
+unsigned gf_region_reclaim_locked(struct gpufrac_region* r, uint64_t reclaimer, enum gf_reclaim_check check,
+                                  const char* proc_root, int lock_fd, int own_slot);
 
 /* Sum of used[dev] over all slots in use (saturating). */
 uint64_t gf_region_sum(const struct gpufrac_region* r, unsigned dev);

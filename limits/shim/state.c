@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gf_lock.h"
 #include "gf_proc.h"
 #include "gf_shim.h"
 
@@ -17,8 +18,9 @@ struct gf_shim gf_g;
 static int g_mode;  /* 0 until loaded; then enum gf_mode */
 static int g_state; /* 0 not loaded, 1 loading, 2 loaded */
 static struct gpufrac_slot* g_slot;
-static uint64_t g_self; /* gpufrac_owner(pid, start, 0); 0 until known */
-static int g_proc_ok;   /* /proc/self/stat was readable: the thorough check can be trusted */
+static int g_lock_fd = -1; /* this process's own descriptor of the region: its slot's lock (gf_lock.h) */
+static uint64_t g_self;    /* gpufrac_owner(pid, start, 0); 0 until known */
+static int g_proc_ok;      /* /proc/self/stat was readable: the thorough check can be trusted */
 static int g_log_config, g_log_slot;
 static pthread_mutex_t g_claim_mu = PTHREAD_MUTEX_INITIALIZER;
 static char g_text[GF_LIMIT_FILE_MAX + 1];
@@ -88,10 +90,38 @@ uint64_t gf_self(void) {
   return self;
 }
 
+/* The region opened again, read-write, as this process's own open file description: the lock
+ * on its slot's byte lives as long as the description, which no other process shares (a fork
+ * child closes its copy, an exec closes it: O_CLOEXEC). -1 when it cannot be opened or the kernel
+ * has no OFD locks (a seccomp filter, an old kernel): the slot is then OWNED, judged by its pid. */
+static int open_lock_fd(void) {
+  int fd = open(gf_g.cfg.region, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return -1;
+  if (gf_slot_lock_held(fd, 0) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/* Reclaim with g_claim_mu held: calls on the one lock descriptor never overlap (gf_lock.h). */
+static unsigned reclaim_held(enum gf_reclaim_check check) {
+  if (g_lock_fd < 0) g_lock_fd = open_lock_fd(); /* a process that reports before it allocates */
+  struct gpufrac_slot* s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
+  int own = s != NULL ? (int)(s - gf_g.region->slots) : -1;
+  return gf_region_reclaim_locked(gf_g.region, gf_self(), check, "/proc", g_lock_fd, own);
+}
+
+static unsigned reclaim_thorough_held(void) {
+  gf_self();
+  return reclaim_held(__atomic_load_n(&g_proc_ok, __ATOMIC_RELAXED) ? GF_CHECK_BOTH : GF_CHECK_SIGNAL);
+}
+
 unsigned gf_reclaim_thorough(void) {
-  uint64_t self = gf_self();
-  int proc_ok = __atomic_load_n(&g_proc_ok, __ATOMIC_RELAXED);
-  return gf_region_reclaim(gf_g.region, self, proc_ok ? GF_CHECK_BOTH : GF_CHECK_SIGNAL, "/proc");
+  pthread_mutex_lock(&g_claim_mu);
+  unsigned n = reclaim_thorough_held();
+  pthread_mutex_unlock(&g_claim_mu);
+  return n;
 }
 
 /* Reporting reclaims with the thorough check (a pid reused by another process must not keep a
@@ -117,10 +147,10 @@ static struct gpufrac_slot* claim(void) {
   pthread_mutex_lock(&g_claim_mu);
   struct gpufrac_slot* s = __atomic_load_n(&g_slot, __ATOMIC_ACQUIRE);
   if (s == NULL) {
-    uint64_t owned = gf_self() | GPUFRAC_SLOT_OWNED;
-    gf_region_reclaim(gf_g.region, gf_self(), GF_CHECK_SIGNAL, "/proc"); /* pid gone: cheap, at start */
-    int i = gf_slot_claim(gf_g.region, owned);
-    if (i < 0 && gf_reclaim_thorough() > 0) i = gf_slot_claim(gf_g.region, owned);
+    reclaim_held(GF_CHECK_SIGNAL); /* unlocked bytes, pids gone: cheap, at start */
+    uint64_t owned = gf_self() | (g_lock_fd >= 0 ? GPUFRAC_SLOT_LOCKED : GPUFRAC_SLOT_OWNED);
+    int i = gf_slot_claim_locked(gf_g.region, owned, g_lock_fd);
+    if (i < 0 && reclaim_thorough_held() > 0) i = gf_slot_claim_locked(gf_g.region, owned, g_lock_fd);
     if (i >= 0) {
       s = &gf_g.region->slots[i];
       __atomic_store_n(&g_slot, s, __ATOMIC_RELEASE);
@@ -151,9 +181,13 @@ void gf_state_after_fork_parent(void) {
   pthread_mutex_unlock(&g_claim_mu);
 }
 
-/* The child is a new process: new pid and start time, no slot. */
+/* The child is a new process: new pid and start time, no slot. Its copy of the parent's lock
+ * descriptor is closed: kept open, it would keep the parent's slot locked, alive, after the parent
+ * died. The child opens its own at its claim. */
 void gf_state_after_fork_child(void) {
   pthread_mutex_unlock(&g_claim_mu);
+  if (g_lock_fd >= 0) close(g_lock_fd);
+  g_lock_fd = -1;
   if (g_mode == 0) g_state = 0; /* a thread that was loading the configuration is gone */
   g_slot = NULL;
   g_self = 0;

@@ -2,8 +2,10 @@
 # What the host files need from the host's libc (issue 44, part 2; docs/architecture.md "Node
 # setup"): the shim, preloaded into every container whatever its image, needs at most GLIBC_2.17
 # (its own version definitions, such as the dlsym@GLIBC_2.34 it defines to interpose, are not
-# needs); gpufrac-hook and gpufrac-runtime are static (no loader, no version needs). The checker is
-# checked too: the CLI, built against this machine's glibc, needs a newer version than 2.17.
+# needs); gpufrac-hook and gpufrac-runtime are static (no loader, no version needs); the CLI, which
+# node setup installs with the glibc it was built against, names a loader path long enough for setup
+# to rewrite. The checker is checked too: the CLI, built against this machine's glibc, needs a newer
+# version than 2.17.
 # Usage (ctest passes them): glibc_needs_test.sh <shim> <hook> <runtime> <cli>
 set -euo pipefail
 SHIM=$1 HOOK=$2 RUNTIME=$3 CLI=$4
@@ -29,7 +31,12 @@ for prog in "$HOOK" "$RUNTIME"; do
   readelf -l "$prog" | grep -q 'INTERP' && fail "$prog: has a program interpreter; it must be static"
   [ -z "$(max_need "$prog")" ] || fail "$prog: needs $(max_need "$prog"); it must be static"
 done
+# The CLI names this machine's loader, padded with slashes to leave node setup room for the path of
+# the loader it installs beside the CLI (cli/node/interp.hpp).
+cli_interp=$(readelf -l "$CLI" | sed -n 's/.*interpreter: \(.*\)]$/\1/p')
+[ "${#cli_interp}" -ge 200 ] || fail "$CLI: its interpreter [$cli_interp] leaves node setup no room (200 bytes or more)"
+[ -x "$cli_interp" ] || fail "$CLI: its interpreter [$cli_interp] is not an executable file here"
 cli_need=$(max_need "$CLI")
 newer_than "${cli_need#GLIBC_}" 2.17 || fail "the checker: $CLI needs [$cli_need], expected newer than 2.17"
 [ "$FAILURES" -eq 0 ] || exit 1
-echo "ok: shim needs $need, hook and runtime are static, the CLI needs $cli_need"
+echo "ok: shim needs $need, hook and runtime are static, the CLI needs $cli_need and has ${#cli_interp} bytes of interpreter"

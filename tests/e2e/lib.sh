@@ -32,6 +32,13 @@ e2e_unmount_tmp() {
   done
 }
 
+# e2e_reset_state [PATH...]: a fresh state directory for the next scenario: detaches the tmpfs
+# gpufrac mounted under $E2E_TMP/state (rm would stop at them with EBUSY), then removes it and PATHs.
+e2e_reset_state() {
+  e2e_unmount_tmp "$E2E_TMP/state"
+  rm -rf "$E2E_TMP/state" "$@"
+}
+
 # Writes $E2E_TMP/config.yaml for a simulated machine with state and host root under $E2E_TMP.
 # Extra YAML lines may follow as arguments.
 e2e_config() {

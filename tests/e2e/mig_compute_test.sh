@@ -17,8 +17,7 @@ MIB=$((1024 * 1024))
 
 setup() {  # <machine>: a fresh node with dynamic MIG and shares that may reach MIG
   runc_cleanup "$P"
-  e2e_unmount_tmp "$E2E_TMP/state"
-  rm -rf "$E2E_TMP/state" "$E2E_TMP/root" "$E2E_TMP/cdi" "$E2E_TMP/fake-nvml.json"
+  e2e_reset_state "$E2E_TMP/root" "$E2E_TMP/cdi" "$E2E_TMP/fake-nvml.json"
   e2e_dynamic_mig_config "$1"
   echo "allocation: {mig-serves-fractions: true}" >>"$E2E_TMP/config.yaml"
   run "$GPUFRAC" info --refresh

@@ -119,8 +119,7 @@ echo "== a real node (the fake libnvidia-ml.so.1): its GPUs swapped"
 # lists it). With a share held the hook refuses naming the GPUs gone and new; with nothing booked it runs
 # `gpufrac info --refresh` (it never loads NVML itself) and books on the node as it is.
 runc delete -f "$P-s3" >/dev/null 2>&1 || true
-e2e_unmount_tmp "$E2E_TMP/state"
-rm -rf "$E2E_TMP/state" "$E2E_TMP/root"
+e2e_reset_state "$E2E_TMP/root"
 sed -i -e "s|^nvml: .*|nvml: {backend: nvml, library: $GPUFRAC_FAKES_DIR/libnvidia-ml.so.1}|" \
   -e "s|^log: .*|log: {target: file, file: $E2E_TMP/gpufrac.log, level: debug}|" "$CONFIG"
 export GPUFRAC_FAKE_NVML_MACHINE=$MACHINES/a100-40gb-x2.yaml

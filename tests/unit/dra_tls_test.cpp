@@ -7,7 +7,9 @@
 #include <signal.h>
 
 #include <ctime>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include <httplib.h>
 #include <openssl/ssl.h>
@@ -56,7 +58,11 @@ class Server {
           }
           return true;
         }) {
-    server_.Get(".*", [](const httplib::Request& req, httplib::Response& res) {
+    server_.Get(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      {
+        std::lock_guard lock(mutex_);
+        client_ports_.push_back(req.remote_port);
+      }
       const bool has_cert = req.ssl && SSL_get0_peer_certificate(req.ssl) != nullptr;
       res.status = has_cert || req.get_header_value("Authorization") == "Bearer good" ? 200 : 401;
       res.set_content(R"({"kind":"Status"})", "application/json");
@@ -70,9 +76,17 @@ class Server {
     thread_.join();
   }
   std::string url() const { return "https://127.0.0.1:" + std::to_string(port); }
+  // The client's port of each request so far: one port, one connection.
+  std::vector<int> client_ports() {
+    std::lock_guard lock(mutex_);
+    return client_ports_;
+  }
+  void keep_alive_max(std::size_t n) { server_.set_keep_alive_max_count(n); }
   int port = 0;
 
  private:
+  std::mutex mutex_;
+  std::vector<int> client_ports_;
   httplib::SSLServer server_;
   std::thread thread_;
 };
@@ -102,6 +116,39 @@ std::string checked(const ApiConfig& c) {
   auto trouble = api->check("/api");
   if (!trouble) return "ok";
   return (trouble->fatal ? "fatal: " : "transient: ") + trouble->error.message;
+}
+
+TEST(DraTls, GetsReuseOneConnectionAndOtherMethodsOpenTheirOwn) {
+  signal(SIGPIPE, SIG_IGN);
+  Server server(pki().server);
+  auto api = ApiClient::create(config(server.url(), &pki().ca), std::time(nullptr));
+  ASSERT_TRUE(api);
+  for (int i = 0; i < 3; ++i) {
+    auto r = api->call("GET", "/apis/claims/" + std::to_string(i));
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->status, 200);
+  }
+  auto ports = server.client_ports();
+  ASSERT_EQ(ports.size(), 3u);
+  EXPECT_EQ(ports[1], ports[0]);  // one handshake for three claims
+  EXPECT_EQ(ports[2], ports[0]);
+}
+
+TEST(DraTls, AGetOnAConnectionTheServerClosedIsSentOnANewOne) {
+  signal(SIGPIPE, SIG_IGN);
+  Server server(pki().server);
+  server.keep_alive_max(1);  // the server closes every connection after its first answer
+  auto api = ApiClient::create(config(server.url(), &pki().ca), std::time(nullptr));
+  ASSERT_TRUE(api);
+  for (int i = 0; i < 3; ++i) {
+    auto r = api->call("GET", "/apis/x");
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(r->status, 200);
+  }
+  auto ports = server.client_ports();
+  ASSERT_EQ(ports.size(), 3u);
+  EXPECT_NE(ports[1], ports[0]);
+  EXPECT_NE(ports[2], ports[1]);
 }
 
 TEST(DraTls, TheClusterCaAndATokenOrAClientCertificateFromMemory) {

@@ -62,6 +62,14 @@ TEST(BundleSpec, ReadsAnnotationsRootAndPidNamespace) {
   EXPECT_EQ(host->pid_namespace_path, "/proc/1/ns/pid");
   EXPECT_FALSE(parse_bundle_spec("{", "/b").has_value());
   EXPECT_FALSE(parse_bundle_spec("{}", "/b").has_value());
+  // Fields of the wrong type are one-line errors or ignored, never an exception (found by fuzz_oci).
+  auto object_path = parse_bundle_spec(R"({"root":{"path":{"x":"/b"}}})", "/b");
+  ASSERT_FALSE(object_path.has_value());
+  EXPECT_EQ(object_path.error().message, "/b/config.json: root.path is not a string; a path such as \"rootfs\"");
+  auto odd_ns =
+      parse_bundle_spec(R"({"root":{"path":"r"},"linux":{"namespaces":[{"type":{"a":1}},{"type":7}]}})", "/b");
+  ASSERT_TRUE(odd_ns) << odd_ns.error().message;
+  EXPECT_FALSE(odd_ns->private_pid_namespace);
 }
 
 // The fast path's one pass takes exactly the annotations and the environment the full read takes,

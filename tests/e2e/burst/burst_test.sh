@@ -188,8 +188,7 @@ else
   exit 0
 fi
 export GPUFRAC_FAKE_NVML_CGROUP_ROOT=$CGROOT
-e2e_unmount_tmp "$E2E_TMP/state"
-rm -rf "$E2E_TMP/state" "$E2E_TMP/root" "$E2E_TMP/fake"
+e2e_reset_state "$E2E_TMP/root" "$E2E_TMP/fake"
 burst_node h100-80gb-x3-r615.yaml "cgroup-root: $CGROOT"
 agent_bundle "$E2E_TMP/r" gpufrac.io/memory=10Gi gpufrac.io/memory-limit=30Gi gpufrac.io/gpu=0
 jq '.linux.resources.devices += [{allow: true, type: "c", major: 195, access: "rwm"},

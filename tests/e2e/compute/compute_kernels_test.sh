@@ -53,8 +53,11 @@ done
 with=$(best_wall "$E2E_TMP"/o?.out)
 without=$(best_wall "$E2E_TMP"/plain?.out)
 echo "overlap alone on a share: $with ms with gpufrac, $without ms without; $(cat "$E2E_TMP"/o?.out | tr '\n' ' ')"
-assert_near "$(awk -v a="$with" -v b="$without" 'BEGIN { printf "%.4f", a / b }')" 1 0.02 \
-  "overlap: wall time with gpufrac over without"
+# A round is 20 ms of work on each stream: overlapped it takes 20 ms, serialized 40 ms (a ratio of
+# 2). The check is that gpufrac keeps the streams overlapping, with room for a loaded machine; the
+# gate's own cost is measured in bench/ (gate_ab.sh), not here.
+assert_le "$(awk -v a="$with" -v b="$without" 'BEGIN { printf "%d", 100 * a / b }')" 125 \
+  "overlap: wall time with gpufrac over without, in percent (serialized streams would be 200)"
 for i in 1 2 3 4 5; do
   assert_le "$(sed -n 's/.* slow=\([0-9]*\) .*/\1/p' "$E2E_TMP/o$i.out")" 9 \
     "overlap run $i: short launch calls of 10 ms or more, in 40 rounds"

@@ -8,6 +8,8 @@
  *   totalmem DEV      cuDeviceTotalMem_v2
  *   noctx API SIZE    the allocation from a thread that has no context; noctx-meminfo likewise
  *   fork API SIZE     a forked child allocates SIZE (and exits holding it); the parent waits
+ *   outlive SECONDS   a forked child that allocates nothing sleeps SECONDS; the parent goes on once
+ *                     the child runs (and may exit first: the child must not keep its slot alive)
  *   doublefree API SIZE  allocate, free twice
  *   churn API SIZE N  allocate and free N times: "churn API refused=R"
  *   loop API SIZE     allocate and free forever (for kill tests)
@@ -277,6 +279,23 @@ static void op_fork(int api, uint64_t size) {
   printf("fork child-exit=%d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
 
+static void op_outlive(unsigned seconds) {
+  fflush(stdout);
+  int ready[2];
+  if (pipe(ready) != 0) exit(5);
+  pid_t pid = fork();
+  if (pid == 0) { /* running: the fork handlers have run */
+    if (write(ready[1], "r", 1) != 1) _exit(1);
+    sleep(seconds);
+    _exit(0);
+  }
+  char c = 0;
+  int ok = pid > 0 && read(ready[0], &c, 1) == 1;
+  close(ready[0]);
+  close(ready[1]);
+  printf("outlive child=%s\n", ok ? "started" : "failed");
+}
+
 static void op_doublefree(int api, uint64_t size) {
   uint64_t key;
   CUresult a = do_alloc(api, size, &key);
@@ -364,6 +383,8 @@ int main(int argc, char** argv) {
       op_churn(api_of(argv[i + 1]), num(argv[i + 2]), num(argv[i + 3])), i += 3;
     else if (strcmp(op, "loop") == 0 && two)
       op_loop(api_of(argv[i + 1]), num(argv[i + 2]));
+    else if (strcmp(op, "outlive") == 0 && i + 1 < argc)
+      op_outlive((unsigned)num(argv[++i]));
     else if (strcmp(op, "gate") == 0 && i + 1 < argc)
       op_gate(argv[++i]);
     else if (strcmp(op, "totalmem") == 0 && i + 1 < argc) {

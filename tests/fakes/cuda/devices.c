@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ckpt.h"
 #include "fake_cuda.h"
 #include "mps.h"
 
@@ -117,6 +118,7 @@ FAKE_API CUresult cuInit(unsigned int flags) {
   if (g_initialized < 0) return CUDA_ERROR_INVALID_VALUE;
   if (fake_device_count > 0) pthread_once(&g_mps_once, mps_init); /* mps.h: connect to an MPS daemon */
   if (g_mps_rc != CUDA_SUCCESS) return g_mps_rc;
+  if (fake_device_count > 0) fake_ckpt_init(); /* ckpt.h: the page and the checkpoint thread */
   return fake_device_count > 0 ? CUDA_SUCCESS : CUDA_ERROR_NO_DEVICE;
 }
 

@@ -19,6 +19,7 @@
 static char g_cgroup[FAKE_PATH];         /* this process's "0::" path; "" when it has none */
 static unsigned long long g_start;       /* this process's start time (field 22 of /proc/self/stat) */
 static int g_recorded[FAKE_MAX_DEVICES]; /* a usage line was written for the device */
+static int g_swapped;                    /* checkpointed: the driver's view of it holds nothing */
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 
 static const char* state_file(void) {
@@ -128,10 +129,12 @@ static void write_usage(const char* state, CUdevice dev, uint64_t held) {
   FILE* f = fopen(tmp, "we");
   if (f == NULL) return;
   fprintf(f, "start %llu\ncgroup %s\n", g_start, g_cgroup);
-  g_recorded[dev] = 1;
-  for (int i = 0; i < fake_device_count; i++)
-    if (g_recorded[i]) /* the caller holds the registry's lock: read used directly */
-      fprintf(f, "used %s %llu\n", fake_devices[i].uuid, (unsigned long long)(i == dev ? held : fake_devices[i].used));
+  if (dev >= 0) g_recorded[dev] = 1;
+  for (int i = 0; i < fake_device_count; i++) {
+    /* the caller holds the registry's lock (or the process is locked): read used directly */
+    const uint64_t bytes = g_swapped ? 0 : i == dev ? held : fake_devices[i].used;
+    if (g_recorded[i]) fprintf(f, "used %s %llu\n", fake_devices[i].uuid, (unsigned long long)bytes);
+  }
   if (fclose(f) == 0) rename(tmp, file);
 }
 
@@ -280,4 +283,42 @@ int fake_limit_info(CUdevice dev, uint64_t held, uint64_t* hard, uint64_t* used)
   *hard = shown;
   *used = shown - (free_b < shown ? free_b : shown);
   return 1;
+}
+
+unsigned long long fake_start_time(const char* pid) {
+  return start_time(pid);
+}
+
+void fake_limit_swap_out(void) {
+  pthread_once(&g_once, init_identity);
+  const char* state = state_file();
+  g_swapped = 1;
+  if (state == NULL) return;
+  int fd = lock_state(state);
+  write_usage(state, -1, 0);
+  unlock_state(fd);
+}
+
+/* Whether what the process holds on dev fits again: the GPU's memory and its cgroup's hard limit. */
+static int fits_again(const char* state, int dev) {
+  const uint64_t held = fake_devices[dev].used, hard = hard_limit(state, fake_devices[dev].uuid);
+  struct held others = others_held(state, fake_devices[dev].uuid);
+  return others.node + held <= fake_devices[dev].total && (hard == 0 || others.group + held <= hard);
+}
+
+CUresult fake_limit_swap_in(void) {
+  pthread_once(&g_once, init_identity);
+  const char* state = state_file();
+  if (state == NULL) return g_swapped = 0, CUDA_SUCCESS;
+  int fd = lock_state(state);
+  for (int i = 0; i < fake_device_count; i++) {
+    if (fake_devices[i].used != 0 && !fits_again(state, i)) {
+      unlock_state(fd);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  g_swapped = 0;
+  write_usage(state, -1, 0);
+  unlock_state(fd);
+  return CUDA_SUCCESS;
 }

@@ -38,4 +38,13 @@ void fake_limit_release(CUdevice dev, uint64_t held);
  * total - the GPU's use)); 0 without the shared state. */
 int fake_limit_info(CUdevice dev, uint64_t held, uint64_t* hard, uint64_t* used);
 
+/* A checkpoint (ckpt.h): the driver's per-process view of this process drops to 0 on every device
+ * (its allocations stay in its registry), until fake_limit_swap_in. */
+void fake_limit_swap_out(void);
+/* A restore: CUDA_ERROR_OUT_OF_MEMORY (nothing changed) when what the process holds on a device no
+ * longer fits in the GPU's memory or its cgroup's hard limit; else its use is recorded again. */
+CUresult fake_limit_swap_in(void);
+/* Field 22 of /proc/<pid>/stat, 0 when the process is gone or a zombie. */
+unsigned long long fake_start_time(const char* pid);
+
 #endif /* GPUFRAC_FAKE_CUDA_DRVLIMIT_H */

@@ -5,6 +5,7 @@
  * simulated completion time, so a test can see when the work before it ran. */
 #include <stdlib.h>
 
+#include "ckpt.h"
 #include "fake_cuda.h"
 
 struct fake_event {
@@ -93,7 +94,9 @@ FAKE_API CUresult cuEventSynchronize(CUevent event) {
   struct fake_event* ev = event_of(event);
   fake_cost(FAKE_COST_SYNC);
   if (ev == NULL) return CUDA_ERROR_INVALID_HANDLE;
+  const int gate = fake_ckpt_enter(); /* ckpt.h */
   if (__atomic_load_n(&ev->at, __ATOMIC_ACQUIRE) != 0) fake_gpu_wait(ev->dev, ev->cv);
+  fake_ckpt_leave(gate);
   return CUDA_SUCCESS;
 }
 

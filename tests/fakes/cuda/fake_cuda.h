@@ -49,6 +49,9 @@ enum fake_kind { FAKE_PTR = 1, FAKE_HANDLE = 2, FAKE_ARRAY = 3, FAKE_MIPMAP = 4 
 CUresult fake_mem_alloc(enum fake_kind kind, CUdevice dev, uint64_t size, uint64_t* key);
 CUresult fake_mem_free(enum fake_kind kind, uint64_t key);
 uint64_t fake_mem_used(CUdevice dev);
+/* The device allocation (FAKE_PTR) holding [addr, addr + len): its base and size, or
+ * CUDA_ERROR_INVALID_VALUE. */
+CUresult fake_mem_range(uint64_t addr, uint64_t len, uint64_t* base, uint64_t* size);
 
 /* gpu.c: the simulated GPU shared by the host's processes (fake_gpu.h). Times are CLOCK_MONOTONIC
  * ns; a virtual time (cv) is a point on this process's context clock on a device: the ns its

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "ckpt.h"
 #include "drvlimit.h"
 #include "fake_cuda.h"
 #include "mps.h"
@@ -90,6 +91,7 @@ static uint64_t fake_address(int dev, uint64_t size) {
 
 CUresult fake_mem_alloc(enum fake_kind kind, CUdevice dev, uint64_t size, uint64_t* key) {
   if (size == 0 || key == NULL) return CUDA_ERROR_INVALID_VALUE;
+  const int gate = fake_ckpt_enter(); /* ckpt.h: no allocation while locked */
   pthread_mutex_lock(&g_lock);
   CUresult rc = CUDA_SUCCESS;
   if (dev >= 0 && size > fake_devices[dev].total - fake_devices[dev].used) {
@@ -108,10 +110,12 @@ CUresult fake_mem_alloc(enum fake_kind kind, CUdevice dev, uint64_t size, uint64
     }
   }
   pthread_mutex_unlock(&g_lock);
+  fake_ckpt_leave(gate);
   return rc;
 }
 
 CUresult fake_mem_free(enum fake_kind kind, uint64_t key) {
+  const int gate = fake_ckpt_enter();
   pthread_mutex_lock(&g_lock);
   struct entry* e = find((uint64_t)kind << 60 | key);
   CUresult rc = e != NULL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
@@ -125,6 +129,8 @@ CUresult fake_mem_free(enum fake_kind kind, uint64_t key) {
     e->key = FAKE_TOMB;
   }
   pthread_mutex_unlock(&g_lock);
+  if (rc == CUDA_SUCCESS && kind == FAKE_PTR) fake_contents_drop(key);
+  fake_ckpt_leave(gate);
   return rc;
 }
 
@@ -133,4 +139,19 @@ uint64_t fake_mem_used(CUdevice dev) {
   uint64_t used = fake_devices[dev].used;
   pthread_mutex_unlock(&g_lock);
   return used;
+}
+
+CUresult fake_mem_range(uint64_t addr, uint64_t len, uint64_t* base, uint64_t* size) {
+  CUresult rc = CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&g_lock);
+  for (size_t i = 0; i < g_cap && rc != CUDA_SUCCESS; i++) {
+    const uint64_t k = g_tab[i].key;
+    if (k <= FAKE_TOMB || k >> 60 != FAKE_PTR) continue;
+    const uint64_t b = k & ((1ull << 60) - 1);
+    if (addr >= b && addr - b < g_tab[i].size && len <= g_tab[i].size - (addr - b)) {
+      *base = b, *size = g_tab[i].size, rc = CUDA_SUCCESS;
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+  return rc;
 }

@@ -31,6 +31,9 @@
 #undef cuStreamDestroy
 #undef cuEventDestroy
 #undef cuGraphInstantiate
+#undef cuMemcpyHtoD
+#undef cuMemcpyDtoH
+#undef cuMemsetD8
 
 /* Legacy 32-bit entry points: present so that old versions resolve to them; not supported. */
 FAKE_API CUresult cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
@@ -173,6 +176,15 @@ static const struct proc g_procs[] = {
     P(cuGraphInstantiateWithFlags, 11040),
     {"cuGraphLaunch", (void*)cuGraphLaunch, 10000, (void*)alias_graph_launch},
     P(cuGraphLaunch_ptsz, 10000),
+    P(cuMemcpyHtoD_v2, 3020),
+    P(cuMemcpyDtoH_v2, 3020),
+    P(cuMemsetD8_v2, 3020),
+    P(cuCheckpointProcessGetState, 12080),
+    P(cuCheckpointProcessGetRestoreThreadId, 12080),
+    P(cuCheckpointProcessLock, 12080),
+    P(cuCheckpointProcessCheckpoint, 12080),
+    P(cuCheckpointProcessRestore, 12080),
+    P(cuCheckpointProcessUnlock, 12080),
     P(cuGraphExecDestroy, 10000),
     P(cuGraphDestroy, 10000),
 };
@@ -189,6 +201,7 @@ static const struct versioned g_v2[] = {
     {"cuArrayCreate", 3020},    {"cuArray3DCreate", 3020},       {"cuDevicePrimaryCtxRelease", 11000},
     {"cuDeviceGetUuid", 11040}, {"cuGetProcAddress", 12000},     {"cuStreamDestroy", 4000},
     {"cuEventDestroy", 4000},   {"cuStreamBeginCapture", 10010}, {"cuGraphInstantiate", 11000},
+    {"cuMemcpyHtoD", 3020},     {"cuMemcpyDtoH", 3020},          {"cuMemsetD8", 3020},
 };
 static const char* const g_per_thread[] = {"cuMemAllocAsync",    "cuMemAllocFromPoolAsync", "cuMemFreeAsync",
                                            "cuLaunchKernel",     "cuLaunchKernelEx",        "cuLaunchCooperativeKernel",
@@ -258,6 +271,9 @@ static const struct {
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
     {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM",
+     "OS call failed or operation not supported on this OS"},
+    {CUDA_ERROR_TIMEOUT, "CUDA_ERROR_TIMEOUT", "the wait operation has timed out"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},

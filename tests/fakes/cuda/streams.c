@@ -8,6 +8,7 @@
  * returns only once its work has run (launch.c). */
 #include <stdlib.h>
 
+#include "ckpt.h"
 #include "fake_cuda.h"
 
 static struct fake_stream g_legacy[FAKE_MAX_DEVICES];
@@ -87,8 +88,17 @@ uint64_t fake_stream_point(struct fake_stream* s) {
   return tail;
 }
 
+static CUresult enqueue(struct fake_stream* s, uint64_t duration, unsigned width, unsigned nodes);
+
 CUresult fake_stream_enqueue(struct fake_stream* s, uint64_t duration, unsigned width, unsigned nodes) {
   fake_cost(FAKE_COST_LAUNCH);
+  const int gate = fake_ckpt_enter(); /* ckpt.h: no launch while locked */
+  CUresult rc = enqueue(s, duration, width, nodes);
+  fake_ckpt_leave(gate);
+  return rc;
+}
+
+static CUresult enqueue(struct fake_stream* s, uint64_t duration, unsigned width, unsigned nodes) {
   pthread_mutex_lock(&s->mu);
   if (s->capture != NULL) {
     s->capture->total += duration;
@@ -123,8 +133,10 @@ CUresult fake_stream_wait(struct fake_stream* s) {
   int capturing = s->capture != NULL;
   pthread_mutex_unlock(&s->mu);
   if (capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  const int gate = fake_ckpt_enter();
   uint64_t tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
   fake_gpu_wait(s->dev, s->kind == FAKE_STREAM_LEGACY ? fake_stream_point(s) : tail);
+  fake_ckpt_leave(gate);
   pthread_mutex_lock(&s->mu);
   drop_completed(s, tail);
   pthread_mutex_unlock(&s->mu);
@@ -200,6 +212,8 @@ FAKE_API CUresult cuCtxSynchronize(void) {
   fake_cost(FAKE_COST_SYNC);
   CUresult rc = fake_current_device(&dev);
   if (rc != CUDA_SUCCESS) return rc;
+  const int gate = fake_ckpt_enter();
   fake_gpu_wait(dev, fake_device_tail(dev));
+  fake_ckpt_leave(gate);
   return CUDA_SUCCESS;
 }

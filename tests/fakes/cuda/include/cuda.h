@@ -20,6 +20,7 @@ typedef enum cudaError_enum {
   CUDA_ERROR_OUT_OF_MEMORY = 2,
   CUDA_ERROR_NOT_INITIALIZED = 3,
   CUDA_ERROR_DEINITIALIZED = 4,
+  CUDA_ERROR_OPERATING_SYSTEM = 304,
   CUDA_ERROR_DEVICE_UNAVAILABLE = 46,
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_DEVICE = 101,
@@ -34,6 +35,7 @@ typedef enum cudaError_enum {
   CUDA_ERROR_MPS_SERVER_NOT_READY = 807,
   CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
   CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+  CUDA_ERROR_TIMEOUT = 909,
   CUDA_ERROR_UNKNOWN = 999
 } CUresult;
 
@@ -317,6 +319,50 @@ CUresult cuEventRecord_ptsz(CUevent event, CUstream stream);
 CUresult cuStreamBeginCapture_v2_ptsz(CUstream stream, CUstreamCaptureMode mode);
 CUresult cuStreamEndCapture_ptsz(CUstream stream, CUgraph* graph);
 CUresult cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus* status);
+
+/* Memory contents (README.md "Memory"): copies between host and device memory, and memset. */
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void* srcHost, size_t ByteCount);
+CUresult cuMemcpyDtoH_v2(void* dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+#define cuMemcpyHtoD cuMemcpyHtoD_v2
+#define cuMemcpyDtoH cuMemcpyDtoH_v2
+#define cuMemsetD8 cuMemsetD8_v2
+
+/* The checkpoint API (CUDA 12.8 / r570; README.md "Checkpoint"). Every args struct is 64 bytes and
+ * its reserved fields must be zero; args may be NULL. The restore layout is CUDA 13.0's. */
+typedef enum CUprocessState_enum {
+  CU_PROCESS_STATE_RUNNING = 0,
+  CU_PROCESS_STATE_LOCKED = 1,
+  CU_PROCESS_STATE_CHECKPOINTED = 2,
+  CU_PROCESS_STATE_FAILED = 3
+} CUprocessState;
+typedef struct CUcheckpointLockArgs_st {
+  unsigned int timeoutMs; /* 0: no timeout */
+  unsigned int reserved0;
+  cuuint64_t reserved1[7];
+} CUcheckpointLockArgs;
+typedef struct CUcheckpointCheckpointArgs_st {
+  cuuint64_t reserved[8];
+} CUcheckpointCheckpointArgs;
+typedef struct CUcheckpointGpuPair_st {
+  CUuuid oldUuid;
+  CUuuid newUuid;
+} CUcheckpointGpuPair;
+typedef struct CUcheckpointRestoreArgs_st {
+  CUcheckpointGpuPair* gpuPairs;
+  unsigned int gpuPairsCount;
+  char reserved[52 - sizeof(CUcheckpointGpuPair*)];
+  cuuint64_t reserved1;
+} CUcheckpointRestoreArgs;
+typedef struct CUcheckpointUnlockArgs_st {
+  cuuint64_t reserved[8];
+} CUcheckpointUnlockArgs;
+CUresult cuCheckpointProcessGetState(int pid, CUprocessState* state);
+CUresult cuCheckpointProcessGetRestoreThreadId(int pid, int* tid);
+CUresult cuCheckpointProcessLock(int pid, CUcheckpointLockArgs* args);
+CUresult cuCheckpointProcessCheckpoint(int pid, CUcheckpointCheckpointArgs* args);
+CUresult cuCheckpointProcessRestore(int pid, CUcheckpointRestoreArgs* args);
+CUresult cuCheckpointProcessUnlock(int pid, CUcheckpointUnlockArgs* args);
 
 /* Test-only (not in NVIDIA's driver): the simulated CLOCK_MONOTONIC time, in ns, at which a
  * recorded event completed (README.md "Simulated GPU"); CUDA_ERROR_NOT_READY before it completed,
