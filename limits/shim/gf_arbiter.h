@@ -178,7 +178,7 @@ size_t gf_view_size(void);
 void gf_view_init(struct gf_view* v, uint64_t clock);
 struct gpufrac_arbiter_lane* gf_view_copy(struct gf_view* v, unsigned i);
 /* Slot i's lane as just read (n; NULL: unreadable) and whether it is runnable: monotone, joined at
- * the view clock, its lag bounded while it stays runnable. */
+ * the view clock, its lag behind what it was watched to hold capped at a fixed slack. */
 void gf_view_lane(const struct gf_lease* l, unsigned i, const struct gpufrac_arbiter_lane* n, int runnable);
 /* Slot i's place in this view (this process's own slot: my_vt). */
 uint64_t gf_view_place(const struct gf_lease* l, unsigned i);

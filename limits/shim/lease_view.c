@@ -1,16 +1,16 @@
 /* Each process's own view of the queue (docs/design-queue-lanes.md part 2): no decision is taken from
  * what another slot's lane says alone, nor from the lease file's vclock, which every container can
  * write. Per slot, in this process's memory:
- *   - monotone lanes: a slot's place is at least the most its lane's vtime ever said; moving back
- *     is ignored (and is a lie: reported in this process's own lane);
- *   - join at the reader's clock: a slot first seen starts at max(its place, view clock); a
- *     runnable one never lags the clock by more than (lease_ms + busy_ms) of its own time;
- *   - observed holding: the time this process watched a slot hold the lease (while it waited),
- *     up to the holder's last activity published for it, is charged to that slot in this view,
- *     whatever its lane says;
- * a slot's place is the larger of the most its lane said and its base (where it joined) plus what
- * was watched. The view
- * clock is raised to the place of each slot seen claiming and to this process's own vtime. */
+ *   - monotone lanes: the most a slot's lane's vtime ever said; moving back is ignored (and is a
+ *     lie: reported in this process's own lane);
+ *   - watched: where the slot joined this view (max(its lane, view clock) when first seen), raised
+ *     to its lane whenever the lane is ahead, plus the time this process watched it hold the lease
+ *     (while it waited), up to the holder's last activity published for it;
+ * a slot's place is its lane, unless the lane lags what was watched by more than a fixed slack
+ * (two lag bounds of its own time): then watched minus the slack. Every reader reads the same
+ * lanes, so honest slots stand at the same place in every view; a lane kept behind is moved on by
+ * what it was watched to hold. The view clock is raised to the place of each slot seen claiming and
+ * to this process's own vtime. */
 #include <time.h>
 
 #include "gf_arbiter.h"
@@ -18,7 +18,7 @@
 struct gf_view {
   uint64_t token[GPUFRAC_ARBITER_SLOTS];   /* the slot's token when last seen: a new one starts over */
   uint64_t lane_vt[GPUFRAC_ARBITER_SLOTS]; /* the most the lane said */
-  uint64_t base[GPUFRAC_ARBITER_SLOTS], obs_sum[GPUFRAC_ARBITER_SLOTS];
+  uint64_t watched[GPUFRAC_ARBITER_SLOTS]; /* where it joined, or its lane when ahead, plus what was watched */
   uint8_t runnable[GPUFRAC_ARBITER_SLOTS];
   uint8_t vt_known[GPUFRAC_ARBITER_SLOTS]; /* lane_vt was read (a slot first seen holding was not) */
   uint8_t behind[GPUFRAC_ARBITER_SLOTS];   /* reads in a row that found it runnable and far behind */
@@ -41,16 +41,6 @@ static uint64_t later(uint64_t a, uint64_t b) {
   return gf_vt_before(a, b) ? b : a;
 }
 
-static uint64_t place(const struct gf_view* v, unsigned i) {
-  uint64_t watched = v->base[i] + v->obs_sum[i];
-  return v->vt_known[i] && gf_vt_before(watched, v->lane_vt[i]) ? v->lane_vt[i] : watched;
-}
-
-static void rebase(struct gf_view* v, unsigned i, uint64_t at) {
-  v->base[i] = at;
-  v->obs_sum[i] = 0;
-}
-
 void gf_view_init(struct gf_view* v, uint64_t clock) {
   v->clock = clock;
 }
@@ -58,6 +48,22 @@ void gf_view_init(struct gf_view* v, uint64_t clock) {
 /* (lease_ms + busy_ms) of slot i's own time, in virtual time. */
 static uint64_t lag_bound(const struct gf_lease* l, unsigned i) {
   return ((uint64_t)l->p.lease_ms + l->p.busy_ms) * 1000000u * 1000u / gf_arbiter_weight(&l->slots->slots[i]);
+}
+
+/* How far a lane may lag what its slot was watched to hold: GF_SLACK_BOUNDS lag bounds of its own
+ * time. An honest lane lags it by at most the word a watcher charged before its holder stored the
+ * charge (lease + grace + busy), so an honest slot's place is its lane in every view; a lane that
+ * stays behind gains this once, not at a rate. */
+#define GF_SLACK_BOUNDS 2u
+static uint64_t slack(const struct gf_lease* l, unsigned i) {
+  return GF_SLACK_BOUNDS * lag_bound(l, i);
+}
+
+/* The lane, the same for every reader, is the place; what was watched only caps how far it lags. */
+static uint64_t place(const struct gf_lease* l, unsigned i) {
+  const struct gf_view* v = l->view;
+  uint64_t capped = v->watched[i] - slack(l, i);
+  return v->vt_known[i] && gf_vt_before(capped, v->lane_vt[i]) ? v->lane_vt[i] : capped;
 }
 
 /* Notes in this process's own lane that slot i's lane lied (GF_LIE_*): the slot's entry, or the oldest. */
@@ -104,7 +110,7 @@ void gf_view_lane(const struct gf_lease* l, unsigned i, const struct gpufrac_arb
     v->token[i] = token;
     v->lane_vt[i] = vt;
     v->vt_known[i] = n != NULL;
-    rebase(v, i, later(vt, v->clock));
+    v->watched[i] = later(vt, v->clock);
     v->runnable[i] = (uint8_t)runnable;
     v->behind[i] = 0;
     return;
@@ -117,17 +123,16 @@ void gf_view_lane(const struct gf_lease* l, unsigned i, const struct gpufrac_arb
   if (d > 0) v->lane_vt[i] = vt;
   if (d < 0) gf_view_suspect(l, i, GF_LIE_BACK);
   far_behind(l, i, n != NULL ? vt : v->clock, runnable);
-  /* Runnable: never more than the lag bound behind the clock. (Not joined at the clock when it looks
-   * runnable again: a reader samples lanes once a lease and sees a slot that held the lease between
-   * two samples as "back from idle"; its own heartbeat floors its lane at its own clock.) */
-  uint64_t at = place(v, i), floor = v->clock - lag_bound(l, i);
-  if (runnable && gf_vt_before(at, floor)) rebase(v, i, floor);
+  /* A lane ahead of what was watched (this process did not watch all of it): watching goes on from
+   * there. No floor at this reader's clock: readers' clocks differ, lanes do not (the slot's own
+   * heartbeat floors its lane at its own clock). */
+  if (gf_vt_before(v->watched[i], v->lane_vt[i])) v->watched[i] = v->lane_vt[i];
   v->runnable[i] = (uint8_t)runnable;
 }
 
 uint64_t gf_view_place(const struct gf_lease* l, unsigned i) {
   if (i == l->slot || l->view == NULL) return l->my_vt;
-  return place(l->view, i);
+  return place(l, i);
 }
 
 uint64_t gf_view_clock(const struct gf_lease* l) {
@@ -162,7 +167,7 @@ void gf_view_watch(const struct gf_lease* l, uint64_t w, uint64_t now, uint64_t 
     uint64_t most = ((uint64_t)l->p.lease_ms + l->p.grace_ms + l->p.busy_ms) * 1000000u, dt = end - v->cur_since;
     if ((int64_t)dt < 0) dt = 0;
     if (dt > most) dt = most; /* no word is held longer: this process stopped watching meanwhile */
-    v->obs_sum[s] += dt * 1000u / gf_arbiter_weight(&l->slots->slots[s]);
+    v->watched[s] += dt * 1000u / gf_arbiter_weight(&l->slots->slots[s]);
   }
   v->cur_word = 0;
   uint32_t h = gpufrac_lease_holder(w);
@@ -171,10 +176,10 @@ void gf_view_watch(const struct gf_lease* l, uint64_t w, uint64_t now, uint64_t 
   if (v->token[h - 1] != token) { /* first seen holding: joins at the clock, its lane read later */
     v->token[h - 1] = token;
     v->vt_known[h - 1] = 0;
-    rebase(v, h - 1, v->clock);
+    v->watched[h - 1] = v->clock;
   }
   v->cur_word = w;
   v->cur_since = now;
   v->cur_active = active != 0 && gf_vt_before(now, active) ? active : 0;
-  gf_view_raise(l, place(v, h - 1));
+  gf_view_raise(l, place(l, h - 1));
 }
