@@ -46,7 +46,10 @@ static void charge_self(struct gf_lease* l, uint64_t ns, uint64_t end_ns) {
    * another process of the container charged it further. */
   uint64_t lane = __atomic_load_n(&l->own->vtime, __ATOMIC_SEQ_CST), mine = l->my_vt + ns * 1000u / l->weight;
   l->my_vt = gf_vt_before(mine, lane) ? lane : mine;
-  l->last_ns = ns;
+  /* A lease taken over while its holder drained is charged in parts (found gone, then the work
+   * waited for): the bound's term is the whole lease, as one charge of it was when the taker wrote it. */
+  l->last_ns = l->last_start == l->start_ns ? l->last_ns + ns : ns;
+  l->last_start = l->start_ns;
   if (!l->strict || l->weight >= 1000000) return;
   uint64_t from = end_ns - 2 * ns;
   uint64_t base = (int64_t)(l->local_nb - from) > 0 ? l->local_nb : from;
