@@ -112,6 +112,7 @@ struct gf_lease {
   uint64_t seen_ns;    /* the last heartbeat this process stored */
   uint64_t last_ns;    /* what its last lease was charged, all its parts (the waiting bound's debt term) */
   uint64_t last_start; /* the start of that lease */
+  uint64_t my_active;  /* atomic: the last activity it published for its lease (lost() charges to it) */
   uint64_t local_nb;   /* strict: when its own charges let it run again (not read from the file) */
   uint64_t waiting_ns; /* when it began waiting for the lease, 0 while not waiting */
   uint64_t lost_ns;    /* atomic: when it last found its word taken by another process */

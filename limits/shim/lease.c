@@ -94,6 +94,7 @@ static void publish(struct gf_lease* l, uint64_t word, uint64_t start, uint64_t 
   __atomic_store_n(&a->info_epoch, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->start_ns, start, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->active_ns, now, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->my_active, now, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->busy, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->busy_until_ns, now, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->holder_pid, l->pid, __ATOMIC_SEQ_CST);

@@ -27,6 +27,7 @@ static void republish(struct gf_lease* l, uint64_t next, uint64_t start, uint64_
   __atomic_store_n(&a->info_epoch, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->start_ns, start, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->active_ns, now, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->my_active, now, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->info_epoch, gpufrac_lease_epoch(next) + 1, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->own->held_word, next, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->word, next, __ATOMIC_SEQ_CST);
@@ -57,9 +58,9 @@ static void charge_self(struct gf_lease* l, uint64_t ns, uint64_t end_ns) {
 }
 
 /* Another process changed the lease word: this process no longer holds it. A taker cannot write
- * this slot's lane, so the holder charges the lease itself: its start .. the last activity the lease
- * file shows (its own, or the taker's claim right after it), at most now. Debt is charged for work
- * waited for past that. */
+ * this slot's lane, so the holder charges the lease itself: its start .. the last activity it
+ * published for it (kept in its memory: the lease file's by now may be the taker's), at most now.
+ * Debt is charged for work waited for past that. */
 static void lost(struct gf_lease* l, uint64_t now) {
   __atomic_store_n(&l->lost_ns, now, __ATOMIC_SEQ_CST);
   uint64_t w = __atomic_exchange_n(&l->word, 0, __ATOMIC_SEQ_CST);
@@ -67,7 +68,7 @@ static void lost(struct gf_lease* l, uint64_t now) {
   uint64_t c = __atomic_load_n(&l->own->charged_word, __ATOMIC_SEQ_CST);
   if (c == w || !__atomic_compare_exchange_n(&l->own->charged_word, &c, w, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
     return; /* another process of the container charged it from the taker's record */
-  uint64_t end = __atomic_load_n(&l->arb->active_ns, __ATOMIC_SEQ_CST);
+  uint64_t end = __atomic_load_n(&l->my_active, __ATOMIC_SEQ_CST);
   if ((int64_t)(end - l->start_ns) < 0) end = l->start_ns;
   if ((int64_t)(end - now) > 0) end = now;
   uint64_t ns = end - l->start_ns;
@@ -175,6 +176,7 @@ uint64_t gf_lease_busy(struct gf_lease* l, int busy, uint64_t expect_ns) {
   if (w == 0 || __atomic_load_n(&l->arb->lease, __ATOMIC_SEQ_CST) != w) return 0;
   uint64_t now = gf_now_ns();
   __atomic_store_n(&l->arb->active_ns, now, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->my_active, now, __ATOMIC_SEQ_CST);
   if (busy) __atomic_store_n(&l->arb->busy_until_ns, now + expect_ns, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->arb->busy, busy ? gpufrac_lease_epoch(w) + 1 : 0, __ATOMIC_SEQ_CST);
   return w;
