@@ -113,8 +113,8 @@
  *     passed, or its pid names no process. Like a release, a takeover
  *     goes to the slot the queue picks next: when that is another slot, the taker CASes to
  *     DESIGNATED(pick) and waits. A taker cannot write the holder's lane: the holder charges
- *     itself when it finds its word gone (lease start .. the last activity published in the lease
- *     file, at most now), so each lease is charged once, by its holder.
+ *     itself when it finds its word gone (lease start .. the last activity it published for the
+ *     lease, kept in its memory, at most now), so each lease is charged once, by its holder.
  *   - Debt. A holder that finds its word gone after waiting for its own GPU work charges itself
  *     from the start of that wait (or the end of what it charged when it found the word gone, if
  *     later) to the completion it observed: a kernel that runs past its lease is paid for by its owner, before its next
@@ -141,7 +141,7 @@
  *   - Bound. A process that waits for the lease (not for its own work, not paced by strict mode)
  *     longer than
  *         4 x (lease_ms + grace_ms) + busy_ms + credit_ms + c x (1000000 - w) / w
- *     (c: what its own last lease was charged, at most 2 s; w: its weight from the slots file, at
+ *     (c: what its own last lease was charged, all its parts, at most 2 s; w: its weight from the slots file, at
  *     least 10000) stops waiting: the queue could not have kept a runnable slot of that weight
  *     waiting so long (660 ms + 2.3 c at weight 30 %). Its launches on the device then pass
  *     ungated; it keeps its heartbeat, tries to claim the lease at most every lease_ms, and gates
