@@ -78,21 +78,23 @@ std::string compute_arbiter_path(const Config& cfg, const std::string& device_uu
   return compute_arbiter_dir(cfg, device_uuid) + "/" + device_uuid;
 }
 
-std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, const Config& cfg) {
+std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, const Config& cfg,
+                                           const std::string& container_key) {
   std::vector<EditMount> out;
+  const std::vector<std::string> ro = {"ro", "nosuid", "nodev", "noexec", "bind"},
+                                 rw = {"nosuid", "nodev", "noexec", "bind"};
   for (const auto& g : grants) {
     if (!is_time_share(g.compute_ppm, g.compute_mode)) continue;  // an SM share has no arbiter
     if (g.compute_ppm >= GPUFRAC_ARBITER_WHOLE) continue;         // a whole GPU: not arbitrated
     const std::string host = compute_arbiter_path(cfg, g.device_uuid);
     const std::string inside = std::string(GPUFRAC_CONTAINER_COMPUTE) + "/" + g.device_uuid;
-    EditMount lease{host, inside, "bind", {"nosuid", "nodev", "noexec", "bind"}};
-    EditMount slots{host + GPUFRAC_ARBITER_SLOTS_SUFFIX,
-                    inside + GPUFRAC_ARBITER_SLOTS_SUFFIX,
-                    "bind",
-                    {"ro", "nosuid", "nodev", "noexec", "bind"}};
+    EditMount lease{host, inside, "bind", rw};
     if (std::find(out.begin(), out.end(), lease) != out.end()) continue;
+    const std::string lanes = host + GPUFRAC_ARBITER_LANES_SUFFIX;
     out.push_back(std::move(lease));
-    out.push_back(std::move(slots));
+    out.push_back({host + GPUFRAC_ARBITER_SLOTS_SUFFIX, inside + GPUFRAC_ARBITER_SLOTS_SUFFIX, "bind", ro});
+    out.push_back({lanes, inside + GPUFRAC_ARBITER_LANES_SUFFIX, "bind", ro});
+    out.push_back({lanes + "/" + container_key, inside + GPUFRAC_ARBITER_LANE_SUFFIX, "bind", rw});
   }
   return out;
 }
@@ -102,7 +104,7 @@ std::vector<EditMount> plan_gpufrac_dir(const Config& cfg, const ContainerFiles&
   auto out = plan_shim_mounts(cfg);
   auto state = plan_state_mounts(files);
   out.insert(out.end(), state.begin(), state.begin() + 2);  // limits and usage
-  auto compute = plan_compute_mounts(grants, cfg);
+  auto compute = plan_compute_mounts(grants, cfg, fs::basename(files.dir));
   out.insert(out.end(), compute.begin(), compute.end());
   auto mps = plan_mps_mounts(grants, cfg);
   out.insert(out.end(), mps.begin(), mps.end());
@@ -163,7 +165,7 @@ Result<Edits> plan_container_edits(const std::vector<Grant>& grants, const Inven
   e.mounts = plan_shim_mounts(cfg);
   auto state = plan_state_mounts(container_files(cfg, container_key));
   e.mounts.insert(e.mounts.end(), state.begin(), state.end());
-  auto compute = plan_compute_mounts(grants, cfg);
+  auto compute = plan_compute_mounts(grants, cfg, container_key);
   e.mounts.insert(e.mounts.end(), compute.begin(), compute.end());
   auto mps = plan_mps_mounts(grants, cfg);
   e.mounts.insert(e.mounts.end(), mps.begin(), mps.end());

@@ -31,10 +31,13 @@ ContainerFiles container_files(const Config& cfg, const std::string& container_k
 std::string compute_arbiter_dir(const Config& cfg, const std::string& device_uuid);
 std::string compute_arbiter_path(const Config& cfg, const std::string& device_uuid);
 // The arbiter of each granted device with a compute share smaller than the whole GPU (0 < compute_ppm
-// < 1000000: a whole GPU is never arbitrated): the lease file bound read-write, the slots file
-// read-only (both nosuid, nodev, noexec) into the container (hook, wrapper, DRA claims, and the CDI
-// hook beside the limit file). Grants of the same device share them.
-std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, const Config& cfg);
+// < 1000000: a whole GPU is never arbitrated), bound into the container (hook, wrapper, DRA claims,
+// and the CDI hook beside the limit file), all nosuid, nodev, noexec: the lease file read-write, the
+// slots file read-only, the lanes directory <lease file>.lanes read-only, and the container's own
+// lane <lease file>.lanes/<container_key> read-write (arbiter_abi.h, layout 3). Grants of the same
+// device share them.
+std::vector<EditMount> plan_compute_mounts(const std::vector<Grant>& grants, const Config& cfg,
+                                           const std::string& container_key);
 
 // Device nodes of the granted GPUs / MIG instances plus the control nodes, with explicit numbers and
 // host paths under host-root. Fails when the driver's majors or a MIG instance's capability minors

@@ -1,22 +1,35 @@
 /* The compute arbiter of one GPU (docs/architecture.md "Compute share"): shared memory beside the
  * usage regions that gives the containers with a compute share on that GPU a weighted share of its
- * time. Two files per GPU, both created by the host fully allocated (posix_fallocate: a full tmpfs is
- * a one-line refusal, never a SIGBUS):
- *   <state-dir>/compute/<GPU uuid>.slots  the slots file: what the host decides (params, slot states,
- *       weights, modes, priorities, tokens, keys); mode 0644, bound READ-ONLY at
- *       GPUFRAC_CONTAINER_COMPUTE/<uuid>.slots, opened O_RDONLY and mapped PROT_READ by the shim;
- *   <state-dir>/compute/<GPU uuid>        the lease file: what the shims must write (the lease, the
- *       queue's virtual times, heartbeats, charges); mode 0666, bound read-write at
- *       GPUFRAC_CONTAINER_COMPUTE/<uuid>.
+ * time. Per GPU, all created by the host fully allocated (posix_fallocate: a full tmpfs is a
+ * one-line refusal, never a SIGBUS), on the GPU's own tmpfs <state-dir>/compute/<GPU uuid>.d/:
+ *   <uuid>.slots  the slots file: what the host decides (params, slot states, weights, modes,
+ *       priorities, tokens, keys); mode 0644, bound READ-ONLY at GPUFRAC_CONTAINER_COMPUTE/<uuid>.slots,
+ *       opened O_RDONLY and mapped PROT_READ by the shim;
+ *   <uuid>        the lease file: the lease's cache line every shim CASes (the lease word, changes,
+ *       preempt, the holder's published fields, vclock); mode 0666, bound read-write at
+ *       GPUFRAC_CONTAINER_COMPUTE/<uuid>;
+ *   <uuid>.lanes/ the lanes directory (0755): one lane file per slot in use, named by the slot's
+ *       container key (<uuid>.lanes/<key>, 256 bytes, mode 0666), the slot's place in the queue
+ *       (vtime, heartbeat, charges, history). The directory is bound READ-ONLY at
+ *       GPUFRAC_CONTAINER_COMPUTE/<uuid>.lanes in every container of the GPU, and each container's
+ *       own lane file is bound read-write at GPUFRAC_CONTAINER_COMPUTE/<uuid>.lane: a container
+ *       writes its own lane and no other (through the directory bind every write, chmod, truncate
+ *       and unlink is EROFS).
+ * The shim maps the lease file and its own lane; it never maps another container's lane (its owner
+ * can resize it): it reads 256 bytes of it with pread into its own memory when it consults the
+ * queue (at a lease's end or renewal, a takeover, a preemption request), never per launch. A short
+ * read is a lane that is unreadable: that slot is not runnable.
  * The shim finds both beside its usage region (<directory of the region>/compute/<uuid of the
  * compute line>) and its slot by the token of the limit file's line
  *     arbiter <uuid> <token: 16 hex digits>
  * (after the device's compute line; limits_abi.h item 1). A device whose weight is the whole GPU
  * (1000000) is never arbitrated: the host sets up no slot for it and the shim skips its line.
  *
- * Trust. Every container with a share on the GPU can write the lease file, none can write the slots
- * file. So weights, modes and priorities cannot be forged; a tenant that writes the lease file can
- * hold the lease word, fake virtual times, heartbeats, busy marks and charges. What it gains is
+ * Trust. Every container with a share on the GPU can write the lease file and its own lane, none can
+ * write the slots file or another container's lane. So weights, modes, priorities and the others'
+ * places in the queue cannot be forged; a tenant that writes the lease file can hold the lease word,
+ * fake busy marks and vclock, and one that writes its own lane can fake its own virtual time,
+ * heartbeats and charges. What it gains is
  * bounded by the waiting bound below: a waiting process that the lease has not reached within it
  * runs its launches ungated (what the GPU's own time-slicing gives it), says so once on stderr,
  * reports it in its slot of its own container's usage region (limits_abi.h, compute_bypassed: the
@@ -30,9 +43,11 @@
  * it can open the file (gf_lease.join).
  *
  * Slots (slots file). The host claims one slot per container and GPU when it books the share (CAS
- * state FREE -> SETUP, resets the slot's lane in the lease file (vtime = vclock), writes key, token,
- * weight, flags, created_s, then state ACTIVE) and frees it when the booking is released (poststop,
- * a rolled-back start, `gpufrac gc`: ACTIVE -> SETUP by CAS, lane zeroed, FREE). A slot left in SETUP
+ * state FREE -> SETUP, writes key, token, weight, flags, created_s, then state ACTIVE; a new slot
+ * gets a fresh lane file, vtime = vclock, written in a temporary and renamed in place) and frees it
+ * when the booking is released (poststop, a rolled-back start, `gpufrac gc`: ACTIVE -> SETUP by CAS,
+ * FREE, its lane file unlinked). The host reads lanes with pread and puts a lane file's size, mode
+ * and owner back at booking and gc. A slot left in SETUP
  * by a killed host process is freed by gc once its key has no booking. The shim never writes it.
  *
  * The lease: one word of the lease file, changed only by CAS, every change taking the epoch on:
@@ -97,12 +112,13 @@
  *     active_ns is more than idle_us old and busy_until_ns (at most busy_ms past active_ns) has
  *     passed, or its pid names no process. Like a release, a takeover
  *     goes to the slot the queue picks next: when that is another slot, the taker CASes to
- *     DESIGNATED(pick) and waits. The process that ends a lease by CAS (release, renewal or
- *     takeover) charges it, so each lease is charged once; a taker charges s for start_ns ..
- *     active_ns when info_epoch matches, else nothing.
+ *     DESIGNATED(pick) and waits. A taker cannot write the holder's lane: the holder charges
+ *     itself when it finds its word gone (lease start .. the last activity it published for the
+ *     lease, kept in its memory, at most now), so each lease is charged once, by its holder.
  *   - Debt. A holder that finds its word gone after waiting for its own GPU work charges itself
- *     from the start of that wait to the completion it observed (the taker charged it only up to
- *     active_ns): a kernel that runs past its lease is paid for by its owner, before its next lease.
+ *     from the start of that wait (or the end of what it charged when it found the word gone, if
+ *     later) to the completion it observed: a kernel that runs past its lease is paid for by its owner, before its next
+ * lease.
  *   - Runnable. A waiting process stores now into its lane's seen_ns at least every heartbeat_us;
  *     a slot is runnable while seen_ns is less than runnable_us old and newer than its claimed_ns
  *     (a process of it waits since the slot last got the lease; strict: also past not_before). A
@@ -125,7 +141,7 @@
  *   - Bound. A process that waits for the lease (not for its own work, not paced by strict mode)
  *     longer than
  *         4 x (lease_ms + grace_ms) + busy_ms + credit_ms + c x (1000000 - w) / w
- *     (c: what its own last lease was charged, at most 2 s; w: its weight from the slots file, at
+ *     (c: what its own last lease was charged, all its parts, at most 2 s; w: its weight from the slots file, at
  *     least 10000) stops waiting: the queue could not have kept a runnable slot of that weight
  *     waiting so long (660 ms + 2.3 c at weight 30 %). Its launches on the device then pass
  *     ungated; it keeps its heartbeat, tries to claim the lease at most every lease_ms, and gates
@@ -135,7 +151,8 @@
  *     it at most 2 s); weights, flags and params come from the slots file only.
  *
  * The layout is versioned: a reader refuses another magic, version, size or slot count (a shim of
- * version 1 meeting these files says its arbiter is unusable, in one line, and runs unarbitrated). */
+ * version 2 meeting these files, or one of version 3 meeting version-2 files, says its arbiter is
+ * unusable, in one line, and runs unarbitrated). */
 #ifndef GPUFRAC_ARBITER_ABI_H
 #define GPUFRAC_ARBITER_ABI_H
 
@@ -148,13 +165,15 @@ extern "C" {
 
 #define GPUFRAC_ARBITER_MAGIC 0x42524147u       /* "GARB" little-endian: the lease file */
 #define GPUFRAC_ARBITER_SLOTS_MAGIC 0x53524147u /* "GARS": the slots file */
-#define GPUFRAC_ARBITER_VERSION 2u              /* 2: slots in their own read-only file */
+#define GPUFRAC_ARBITER_VERSION 3u              /* 2: slots read-only; 3: a lane file per container */
 #define GPUFRAC_ARBITER_SLOTS 256
 #define GPUFRAC_ARBITER_HISTORY 16  /* seconds of charges kept per slot */
 #define GPUFRAC_ARBITER_WINDOW_S 10 /* the window `gpufrac status` reports */
 #define GPUFRAC_ARBITER_KEY 128
 #define GPUFRAC_ARBITER_WHOLE 1000000u /* a weight of the whole GPU: never arbitrated */
 #define GPUFRAC_ARBITER_SLOTS_SUFFIX ".slots"
+#define GPUFRAC_ARBITER_LANES_SUFFIX ".lanes" /* the lanes directory (read-only in containers) */
+#define GPUFRAC_ARBITER_LANE_SUFFIX ".lane"   /* a container's own lane (read-write) */
 #define GPUFRAC_CONTAINER_COMPUTE "/run/gpufrac/compute"
 
 #define GPUFRAC_ARBITER_FREE 0u
@@ -228,18 +247,35 @@ struct gpufrac_arbiter_slots {
   struct gpufrac_arbiter_slot slots[GPUFRAC_ARBITER_SLOTS];
 };
 
-/* ---- The lease file (read-write in containers) ---- */
-struct gpufrac_arbiter_lane { /* slot i's queue state, written by the shims (reset by the host) */
+/* ---- A lane file (its container writes it; the others read it with pread) ---- */
+struct gpufrac_arbiter_suspect { /* a lie this lane's owner saw in another slot's lane */
+  uint32_t slot;                 /* slot index + 1, 0 none */
+  uint32_t what;
+  uint64_t seen_at_s;
+};
+
+struct gpufrac_arbiter_lane { /* a slot's queue state, written by its container's shims (made by the host) */
   uint64_t vtime;             /* atomic: virtual time, ns x 1000 / weight, wrapping */
   uint64_t seen_ns;           /* atomic: a process of the slot last waited for the lease then */
   uint64_t not_before_ns;     /* atomic: a strict slot is not runnable before then */
   uint64_t charged_ns;        /* atomic: GPU time charged, ever */
   uint64_t leases;            /* atomic: leases charged, ever */
   uint64_t claimed_ns;        /* atomic: a process of the slot last claimed the lease then */
-  uint64_t pad[2];
+  uint64_t held_word;         /* atomic: the lease word a process of the slot last claimed or renewed to */
+  uint64_t charged_word;      /* atomic: the lease word whose lease the slot last charged itself */
   uint64_t history[GPUFRAC_ARBITER_HISTORY]; /* atomic: (second mod 2^24) << 40 | ns charged */
+  /* The lease this slot's process last took over: slot + 1 of its holder, its word, and what it
+   * lasted (start .. last activity, as the holder published them). The holder's slot charges itself
+   * that, once, when word is its held_word and not its charged_word (its holder was killed). */
+  uint32_t took_slot;
+  uint32_t pad0;
+  uint64_t took_word;
+  uint64_t took_ns;
+  struct gpufrac_arbiter_suspect suspect[2]; /* lies the owner's view saw in other lanes */
+  uint64_t pad1;
 };
 
+/* ---- The lease file (read-write in containers) ---- */
 struct gpufrac_arbiter {
   uint32_t magic; /* GPUFRAC_ARBITER_MAGIC */
   uint32_t version;
@@ -258,23 +294,21 @@ struct gpufrac_arbiter {
   uint32_t pad1;
   uint64_t vclock;        /* atomic: the vtime of the slot that claimed last (CAS max) */
   uint64_t busy_until_ns; /* atomic: while busy, when the holder expects its work to be done */
-  struct gpufrac_arbiter_lane lanes[GPUFRAC_ARBITER_SLOTS];
 };
 
 #ifdef __cplusplus
 }
 static_assert(sizeof(gpufrac_arbiter_slot) == 192, "slot layout is ABI");
 static_assert(sizeof(gpufrac_arbiter_slots) == 256 + 192 * GPUFRAC_ARBITER_SLOTS, "slots file layout is ABI");
-static_assert(sizeof(gpufrac_arbiter_lane) == 192, "lane layout is ABI");
-static_assert(sizeof(gpufrac_arbiter) == 256 + 192 * GPUFRAC_ARBITER_SLOTS, "lease file layout is ABI");
-static_assert(offsetof(gpufrac_arbiter, lease) == 192 && offsetof(gpufrac_arbiter, lanes) == 256, "lease line");
+static_assert(sizeof(gpufrac_arbiter_lane) == 256, "lane file layout is ABI");
+static_assert(sizeof(gpufrac_arbiter) == 256, "lease file layout is ABI");
+static_assert(offsetof(gpufrac_arbiter, lease) == 192, "lease line");
 #else
 _Static_assert(sizeof(struct gpufrac_arbiter_slot) == 192, "slot layout is ABI");
 _Static_assert(sizeof(struct gpufrac_arbiter_slots) == 256 + 192 * GPUFRAC_ARBITER_SLOTS, "slots file layout is ABI");
-_Static_assert(sizeof(struct gpufrac_arbiter_lane) == 192, "lane layout is ABI");
-_Static_assert(sizeof(struct gpufrac_arbiter) == 256 + 192 * GPUFRAC_ARBITER_SLOTS, "lease file layout is ABI");
-_Static_assert(offsetof(struct gpufrac_arbiter, lease) == 192 && offsetof(struct gpufrac_arbiter, lanes) == 256,
-               "the lease has its own cache line");
+_Static_assert(sizeof(struct gpufrac_arbiter_lane) == 256, "lane file layout is ABI");
+_Static_assert(sizeof(struct gpufrac_arbiter) == 256, "lease file layout is ABI");
+_Static_assert(offsetof(struct gpufrac_arbiter, lease) == 192, "the lease has its own cache line");
 #endif
 
 #endif /* GPUFRAC_ARBITER_ABI_H */

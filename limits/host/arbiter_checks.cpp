@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <ctime>
 
 #include "core/text.hpp"
 #include "gf_arbiter.h"
@@ -38,18 +39,18 @@ void check_lease_word(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, 
     out.push_back(text::cat("the holder says it is busy for ", until / 1000000, " ms more (at most ", p.busy_ms, ")"));
 }
 
-void check_charges(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, std::uint64_t now_ns,
+void check_charges(const gpufrac_arbiter_slots& s, const gpufrac_arbiter_lane* lanes, std::uint64_t now_ns,
                    std::vector<std::string>& out) {
   std::uint64_t sum = 0;
   for (unsigned i = 0, hw = gf_arbiter_slots_in_use(&s); i < hw; i++) {
-    for (const std::uint64_t& b : a.lanes[i].history) {
+    for (const std::uint64_t& b : lanes[i].history) {
       const std::uint64_t ns = load64(&b) & ((1ull << 40) - 1);
       if (ns > 1'000'000'000 + kMaxChargeNs) {
         out.push_back(text::cat("slot ", i, " was charged ", ns / 1000000, " ms in one second"));
         return;
       }
     }
-    sum += gf_arbiter_window_ns(&a, i, now_ns);
+    sum += gf_arbiter_window_ns(&lanes[i], now_ns);
   }
   const std::uint64_t window = GPUFRAC_ARBITER_WINDOW_S * 1'000'000'000ull;
   if (sum > window + 2 * kMaxChargeNs)
@@ -69,12 +70,12 @@ std::string slot_name(const gpufrac_arbiter_slots& s, unsigned i) {
 // follows every claim), or a heartbeat or claim in the future. Each names the slot whose lane lies.
 constexpr std::uint64_t kLaneSlackNs = 1'000'000'000, kLaneAheadNs = 10'000'000'000;
 
-void check_lanes(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, const gpufrac_arbiter_params& p,
-                 std::uint64_t now_ns, std::vector<std::string>& out) {
+void check_lanes(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, const gpufrac_arbiter_lane* lanes,
+                 const gpufrac_arbiter_params& p, std::uint64_t now_ns, std::vector<std::string>& out) {
   const std::uint64_t vclock = load64(&a.vclock);
   for (unsigned i = 0, hw = gf_arbiter_slots_in_use(&s); i < hw; i++) {
     if (load32(&s.slots[i].state) != GPUFRAC_ARBITER_ACTIVE) continue;
-    const gpufrac_arbiter_lane& lane = a.lanes[i];
+    const gpufrac_arbiter_lane& lane = lanes[i];
     const std::uint64_t w = gf_arbiter_weight(&s.slots[i]), seen = load64(&lane.seen_ns);
     const auto vt_ms = [w](std::int64_t d) { return d / 1000 * static_cast<std::int64_t>(w) / 1'000'000; };
     const auto future = static_cast<std::int64_t>(std::max(seen, load64(&lane.claimed_ns)) - now_ns);
@@ -95,10 +96,33 @@ void check_lanes(const gpufrac_arbiter_slots& s, const gpufrac_arbiter& a, const
   }
 }
 
+// What a lane's owner saw other lanes do (arbiter_abi.h, suspect: written by the shims' views,
+// limits/shim/lease_view.c) in the last kSuspectShownS: an accusation by the owner, one line each.
+constexpr std::uint64_t kSuspectShownS = 600;
+
+void check_suspects(const gpufrac_arbiter_slots& s, const gpufrac_arbiter_lane* lanes, std::vector<std::string>& out) {
+  const auto now = static_cast<std::uint64_t>(std::time(nullptr));
+  const unsigned hw = gf_arbiter_slots_in_use(&s);
+  for (unsigned i = 0; i < hw; i++) {
+    if (load32(&s.slots[i].state) != GPUFRAC_ARBITER_ACTIVE) continue;
+    for (const gpufrac_arbiter_suspect& e : lanes[i].suspect) {
+      const std::uint32_t j = e.slot, what = e.what;
+      if (j == 0 || j > hw || j - 1 == i || e.seen_at_s > now || now - e.seen_at_s > kSuspectShownS) continue;
+      if (load32(&s.slots[j - 1].state) != GPUFRAC_ARBITER_ACTIVE) continue;
+      const char* lie = what == GF_LIE_BACK     ? "'s lane move back"
+                        : what == GF_LIE_UNREAD ? "'s lane cut short or missing"
+                        : what == GF_LIE_BEHIND ? "'s lane stay far behind the queue while it waited"
+                                                : "'s lane lie";
+      out.push_back(text::cat(slot_name(s, i), " saw ", slot_name(s, j - 1), lie, " (in the last ", kSuspectShownS / 60,
+                              " minutes)"));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> lease_file_problems(const gpufrac_arbiter_slots& slots, const gpufrac_arbiter& lease,
-                                             std::uint64_t now_ns) {
+                                             const gpufrac_arbiter_lane* lanes, std::uint64_t now_ns) {
   std::vector<std::string> out;
   char err[256];
   if (gf_arbiter_check(&lease, err, sizeof err) != 0) {
@@ -108,8 +132,9 @@ std::vector<std::string> lease_file_problems(const gpufrac_arbiter_slots& slots,
   gpufrac_arbiter_params p;
   gf_arbiter_params(&slots, &p);
   check_lease_word(slots, lease, p, now_ns, out);
-  check_charges(slots, lease, now_ns, out);
-  check_lanes(slots, lease, p, now_ns, out);
+  check_charges(slots, lanes, now_ns, out);
+  check_lanes(slots, lease, lanes, p, now_ns, out);
+  check_suspects(slots, lanes, out);
   return out;
 }
 

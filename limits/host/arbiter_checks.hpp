@@ -16,7 +16,8 @@ namespace gpufrac::limits {
 // (no farther ahead than a process puts them), and the charges (no second of history holds more than
 // a holder can be charged in it; the window of all slots together no more than the time that passed
 // plus one overrun). Empty when it keeps them all.
+// lanes: every slot's lane (GPUFRAC_ARBITER_SLOTS of them, indexed by slot: limits/host/arbiter_lanes.hpp).
 std::vector<std::string> lease_file_problems(const gpufrac_arbiter_slots& slots, const gpufrac_arbiter& lease,
-                                             std::uint64_t now_ns);
+                                             const gpufrac_arbiter_lane* lanes, std::uint64_t now_ns);
 
 }  // namespace gpufrac::limits

@@ -18,6 +18,7 @@
 #include "core/text.hpp"
 #include "gf_arbiter.h"
 #include "limits/host/arbiter_checks.hpp"
+#include "limits/host/arbiter_lanes.hpp"
 #include "limits/host/arbiter_lease.hpp"
 
 namespace gpufrac::limits {
@@ -63,8 +64,12 @@ struct SlotsFile {
   fs::UniqueFd fd;
   Mapping map;
   gpufrac_arbiter_slots* get() const { return map.as<gpufrac_arbiter_slots>(); }
-  // The host's view for slot setup and release: the lease file's lanes are reset by pwrite instead.
-  gf_arb arb() const { return gf_arb{nullptr, get()}; }
+  // The host's view for slot setup and release: lane files are made and removed by path instead.
+  gf_arb arb() const {
+    gf_arb a{};
+    a.slots = get();
+    return a;
+  }
 };
 
 Result<SlotsFile> open_slots(const std::string& path, bool writable) {
@@ -177,8 +182,8 @@ std::uint64_t monotonic_ns() {
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-// Slot i as the slots file says; its charges from the lease file when that one is sane (lease).
-ArbiterSlotView slot_view(const gpufrac_arbiter_slots* a, const gpufrac_arbiter* lease, unsigned i,
+// Slot i as the slots file says; its charges from its lane when that one is sane (lane).
+ArbiterSlotView slot_view(const gpufrac_arbiter_slots* a, const gpufrac_arbiter_lane* lane, unsigned i,
                           std::uint64_t now_ns) {
   const gpufrac_arbiter_slot& s = a->slots[i];
   ArbiterSlotView v;
@@ -190,10 +195,10 @@ ArbiterSlotView slot_view(const gpufrac_arbiter_slots* a, const gpufrac_arbiter*
   v.priority = flags & GPUFRAC_ARBITER_HIGH ? ComputePriority::high : ComputePriority::normal;
   v.active = __atomic_load_n(&s.state, __ATOMIC_SEQ_CST) == GPUFRAC_ARBITER_ACTIVE;
   v.created_s = s.created_s;
-  if (lease == nullptr) return v;
-  v.window_ns = gf_arbiter_window_ns(lease, i, now_ns);
-  v.charged_ns = __atomic_load_n(&lease->lanes[i].charged_ns, __ATOMIC_RELAXED);
-  v.leases = __atomic_load_n(&lease->lanes[i].leases, __ATOMIC_RELAXED);
+  if (lane == nullptr) return v;
+  v.window_ns = gf_arbiter_window_ns(lane, now_ns);
+  v.charged_ns = lane->charged_ns;
+  v.leases = lane->leases;
   return v;
 }
 
@@ -267,9 +272,7 @@ Result<Locked> lock_linked(const std::string& path) {
 
 Result<std::uint64_t> attach_arbiter_slot(const std::string& path, const std::string& key, std::uint32_t weight_ppm,
                                           ComputeMode mode, ComputePriority priority) {
-  if (key.empty() || key.size() >= GPUFRAC_ARBITER_KEY)
-    return internal_error(text::cat("compute arbiter ", path, ": container key of ", key.size(),
-                                    " characters; accepted: 1 to ", GPUFRAC_ARBITER_KEY - 1));
+  if (auto k = check_lane_key(path, key); !k) return std::unexpected(k.error());
   auto m = lock_linked(path);
   if (!m) return std::unexpected(m.error());
   gf_arb arb = m->f.arb();
@@ -281,8 +284,14 @@ Result<std::uint64_t> attach_arbiter_slot(const std::string& path, const std::st
                                 " container slots of this GPU are taken; accepted: at most ", GPUFRAC_ARBITER_SLOTS,
                                 " containers with a compute share per GPU"));
   const std::uint64_t got = __atomic_load_n(&arb.slots->slots[i].token, __ATOMIC_SEQ_CST);
-  if (got == token)  // a new slot: its lane starts over (the same container again keeps its own)
-    if (auto r = reset_lease_lane(path, static_cast<unsigned>(i)); !r) return std::unexpected(r.error());
+  if (got == token) {  // a new slot: a fresh lane (the same container again keeps its own, repaired)
+    if (auto r = write_new_lane(path, key); !r) {
+      gf_arbiter_release(&arb, static_cast<unsigned>(i));
+      return std::unexpected(r.error());
+    }
+  } else if (auto r = repair_lane(path, key); !r) {
+    return std::unexpected(r.error());
+  }
   return got;
 }
 
@@ -292,12 +301,13 @@ bool key_is(const gpufrac_arbiter_slot& s, const std::string& key) {
   return strnlen(s.key, GPUFRAC_ARBITER_KEY) == key.size() && std::memcmp(s.key, key.data(), key.size()) == 0;
 }
 
-// Frees slot i and resets its lane (a lease file a tenant wrecked does not keep a slot from being
-// freed). 1 when it did.
+// Frees slot i and removes its lane file. 1 when it did.
 unsigned free_slot(const std::string& path, const SlotsFile& f, unsigned i) {
   gf_arb arb = f.arb();
+  const gpufrac_arbiter_slot& s = f.get()->slots[i];
+  const std::string key(s.key, strnlen(s.key, GPUFRAC_ARBITER_KEY));
   if (!gf_arbiter_release(&arb, i)) return 0;
-  (void)reset_lease_lane(path, i);
+  remove_lane(path, key);
   return 1;
 }
 
@@ -347,11 +357,15 @@ Result<ArbiterView> read_arbiter(const std::string& path, std::uint64_t now_ns) 
   const FileOwner owner =
       ::fstat(slots->fd.get(), &sst) == 0 ? FileOwner{sst.st_uid, sst.st_gid} : FileOwner{::geteuid(), ::getegid()};
   auto copy = read_lease_file(path, owner);  // a bounded copy: a tenant may resize the file at any time
+  std::vector<std::string> lane_files;
+  const auto lanes = read_slot_lanes(path, *a, owner.uid, owner.gid, lane_files);
   const gpufrac_arbiter* l = copy ? copy->lease.get() : nullptr;
-  v.tampered = l != nullptr ? lease_file_problems(*a, *l, now_ns) : std::vector<std::string>{copy.error().message};
+  v.tampered =
+      l != nullptr ? lease_file_problems(*a, *l, lanes.data(), now_ns) : std::vector<std::string>{copy.error().message};
   if (l != nullptr && copy->size != sizeof(gpufrac_arbiter))
     v.tampered.push_back(copy->wrong.front());  // its size first: what was read is not to be believed
-  if (!v.tampered.empty()) l = nullptr;         // no figures from a tampered lease file
+  v.tampered.insert(v.tampered.end(), lane_files.begin(), lane_files.end());
+  if (!v.tampered.empty()) l = nullptr;  // no figures from a tampered arbiter
   if (copy)  // a mode or owner changed now, a repair in the last minutes: flagged, the figures still good
     for (auto& why : copy->wrong)
       if (std::find(v.tampered.begin(), v.tampered.end(), why) == v.tampered.end()) v.tampered.push_back(why);
@@ -364,7 +378,7 @@ Result<ArbiterView> read_arbiter(const std::string& path, std::uint64_t now_ns) 
   }
   for (unsigned i = 0, n = gf_arbiter_slots_in_use(a); i < n; i++) {
     if (__atomic_load_n(&a->slots[i].state, __ATOMIC_SEQ_CST) != GPUFRAC_ARBITER_FREE)
-      v.slots.push_back(slot_view(a, l, i, now_ns));
+      v.slots.push_back(slot_view(a, l != nullptr ? &lanes[i] : nullptr, i, now_ns));
   }
   return v;
 }
@@ -383,6 +397,7 @@ Result<ArbiterSweep> sweep_arbiter(const std::string& path, const std::vector<st
     if (free_slot(path, m->f, i)) out.freed.push_back(s.key);
   }
   if (!any_in_use(a)) {  // no share left on the GPU: its arbiter goes, whatever a tenant did to it
+    remove_lanes_except(path, {});
     ::unlink(path.c_str());
     ::unlink(arbiter_slots_path(path).c_str());
     out.removed = true;
@@ -392,6 +407,7 @@ Result<ArbiterSweep> sweep_arbiter(const std::string& path, const std::vector<st
     out.repaired = std::move(r->phrases);
   else
     out.repaired.push_back(r.error().message);
+  repair_slot_lanes(path, *a, out.repaired);
   return out;
 }
 

@@ -139,17 +139,4 @@ Result<> write_new_lease_file(const std::string& path, const std::string& final)
   return write_header(fd.get(), path);
 }
 
-Result<> reset_lease_lane(const std::string& path, unsigned i) {
-  if (i >= GPUFRAC_ARBITER_SLOTS) return {};
-  struct stat st {};
-  auto fd = open_lease(path, O_RDWR, st);
-  if (!fd) return std::unexpected(fd.error());
-  gpufrac_arbiter_lane lane{};
-  std::uint64_t vclock = 0;
-  if (::pread(fd->get(), &vclock, sizeof vclock, offsetof(gpufrac_arbiter, vclock)) != sizeof vclock) vclock = 0;
-  lane.vtime = vclock;  // a new slot has no credit: it joins the others
-  const auto at = static_cast<off_t>(offsetof(gpufrac_arbiter, lanes) + i * sizeof(gpufrac_arbiter_lane));
-  return pwrite_all(fd->get(), &lane, sizeof lane, at, path);
-}
-
 }  // namespace gpufrac::limits

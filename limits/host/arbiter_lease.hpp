@@ -54,7 +54,4 @@ Result<LeaseRepair> repair_lease_file(const std::string& path);
 // name): allocated in full, mode 0666, its header written with pwrite.
 Result<> write_new_lease_file(const std::string& path, const std::string& final);
 
-// Resets lane i of the lease file (arbiter_abi.h "Slots"): vtime = the file's vclock, the rest zero.
-Result<> reset_lease_lane(const std::string& path, unsigned i);
-
 }  // namespace gpufrac::limits

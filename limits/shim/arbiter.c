@@ -1,5 +1,5 @@
 /* The arbiter's files (arbiter_abi.h): format, checks and mapping, the clamped params, and the
- * charge of a lease to a slot's lane with its per-second history. */
+ * charge of a lease to a lane with its per-second history. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -87,8 +87,22 @@ static void* map_file(const char* path, size_t size, int writable, char* err, si
 void gf_arbiter_unmap(struct gf_arb* m) {
   if (m->lease != NULL) munmap(m->lease, sizeof *m->lease);
   if (m->slots != NULL) munmap(m->slots, sizeof *m->slots);
+  if (m->own != NULL) munmap(m->own, sizeof *m->own);
   m->lease = NULL;
   m->slots = NULL;
+  m->own = NULL;
+}
+
+int gf_arbiter_map_lane(const char* lane_path, const char* lanes_dir, struct gf_arb* out, char* err, size_t err_len) {
+  if (strlen(lanes_dir) >= sizeof out->lanes) {
+    snprintf(err, err_len, "%s: path too long; accepted: at most %zu bytes", lanes_dir, sizeof out->lanes - 1);
+    return -1;
+  }
+  struct gpufrac_arbiter_lane* own = map_file(lane_path, sizeof *own, 1, err, err_len);
+  if (own == NULL) return -1;
+  snprintf(out->lanes, sizeof out->lanes, "%s", lanes_dir);
+  out->own = own;
+  return 0;
 }
 
 int gf_arbiter_map_slots(const char* slots_path, struct gf_arb* out, char* err, size_t err_len) {
@@ -185,9 +199,8 @@ static void pace(struct gpufrac_arbiter_lane* s, uint64_t ns, uint64_t end_ns, u
   } while (!__atomic_compare_exchange_n(&s->not_before_ns, &cur, next, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
 }
 
-void gf_arbiter_charge(struct gpufrac_arbiter* a, unsigned i, uint64_t ns, uint64_t end_ns, uint32_t w, int strict) {
-  if (i >= GPUFRAC_ARBITER_SLOTS) return;
-  struct gpufrac_arbiter_lane* s = &a->lanes[i];
+void gf_arbiter_charge(struct gpufrac_arbiter_lane* s, uint64_t ns, uint64_t end_ns, uint32_t w, int strict) {
+  if (s == NULL) return;
   w = clamp(w, 1, 1000000);
   __atomic_fetch_add(&s->vtime, ns * 1000u / w, __ATOMIC_SEQ_CST);
   __atomic_fetch_add(&s->charged_ns, ns, __ATOMIC_RELAXED);
@@ -196,11 +209,11 @@ void gf_arbiter_charge(struct gpufrac_arbiter* a, unsigned i, uint64_t ns, uint6
   if (strict && w < 1000000) pace(s, ns, end_ns, w);
 }
 
-uint64_t gf_arbiter_window_ns(const struct gpufrac_arbiter* a, unsigned i, uint64_t now_ns) {
-  if (i >= GPUFRAC_ARBITER_SLOTS) return 0;
+uint64_t gf_arbiter_window_ns(const struct gpufrac_arbiter_lane* lane, uint64_t now_ns) {
+  if (lane == NULL) return 0;
   uint64_t now_sec = (now_ns / 1000000000u) & ((1ull << GF_HISTORY_SECOND_BITS) - 1), sum = 0;
   for (unsigned k = 0; k < GPUFRAC_ARBITER_HISTORY; k++) {
-    uint64_t b = __atomic_load_n(&a->lanes[i].history[k], __ATOMIC_RELAXED);
+    uint64_t b = __atomic_load_n(&lane->history[k], __ATOMIC_RELAXED);
     int32_t age = (int32_t)((uint32_t)(now_sec - (b >> 40)) << 8) >> 8;
     if (age >= 1 && age <= GPUFRAC_ARBITER_WINDOW_S) sum += b & GF_HISTORY_NS_MASK;
   }

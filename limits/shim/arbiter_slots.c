@@ -1,6 +1,7 @@
 /* Slots of the arbiter (arbiter_abi.h, "Slots"): the host sets one up per container and GPU in the
- * slots file and frees it at release, each step a CAS on the slot's state, resetting the slot's lane
- * in the lease file (when it has one: m->lease may be NULL); the shim looks its own up by token. */
+ * slots file and frees it at release, each step a CAS on the slot's state (the host makes and removes
+ * the lane files itself; tests and the stress model keep every lane in m->table, reset here); the
+ * shim looks its own up by token. */
 #include <string.h>
 
 #include "gf_arbiter.h"
@@ -14,10 +15,11 @@ static int key_is(const struct gpufrac_arbiter_slot* s, const char* key) {
 }
 
 /* The lane back to zero; vtime joins the others' (a new slot has no credit). */
-static void reset(struct gpufrac_arbiter* a, unsigned i) {
-  if (a == NULL) return; /* no usable lease file: the slot is freed all the same */
-  struct gpufrac_arbiter_lane* s = &a->lanes[i];
-  __atomic_store_n(&s->vtime, __atomic_load_n(&a->vclock, __ATOMIC_SEQ_CST), __ATOMIC_SEQ_CST);
+static void reset(struct gf_arb* m, unsigned i) {
+  if (m->table == NULL) return; /* lane files: the host's (limits/host/arbiter_lanes.hpp) */
+  struct gpufrac_arbiter_lane* s = &m->table[i];
+  uint64_t vclock = m->lease != NULL ? __atomic_load_n(&m->lease->vclock, __ATOMIC_SEQ_CST) : 0;
+  __atomic_store_n(&s->vtime, vclock, __ATOMIC_SEQ_CST);
   __atomic_store_n(&s->seen_ns, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&s->not_before_ns, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&s->charged_ns, 0, __ATOMIC_SEQ_CST);
@@ -29,7 +31,7 @@ static void reset(struct gpufrac_arbiter* a, unsigned i) {
 static void fill(struct gf_arb* m, unsigned i, const char* key, uint64_t token, uint32_t weight, uint32_t flags,
                  uint64_t created_s) {
   struct gpufrac_arbiter_slot* s = &m->slots->slots[i];
-  reset(m->lease, i);
+  reset(m, i);
   memset(s->key, 0, sizeof s->key);
   strncpy(s->key, key, sizeof s->key - 1);
   s->weight_ppm = weight;
@@ -77,7 +79,7 @@ int gf_arbiter_release(struct gf_arb* m, unsigned i) {
   struct gpufrac_arbiter_slot* s = &m->slots->slots[i];
   uint32_t st = __atomic_load_n(&s->state, __ATOMIC_SEQ_CST);
   if (st == GPUFRAC_ARBITER_FREE || !cas32(&s->state, st, GPUFRAC_ARBITER_SETUP)) return 0;
-  reset(m->lease, i);
+  reset(m, i);
   s->token = 0;
   memset(s->key, 0, sizeof s->key);
   __atomic_store_n(&s->state, GPUFRAC_ARBITER_FREE, __ATOMIC_SEQ_CST);

@@ -35,6 +35,29 @@ static void arbiter_path(char* out, size_t len, const char* uuid, const char* su
   snprintf(out, len, "%.*s/compute/%s%s", dir, region, uuid, suffix);
 }
 
+/* This container's own lane (read-write) and the lanes directory beside the lease file: its bind
+ * <uuid>.lane in a container; outside one (the host's own tests and benches), <uuid>.lanes/<key> of
+ * the slot its token names. */
+static int map_lane(struct gf_compute_dev* d, const struct gf_device_limit* dl, char* err, size_t err_len) {
+  char lane[GF_PATH_MAX + 136], lanes[GF_PATH_MAX + 136];
+  arbiter_path(lane, sizeof lane, dl->uuid, GPUFRAC_ARBITER_LANE_SUFFIX);
+  arbiter_path(lanes, sizeof lanes, dl->uuid, GPUFRAC_ARBITER_LANES_SUFFIX);
+  if (gf_arbiter_map_lane(lane, lanes, &d->map, err, err_len) == 0) return 0;
+  if (errno != ENOENT) return -1;
+  int i = gf_arbiter_find_token(d->map.slots, dl->compute_token);
+  if (i < 0) { /* as gf_lease_init says it */
+    snprintf(err, err_len, "no slot holds token %016llx; accepted: the slot the host set up for this container",
+             (unsigned long long)dl->compute_token);
+    return -1;
+  }
+  char key[GPUFRAC_ARBITER_KEY], own[GF_PATH_MAX + 136 + GPUFRAC_ARBITER_KEY];
+  memcpy(key, (const void*)d->map.slots->slots[i].key, sizeof key);
+  key[sizeof key - 1] = '\0';
+  if (key[0] == '\0' || strchr(key, '/') != NULL) return -1;
+  snprintf(own, sizeof own, "%s/%s", lanes, key);
+  return gf_arbiter_map_lane(own, lanes, &d->map, err, err_len);
+}
+
 /* gf_lease's join: maps the lease file this process could not open before (a tenant had changed its
  * mode; the host puts it back at the next booking and at gc). */
 static int join_lease(struct gf_lease* l) {
@@ -55,6 +78,10 @@ static int open_unjoined(struct gf_compute_dev* d, const struct gf_device_limit*
                          const char* slots, const char* why) {
   char err[GF_PATH_MAX + 512];
   if (gf_arbiter_map_slots(slots, &d->map, err, sizeof err) != 0) return -1;
+  if (map_lane(d, dl, err, sizeof err) != 0) {
+    gf_arbiter_unmap(&d->map);
+    return -1;
+  }
   if (gf_lease_init(&d->lease, &d->map, dl->compute_token, (uint32_t)getpid(), err, sizeof err) != 0) {
     gf_arbiter_unmap(&d->map);
     return -1;
@@ -81,7 +108,9 @@ static int open_arbiter(struct gf_compute_dev* d, const struct gf_device_limit* 
   arbiter_path(lease, sizeof lease, dl->uuid, "");
   arbiter_path(slots, sizeof slots, dl->uuid, GPUFRAC_ARBITER_SLOTS_SUFFIX);
   if (gf_arbiter_map(lease, slots, &d->map, err, sizeof err) == 0) {
-    if (gf_lease_init(&d->lease, &d->map, dl->compute_token, (uint32_t)getpid(), err, sizeof err) == 0) return 0;
+    if (map_lane(d, dl, err, sizeof err) == 0 &&
+        gf_lease_init(&d->lease, &d->map, dl->compute_token, (uint32_t)getpid(), err, sizeof err) == 0)
+      return 0;
     gf_arbiter_unmap(&d->map);
     gf_log_once(&d->logged, "compute arbiter %s: %s; launches on %s are not arbitrated", lease, err, dl->uuid);
     return -1;
@@ -114,8 +143,13 @@ static void on_sigbus(int sig, siginfo_t* si, void* uc) {
   for (int i = 0; i < GPUFRAC_MAX_DEVICES; i++) {
     struct gf_compute_dev* d = &g_dev[i];
     char* lo = (char*)d->map.lease;
-    if (lo == NULL || (char*)si->si_addr < lo || (char*)si->si_addr >= lo + sizeof *d->map.lease) continue;
-    mmap(lo, sizeof *d->map.lease, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    size_t len = sizeof *d->map.lease;
+    if (lo == NULL || (char*)si->si_addr < lo || (char*)si->si_addr >= lo + len) {
+      lo = (char*)d->map.own; /* its own lane, cut short by a process of its own container */
+      len = sizeof *d->map.own;
+      if (lo == NULL || (char*)si->si_addr < lo || (char*)si->si_addr >= lo + len) continue;
+    }
+    mmap(lo, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     __atomic_store_n(&d->shrunk, 1, __ATOMIC_SEQ_CST);
     __atomic_store_n(&d->state, GF_DEV_PASS, __ATOMIC_SEQ_CST);
     return;

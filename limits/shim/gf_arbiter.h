@@ -13,11 +13,18 @@
 extern "C" {
 #endif
 
+#define GF_LANES_PATH 512
+
 /* One GPU's arbiter as a process maps it: the lease file read-write, the slots file read-only (the
- * host maps it read-write; a shim never writes through it). */
+ * host maps it read-write; a shim never writes through it), its own lane read-write, and the lanes
+ * directory whose other lanes it reads with pread. */
 struct gf_arb {
   struct gpufrac_arbiter* lease;
   struct gpufrac_arbiter_slots* slots;
+  struct gpufrac_arbiter_lane* own; /* this container's lane file, mapped read-write */
+  char lanes[GF_LANES_PATH];        /* the lanes directory ("" none) */
+  /* Tests and the stress model only: every slot's lane in one shared array (own and lanes unused). */
+  struct gpufrac_arbiter_lane* table;
 };
 
 /* ---- arbiter.c: the files ---- */
@@ -40,6 +47,9 @@ void gf_arbiter_unmap(struct gf_arb* m);
  * lease file's mode keeps this process out). */
 int gf_arbiter_map_slots(const char* slots_path, struct gf_arb* out, char* err, size_t err_len);
 int gf_arbiter_map_lease(const char* lease_path, struct gf_arb* out, char* err, size_t err_len);
+/* This container's lane (lane_path, read-write, its first 256 bytes mapped) and the lanes directory
+ * the others' are read from. 0, or -1 with the reason in err. */
+int gf_arbiter_map_lane(const char* lane_path, const char* lanes_dir, struct gf_arb* out, char* err, size_t err_len);
 /* The slots file's params, each clamped to its range (arbiter_abi.h). */
 void gf_arbiter_params(const struct gpufrac_arbiter_slots* s, struct gpufrac_arbiter_params* out);
 /* Slots that may be in use: [0, min(slot_high_water, GPUFRAC_ARBITER_SLOTS)). */
@@ -53,7 +63,8 @@ static inline int gf_vt_before(uint64_t a, uint64_t b) {
 
 /* ---- arbiter_slots.c: the host's slot setup and release, lookup ---- */
 /* Sets up a slot for key with token (the slot already holding key is updated in place and keeps
- * its token: read it back), resetting its lane. Index, or -1 when every slot is taken. */
+ * its token: read it back), resetting its lane in m->table when there is one (the host makes lane
+ * files instead). Index, or -1 when every slot is taken. */
 int gf_arbiter_setup(struct gf_arb* m, const char* key, uint64_t token, uint32_t weight_ppm, uint32_t flags,
                      uint64_t created_s);
 /* Frees every ACTIVE or SETUP slot whose key is key. Returns how many. */
@@ -64,13 +75,15 @@ int gf_arbiter_release(struct gf_arb* m, unsigned i);
 int gf_arbiter_find_token(const struct gpufrac_arbiter_slots* s, uint64_t token);
 
 /* ---- arbiter.c: charges and history ---- */
-/* Charges ns of GPU time ending at end_ns to slot i of weight w ppm (strict: its not_before too). */
-void gf_arbiter_charge(struct gpufrac_arbiter* a, unsigned i, uint64_t ns, uint64_t end_ns, uint32_t w, int strict);
-/* GPU time charged to slot i in the GPUFRAC_ARBITER_WINDOW_S whole seconds before now_ns. */
-uint64_t gf_arbiter_window_ns(const struct gpufrac_arbiter* a, unsigned i, uint64_t now_ns);
+/* Charges ns of GPU time ending at end_ns to a lane of weight w ppm (strict: its not_before too). */
+void gf_arbiter_charge(struct gpufrac_arbiter_lane* lane, uint64_t ns, uint64_t end_ns, uint32_t w, int strict);
+/* GPU time charged to a lane in the GPUFRAC_ARBITER_WINDOW_S whole seconds before now_ns. */
+uint64_t gf_arbiter_window_ns(const struct gpufrac_arbiter_lane* lane, uint64_t now_ns);
 
 /* ---- lease.c, lease_hold.c, lease_pick.c: the lease protocol of one process on one GPU ---- */
 uint64_t gf_now_ns(void);
+
+struct gf_view;
 
 struct gf_lease {
   /* NULL while this process has not joined: it could not open the lease file read-write (a tenant
@@ -80,7 +93,12 @@ struct gf_lease {
   int (*join)(struct gf_lease* l); /* maps the lease file and sets arb: 0, or -1 */
   uint64_t join_ns;                /* the last attempt */
   const struct gpufrac_arbiter_slots* slots;
-  struct gpufrac_arbiter_params p; /* clamped copy */
+  struct gpufrac_arbiter_lane* own;   /* this slot's lane (mapped; in m->table for tests) */
+  const char* lanes;                  /* the lanes directory the others' lanes are read from */
+  struct gpufrac_arbiter_lane* table; /* tests: every lane in one array instead */
+  struct gf_view* view;               /* this process's view of the queue (lease_view.c) */
+  uint64_t my_vt;                     /* this slot's vtime as its own charges make it (not the file's) */
+  struct gpufrac_arbiter_params p;    /* clamped copy */
   unsigned slot;
   uint64_t token;
   uint32_t weight; /* ppm, from the slots file */
@@ -92,13 +110,18 @@ struct gf_lease {
   uint64_t start_ns;   /* its start (the claim or the last renewal) */
   uint64_t skip;       /* a designation of its own slot this process made: left to the others */
   uint64_t seen_ns;    /* the last heartbeat this process stored */
-  uint64_t last_ns;    /* what its last lease was charged (the waiting bound's debt term) */
+  uint64_t last_ns;    /* what its last lease was charged, all its parts (the waiting bound's debt term) */
+  uint64_t last_start; /* the start of that lease */
+  uint64_t my_active;  /* atomic: the last activity it published for its lease (lost() charges to it) */
   uint64_t local_nb;   /* strict: when its own charges let it run again (not read from the file) */
   uint64_t waiting_ns; /* when it began waiting for the lease, 0 while not waiting */
   uint64_t lost_ns;    /* atomic: when it last found its word taken by another process */
+  uint64_t charged_to; /* the end of its last charge on finding its word taken (debt starts after) */
+  int placed;          /* its own place was floored at its first lease end (before: only its lane said it) */
 };
 
-/* Binds to the slot named by token. 0, or -1 with the reason in err. */
+/* Binds to the slot named by token (m->own, or m->table, must be set). 0, or -1 with the reason in
+ * err. */
 int gf_lease_init(struct gf_lease* l, const struct gf_arb* m, uint64_t token, uint32_t pid, char* err, size_t err_len);
 /* The admission fast path: this process holds the lease, before its deadline, no preemption
  * request pending. Any thread; reads three words. */
@@ -149,6 +172,30 @@ void gf_lease_debt(struct gf_lease* l, uint64_t from_ns);
 /* Gives up a held lease at once (the slot is gone): CAS to FREE, wake the waiters. */
 void gf_lease_drop(struct gf_lease* l);
 
+/* ---- lease_view.c: this process's own view of the queue (docs/design-queue-lanes.md part 2) ---- */
+#define GF_LIE_BACK 1u   /* suspect: the lane's vtime moved back */
+#define GF_LIE_UNREAD 2u /* suspect: the lane could not be read (cut short, missing) */
+#define GF_LIE_BEHIND 3u /* suspect: the lane stayed far behind the queue while its slot waited */
+size_t gf_view_size(void);
+void gf_view_init(struct gf_view* v, uint64_t clock);
+struct gpufrac_arbiter_lane* gf_view_copy(struct gf_view* v, unsigned i);
+/* Slot i's lane as just read (n; NULL: unreadable) and whether it is runnable: monotone, joined at
+ * the view clock, its lag behind what it was watched to hold capped at a fixed slack. */
+void gf_view_lane(const struct gf_lease* l, unsigned i, const struct gpufrac_arbiter_lane* n, int runnable);
+/* Slot i's place in this view (this process's own slot: my_vt). */
+uint64_t gf_view_place(const struct gf_lease* l, unsigned i);
+uint64_t gf_view_clock(const struct gf_lease* l);
+/* Raises the view clock to vt (never lowers it). */
+void gf_view_raise(const struct gf_lease* l, uint64_t vt);
+/* The lease word w as this process saw it at now, with its holder's last activity as published for
+ * w (0: not published): the holding it watched ends when w changes, charged up to that activity. */
+void gf_view_watch(const struct gf_lease* l, uint64_t w, uint64_t now, uint64_t active);
+/* Notes in this process's own lane that slot i's lane lied (GF_LIE_*). */
+void gf_view_suspect(const struct gf_lease* l, unsigned i, uint32_t what);
+
+/* lease_pick.c: slot i's lane as this process sees it: its own lane (mapped), another's read now
+ * with pread into its copy (NULL: not in use, or unreadable: cut short, missing). */
+const struct gpufrac_arbiter_lane* gf_lease_lane(const struct gf_lease* l, unsigned i);
 /* lease_pick.c (internal to the protocol, exposed for tests): the slot the next lease goes to
  * (arbiter_abi.h, "End of a lease"), or -1 when none is runnable (the holder's own slot is, when
  * another of its processes waits). */

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -59,6 +60,21 @@ int gf_lease_init(struct gf_lease* l, const struct gf_arb* m, uint64_t token, ui
     return -1;
   }
   const struct gpufrac_arbiter_slot* s = &m->slots->slots[i];
+  if (m->table == NULL && m->own == NULL) {
+    snprintf(err, err_len, "no lane of its own mapped; accepted: the lane file the host made for this container");
+    return -1;
+  }
+  void* view = mmap(NULL, gf_view_size(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (view == MAP_FAILED) {
+    snprintf(err, err_len, "cannot map %zu bytes for its view of the queue: %s", gf_view_size(), strerror(errno));
+    return -1;
+  }
+  l->view = view;
+  l->own = m->table != NULL ? &m->table[i] : m->own;
+  l->my_vt = __atomic_load_n(&l->own->vtime, __ATOMIC_SEQ_CST);
+  gf_view_init(l->view, l->my_vt);
+  l->lanes = m->lanes;
+  l->table = m->table;
   l->arb = m->lease;
   l->slots = m->slots;
   gf_arbiter_params(m->slots, &l->p);
@@ -78,10 +94,12 @@ static void publish(struct gf_lease* l, uint64_t word, uint64_t start, uint64_t 
   __atomic_store_n(&a->info_epoch, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->start_ns, start, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->active_ns, now, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->my_active, now, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->busy, 0, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->busy_until_ns, now, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->holder_pid, l->pid, __ATOMIC_SEQ_CST);
   __atomic_store_n(&a->info_epoch, gpufrac_lease_epoch(word) + 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->own->held_word, word, __ATOMIC_SEQ_CST);
   __atomic_store_n(&l->word, word, __ATOMIC_SEQ_CST);
   l->start_ns = start;
 }
@@ -106,32 +124,37 @@ static struct gf_info read_info(const struct gpufrac_arbiter* a, uint64_t w) {
   return i;
 }
 
-/* A taker charges the lease it ended: start .. last activity, as the holder published them. */
-static void charge_taken(struct gf_lease* l, uint64_t w, struct gf_info info) {
+/* A taker records in its own lane the lease it ended (start .. last activity, as the holder published
+ * them): the holder's slot charges itself that, once, if its holder never did (killed). */
+static void record_took(struct gf_lease* l, uint64_t w, struct gf_info info) {
   uint32_t h = gpufrac_lease_holder(w);
-  if (!info.valid || h == 0 || h > GPUFRAC_ARBITER_SLOTS) return;
+  if (!info.valid || h == 0 || h > GPUFRAC_ARBITER_SLOTS || h == l->slot + 1) return;
   uint64_t ns = (int64_t)(info.active - info.start) > 0 ? info.active - info.start : 0;
-  if (ns > GF_MAX_CHARGE_NS) ns = GF_MAX_CHARGE_NS;
-  const struct gpufrac_arbiter_slot* s = &l->slots->slots[h - 1];
-  int strict = (__atomic_load_n(&s->flags, __ATOMIC_RELAXED) & GPUFRAC_ARBITER_STRICT) != 0;
-  gf_arbiter_charge(l->arb, h - 1, ns, info.active, gf_arbiter_weight(s), strict);
+  struct gpufrac_arbiter_lane* own = l->own;
+  __atomic_store_n(&own->took_slot, 0, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&own->took_word, w, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&own->took_ns, ns > GF_MAX_CHARGE_NS ? GF_MAX_CHARGE_NS : ns, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&own->took_slot, h, __ATOMIC_SEQ_CST);
 }
 
-/* CAS w -> held by this process; a takeover (taken) charges the lease it ends. */
+/* CAS w -> held by this process (a takeover when taken: its holder charges itself on finding its
+ * word gone, lease_hold.c). */
 static int try_claim(struct gf_lease* l, uint64_t w, uint64_t now, int taken) {
   struct gpufrac_arbiter* a = l->arb;
   struct gf_info info = taken ? read_info(a, w) : (struct gf_info){0, 0, 0, 0, 0, 0};
   uint64_t next = gpufrac_lease_word(l->slot + 1, 1, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.lease_ms);
   if (!cas_lease(a, w, next)) return 0;
-  __atomic_store_n(&a->lanes[l->slot].claimed_ns, now, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&l->own->claimed_ns, now, __ATOMIC_SEQ_CST);
+  gf_view_watch(l, next, now, 0); /* the holding it watched ends here */
+  gf_view_raise(l, l->my_vt);
   __atomic_store_n(&l->solo, !l->strict && gf_lease_alone(l, now), __ATOMIC_RELAXED);
   l->waiting_ns = 0;
   publish(l, next, now, now);
   if (taken) {
-    charge_taken(l, w, info);
+    record_took(l, w, info);
     wake_all(a);
   }
-  raise_vclock(a, __atomic_load_n(&a->lanes[l->slot].vtime, __ATOMIC_SEQ_CST));
+  raise_vclock(a, l->my_vt); /* informational: no shim decides from the file's vclock */
   uint32_t mine = l->slot + 1;
   __atomic_compare_exchange_n(&a->preempt, &mine, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
   l->skip = 0;
@@ -168,7 +191,7 @@ static int holder_overdue(const struct gf_lease* l, uint64_t w, uint64_t now, in
 }
 
 /* A takeover ends the lease as its holder would have: to the slot the queue says is next. When
- * that is another slot, CAS to a designation of it (charging the ended lease) and wait. */
+ * that is another slot, CAS to a designation of it and wait. */
 static int designate_next(struct gf_lease* l, uint64_t w, uint64_t now) {
   int pick = gf_lease_pick(l, now);
   if (pick < 0 || pick == (int)l->slot) return 0;
@@ -176,7 +199,7 @@ static int designate_next(struct gf_lease* l, uint64_t w, uint64_t now) {
   struct gf_info info = read_info(a, w);
   uint64_t next = gpufrac_lease_word((uint32_t)pick + 1, 0, gpufrac_lease_epoch(w) + 1, ms_of(now) + l->p.claim_ms);
   if (!cas_lease(a, w, next)) return -1;
-  charge_taken(l, w, info);
+  record_took(l, w, info);
   wake_all(a);
   return 1;
 }
@@ -220,15 +243,16 @@ static uint64_t wait_ns(const struct gf_lease* l, uint64_t w, uint64_t now) {
  * of turn, and is not owed). */
 static void heartbeat(struct gf_lease* l, uint64_t now) {
   if (l->seen_ns != 0 && now - l->seen_ns < (uint64_t)l->p.heartbeat_us * 500) return;
-  struct gpufrac_arbiter_lane* s = &l->arb->lanes[l->slot];
+  struct gpufrac_arbiter_lane* s = l->own;
   uint64_t prev = __atomic_exchange_n(&s->seen_ns, now, __ATOMIC_SEQ_CST);
   l->seen_ns = now;
   int runnable = prev != 0 && (int64_t)(now - prev) < (int64_t)l->p.runnable_us * 1000;
-  uint64_t floor = __atomic_load_n(&l->arb->vclock, __ATOMIC_SEQ_CST);
+  uint64_t floor = gf_view_clock(l); /* this process's view clock: the file's vclock can be pushed */
   if (runnable) floor -= ((uint64_t)l->p.lease_ms + l->p.busy_ms) * 1000000u * 1000u / l->weight;
+  if (gf_vt_before(l->my_vt, floor)) l->my_vt = floor;
   uint64_t vt = __atomic_load_n(&s->vtime, __ATOMIC_SEQ_CST);
-  while (gf_vt_before(vt, floor) &&
-         !__atomic_compare_exchange_n(&s->vtime, &vt, floor, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+  while (gf_vt_before(vt, l->my_vt) &&
+         !__atomic_compare_exchange_n(&s->vtime, &vt, l->my_vt, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
   }
 }
 
@@ -265,6 +289,8 @@ static int attempt(struct gf_lease* l, uint64_t now, uint32_t* seen, uint64_t* w
   heartbeat(l, now);
   *seen = __atomic_load_n(&l->arb->changes, __ATOMIC_SEQ_CST);
   *word = __atomic_load_n(&l->arb->lease, __ATOMIC_SEQ_CST);
+  struct gf_info info = read_info(l->arb, *word);
+  gf_view_watch(l, *word, now, info.valid ? info.active : 0);
   if (l->high) request_preempt(l, *word, now);
   return try_take(l, *word, now);
 }
@@ -282,7 +308,7 @@ int gf_lease_try(struct gf_lease* l) {
   if (!gf_lease_slot_ok(l)) return -1;
   uint64_t now = gf_now_ns();
   if (!joined(l, now)) return 0;
-  uint64_t nb = l->strict ? __atomic_load_n(&l->arb->lanes[l->slot].not_before_ns, __ATOMIC_SEQ_CST) : 0;
+  uint64_t nb = l->strict ? __atomic_load_n(&l->own->not_before_ns, __ATOMIC_SEQ_CST) : 0;
   if (l->strict && (int64_t)(nb - now) > 0 && paced_locally(l, now)) return 0;
   uint32_t seen;
   uint64_t w;
@@ -301,7 +327,7 @@ int gf_lease_acquire(struct gf_lease* l) {
       continue;
     }
     struct gpufrac_arbiter* a = l->arb;
-    uint64_t nb = l->strict ? __atomic_load_n(&a->lanes[l->slot].not_before_ns, __ATOMIC_SEQ_CST) : 0;
+    uint64_t nb = l->strict ? __atomic_load_n(&l->own->not_before_ns, __ATOMIC_SEQ_CST) : 0;
     if (l->strict && (int64_t)(nb - now) > 0) { /* paced: not runnable until then */
       uint64_t d = nb - now;
       wait_changes(a, __atomic_load_n(&a->changes, __ATOMIC_SEQ_CST), d < 20000000 ? d : 20000000);

@@ -7,7 +7,7 @@
 # Usage (ctest passes them): shim_layers_test.sh <object>:<object>:...
 set -euo pipefail
 LAYERS=(
-  "1 config_parse procstat slot_lock ptr_table array_size region account slots arbiter arbiter_slots lease_pick lease lease_hold lease_call"
+  "1 config_parse procstat slot_lock ptr_table array_size region account slots arbiter arbiter_slots lease_view lease_pick lease lease_hold lease_call"
   "2 real log state device mps_env"
   "3a burst charge"
   "3b capture streams compute_dev gate"

@@ -115,11 +115,11 @@ static uint64_t kill_holder(pid_t* pids, unsigned* slots) {
 /* The slots' charged time over `seconds`, as fractions. */
 static void shares(double seconds, double* out) {
   uint64_t before[2], t0 = gf_now_ns();
-  for (int s = 0; s < 2; s++) before[s] = __atomic_load_n(&g_arb->lanes[s].charged_ns, __ATOMIC_SEQ_CST);
+  for (int s = 0; s < 2; s++) before[s] = __atomic_load_n(&g_m.table[s].charged_ns, __ATOMIC_SEQ_CST);
   sleep_us((unsigned)(seconds * 1e6));
   double sum = 0, got[2];
   for (int s = 0; s < 2; s++)
-    sum += got[s] = (double)(__atomic_load_n(&g_arb->lanes[s].charged_ns, __ATOMIC_SEQ_CST) - before[s]);
+    sum += got[s] = (double)(__atomic_load_n(&g_m.table[s].charged_ns, __ATOMIC_SEQ_CST) - before[s]);
   for (int s = 0; s < 2; s++) out[s] = sum > 0 ? got[s] / sum : 0;
   (void)t0;
 }
@@ -143,7 +143,8 @@ static void* shared(size_t n) {
 int main(int argc, char** argv) {
   int kills = argc > 1 ? atoi(argv[1]) : 200, failed = 0;
   g_arb = shared(sizeof *g_arb);
-  g_m = (struct gf_arb){g_arb, shared(sizeof *g_m.slots)};
+  g_m = (struct gf_arb){.lease = g_arb, .slots = shared(sizeof *g_m.slots)};
+  g_m.table = shared(sizeof *g_m.table * GPUFRAC_ARBITER_SLOTS); /* the lane files, one array */
   g_check = shared(sizeof *g_check);
   struct gpufrac_arbiter_params p;
   gf_arbiter_default_params(&p);
@@ -168,7 +169,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 3; i++) shares(1.5, w[i]);
   s[0] = median3(w[0][0], w[1][0], w[2][0]);
   s[1] = 1.0 - s[0];
-  uint64_t elapsed = gf_now_ns() - start, charged = g_arb->lanes[0].charged_ns + g_arb->lanes[1].charged_ns;
+  uint64_t elapsed = gf_now_ns() - start, charged = g_m.table[0].charged_ns + g_m.table[1].charged_ns;
   for (int i = 0; i < PROCS; i++) kill(pids[i], SIGKILL), waitpid(pids[i], NULL, 0);
   printf(
       "lease_stress kills=%d violations=%llu late_starts=%llu past_bound=%llu worst_recovery_ms=%.1f "

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -100,7 +101,7 @@ TEST_F(ArbiterFileTest, AnInvalidSlotsFileIsReplaced) {
   auto bad = read_arbiter(path_);
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().message, "compute arbiter " + path_ + ".slots: 0 bytes; accepted: a regular file of " +
-                                     std::to_string(sizeof(gpufrac_arbiter_slots)) + " bytes (arbiter version 2)");
+                                     std::to_string(sizeof(gpufrac_arbiter_slots)) + " bytes (arbiter version 3)");
   ASSERT_TRUE(ensure_arbiter(path_, kGpu));
   EXPECT_TRUE(read_arbiter(path_));
 }
@@ -118,10 +119,9 @@ TEST_F(ArbiterFileTest, AnotherLayoutVersionIsRefused) {
   gf_arb m{};
   char err[512];
   ASSERT_EQ(gf_arbiter_map(path_.c_str(), (path_ + ".slots").c_str(), &m, err, sizeof err), -1);
-  EXPECT_EQ(std::string(err), path_ + ": arbiter version 1; accepted: 2");
+  EXPECT_EQ(std::string(err), path_ + ": arbiter version 1; accepted: 3");
   ASSERT_EQ(gf_arbiter_map((path_ + ".slots").c_str(), path_.c_str(), &m, err, sizeof err), -1);
-  EXPECT_EQ(std::string(err), path_ + ".slots: wrong magic 0x53524147; accepted: 0x42524147 (gpufrac compute arbiter)")
-      << "the slots file is not a lease file";
+  EXPECT_EQ(std::string(err), path_ + ": not a file of 49408 bytes") << "the lease file is not a slots file";
 }
 
 // A tenant that overwrites the lease file's header: the GPU's containers keep one arbiter (repaired in
@@ -205,14 +205,16 @@ class LeaseFileChecks : public ::testing::Test {
     gf_arbiter_slots_format(&slots_, kGpu, &p);
     gf_arbiter_format(&lease_);
     gf_arb m{&lease_, &slots_};
+    m.table = lanes_;  // the lane files, as the host reads them
     ASSERT_EQ(gf_arbiter_setup(&m, "normal", 1, 500000, 0, 1), 0);
     ASSERT_EQ(gf_arbiter_setup(&m, "high", 2, 500000, GPUFRAC_ARBITER_HIGH, 1), 1);
   }
-  std::vector<std::string> problems() { return lease_file_problems(slots_, lease_, now_); }
+  std::vector<std::string> problems() { return lease_file_problems(slots_, lease_, lanes_, now_); }
   std::uint32_t now_ms() const { return static_cast<std::uint32_t>(now_ / 1000000); }
   const std::uint64_t now_ = 5000ull * 1000000000ull;
   gpufrac_arbiter_slots slots_{};
   gpufrac_arbiter lease_{};
+  gpufrac_arbiter_lane lanes_[GPUFRAC_ARBITER_SLOTS]{};
 };
 
 TEST_F(LeaseFileChecks, ASaneFileHasNone) {
@@ -220,7 +222,7 @@ TEST_F(LeaseFileChecks, ASaneFileHasNone) {
   lease_.preempt = 2;
   lease_.busy = 8;
   lease_.busy_until_ns = now_ + 280'000'000;
-  gf_arbiter_charge(&lease_, 0, 900'000'000, now_ - 1'000'000'000, 500000, 0);
+  gf_arbiter_charge(&lanes_[0], 900'000'000, now_ - 1'000'000'000, 500000, 0);
   EXPECT_EQ(problems(), std::vector<std::string>{});
 }
 
@@ -237,26 +239,31 @@ TEST_F(LeaseFileChecks, EachForgeryIsNamed) {
   lease_.busy_until_ns = now_ + 60'000'000'000ull;
   EXPECT_EQ(problems(), std::vector<std::string>{"the holder says it is busy for 60000 ms more (at most 280)"});
   lease_.busy = 0;
-  gf_arbiter_charge(&lease_, 1, 1'900'000'000, now_ - 1'000'000'000, 500000, 0);
-  gf_arbiter_charge(&lease_, 1, 1'900'000'000, now_ - 1'000'000'000, 500000, 0);
+  gf_arbiter_charge(&lanes_[1], 1'900'000'000, now_ - 1'000'000'000, 500000, 0);
+  gf_arbiter_charge(&lanes_[1], 1'900'000'000, now_ - 1'000'000'000, 500000, 0);
   EXPECT_EQ(problems(), std::vector<std::string>{"slot 1 was charged 3800 ms in one second"});
-  std::memset(lease_.lanes[1].history, 0, sizeof lease_.lanes[1].history);
+  std::memset(lanes_[1].history, 0, sizeof lanes_[1].history);
   EXPECT_EQ(problems(), std::vector<std::string>{});
   lease_.vclock = 16'000'000;  // slot 0, runnable, set its vtime back 8 s of its time (issue 43 item 1)
-  lease_.lanes[0].vtime = 0;
-  lease_.lanes[1].vtime = lease_.vclock;
-  lease_.lanes[0].seen_ns = now_ - 1'000'000;
+  lanes_[0].vtime = 0;
+  lanes_[1].vtime = lease_.vclock;
+  lanes_[0].seen_ns = now_ - 1'000'000;
   EXPECT_EQ(problems(),
             std::vector<std::string>{"slot 0 (normal)'s lane is 8000 ms of its time behind the queue (at most 1300)"});
-  lease_.lanes[0].vtime = lease_.vclock;  // and pushed slot 1 far ahead
-  lease_.lanes[1].vtime = lease_.vclock + 120'000'000;
+  lanes_[0].vtime = lease_.vclock;  // and pushed slot 1 far ahead
+  lanes_[1].vtime = lease_.vclock + 120'000'000;
   EXPECT_EQ(problems(), std::vector<std::string>{
                             "slot 1 (high)'s lane is 60000 ms of its time ahead of the queue (at most 10000)"});
-  lease_.lanes[1].vtime = lease_.vclock;
-  lease_.lanes[1].seen_ns = now_ + 5'000'000'000ull;
+  lanes_[1].vtime = lease_.vclock;
+  lanes_[1].seen_ns = now_ + 5'000'000'000ull;
   EXPECT_EQ(problems(),
             std::vector<std::string>{"slot 1 (high)'s lane says it waited or claimed 5000 ms in the future"});
-  lease_.lanes[1].seen_ns = 0;
+  lanes_[1].seen_ns = 0;
+  lanes_[1].suspect[0] = {1, GF_LIE_BACK, static_cast<std::uint64_t>(std::time(nullptr))};  // slot 1's view saw it
+  EXPECT_EQ(problems(),
+            std::vector<std::string>{"slot 1 (high) saw slot 0 (normal)'s lane move back (in the last 10 minutes)"});
+  lanes_[1].suspect[0].seen_at_s -= 601;
+  EXPECT_EQ(problems(), std::vector<std::string>{}) << "older than 10 minutes";
   lease_.magic = 0;
   EXPECT_EQ(problems(), std::vector<std::string>{
                             "its lease file's header: wrong magic 0x00000000; accepted: 0x42524147 (gpufrac compute "

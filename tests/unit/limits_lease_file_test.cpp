@@ -2,6 +2,7 @@
 // (limits/host/arbiter_lease.hpp, issue 42 items 1, 2 and 7): the host never maps it, so nothing it
 // does there kills a host process; a file of another size, mode or owner is flagged, repaired in
 // place at the next booking and at gc (noted for status), and removed by gc once the GPU has no share.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 
 #include "gf_arbiter.h"
 #include "limits/host/arbiter_file.hpp"
+#include "limits/host/arbiter_lanes.hpp"
 #include "limits/host/arbiter_lease.hpp"
 
 namespace {
@@ -74,7 +76,7 @@ TEST_F(LeaseFileTest, AFileCutShortUnderTheHostKillsNothing) {
   EXPECT_EQ(v->tampered, (std::vector<std::string>{
                              "its lease file's header: wrong magic 0x00000000; accepted: 0x42524147 (gpufrac compute "
                              "arbiter)",
-                             "its lease file is 0 bytes (the host made 49408)"}));
+                             "its lease file is 0 bytes (the host made 256)"}));
   EXPECT_EQ(v->slots.size(), 1u) << "the slots file is intact";
 }
 
@@ -91,11 +93,11 @@ TEST_F(LeaseFileTest, AGrownFileIsFlaggedAndShrunkInPlace) {
     ASSERT_EQ(std::fwrite(page.data(), 1, page.size(), f), page.size());
     std::fclose(f);
   }
-  EXPECT_EQ(tampered(), std::vector<std::string>{"its lease file is 8388608 bytes (the host made 49408)"});
+  EXPECT_EQ(tampered(), std::vector<std::string>{"its lease file is 8388608 bytes (the host made 256)"});
   auto fixed = ensure_arbiter(path_, kGpu);
   ASSERT_TRUE(fixed) << fixed.error().message;
   EXPECT_EQ(fixed->what, unsigned{GPUFRAC_LEASE_REPAIRED_SIZE});
-  EXPECT_EQ(fixed->phrases, std::vector<std::string>{"its lease file is 8388608 bytes (the host made 49408)"});
+  EXPECT_EQ(fixed->phrases, std::vector<std::string>{"its lease file is 8388608 bytes (the host made 256)"});
   const struct stat st = stat_of();
   EXPECT_EQ(st.st_ino, ino) << "in place";
   EXPECT_EQ(static_cast<std::size_t>(st.st_size), kLeaseSize);
@@ -141,22 +143,62 @@ TEST_F(LeaseFileTest, GcRemovesTheArbiterOfAGpuWithoutShares) {
   EXPECT_TRUE(tampered().empty());
 }
 
-// A lane is reset by pwrite at booking: a new slot starts at the file's vclock, with nothing charged.
-TEST_F(LeaseFileTest, ANewSlotsLaneStartsAtVclock) {
+// Layout 3: a new slot gets a fresh lane file (vtime = the lease file's vclock, nothing charged) in
+// <lease file>.lanes/<key>; the same container again keeps its own lane; release removes it.
+TEST_F(LeaseFileTest, ANewSlotsLaneFileStartsAtVclock) {
   {
     std::FILE* f = std::fopen(path_.c_str(), "r+");
-    const std::uint64_t vclock = 123456789, junk = 77;
+    const std::uint64_t vclock = 123456789;
     std::fseek(f, offsetof(gpufrac_arbiter, vclock), SEEK_SET);
     std::fwrite(&vclock, sizeof vclock, 1, f);
-    std::fseek(f, offsetof(gpufrac_arbiter, lanes) + sizeof(gpufrac_arbiter_lane) + 24, SEEK_SET);
-    std::fwrite(&junk, sizeof junk, 1, f);  // slot 1's charged_ns, left by a tenant
     std::fclose(f);
   }
   ASSERT_TRUE(attach_arbiter_slot(path_, "c2", 100000, ComputeMode::fair, ComputePriority::normal));
-  auto copy = read_lease_file(path_, FileOwner{::geteuid(), ::getegid()});
-  ASSERT_TRUE(copy);
-  EXPECT_EQ(copy->lease->lanes[1].vtime, 123456789u);
-  EXPECT_EQ(copy->lease->lanes[1].charged_ns, 0u);
+  LaneCopy c = read_lane_file(path_, "c2", ::geteuid(), ::getegid());
+  EXPECT_TRUE(c.readable);
+  EXPECT_TRUE(c.wrong.empty());
+  EXPECT_EQ(c.lane.vtime, 123456789u);
+  EXPECT_EQ(c.lane.charged_ns, 0u);
+  struct stat st {};
+  ASSERT_EQ(::stat(arbiter_lane_path(path_, "c2").c_str(), &st), 0);
+  EXPECT_EQ(static_cast<std::size_t>(st.st_size), sizeof(gpufrac_arbiter_lane));
+  EXPECT_EQ(st.st_mode & 07777, 0666u);
+  EXPECT_GE(static_cast<std::size_t>(st.st_blocks) * 512, sizeof(gpufrac_arbiter_lane)) << "no hole";
+  {
+    std::FILE* f = std::fopen(arbiter_lane_path(path_, "c2").c_str(), "r+");
+    const std::uint64_t charged = 77;
+    std::fseek(f, offsetof(gpufrac_arbiter_lane, charged_ns), SEEK_SET);
+    std::fwrite(&charged, sizeof charged, 1, f);
+    std::fclose(f);
+  }
+  ASSERT_TRUE(attach_arbiter_slot(path_, "c2", 100000, ComputeMode::fair, ComputePriority::normal));
+  EXPECT_EQ(read_lane_file(path_, "c2", ::geteuid(), ::getegid()).lane.charged_ns, 77u) << "the same container";
+  ASSERT_EQ(release_arbiter_slots(path_, "c2"), 1u);
+  EXPECT_FALSE(std::filesystem::exists(arbiter_lane_path(path_, "c2")));
+  EXPECT_TRUE(std::filesystem::exists(arbiter_lane_path(path_, "c1")));
+}
+
+// A container can resize or chmod its own lane through its read-write bind: status names the lane,
+// gc puts it back in place and removes lane files of no slot; an arbiter gc removes takes its lanes.
+TEST_F(LeaseFileTest, ALaneFileChangedIsFlaggedAndRepaired) {
+  const std::string lane = arbiter_lane_path(path_, "c1");
+  ASSERT_EQ(::truncate(lane.c_str(), 1 << 20), 0);
+  ASSERT_EQ(::chmod(lane.c_str(), 0600), 0);
+  EXPECT_EQ(tampered(),
+            (std::vector<std::string>{"slot 0: the lane file of \"c1\" is 1048576 bytes (the host made 256)",
+                                      "slot 0: the lane file of \"c1\"'s mode is 0600 (the host made 0666)"}));
+  ASSERT_EQ(::close(::open((path_ + ".lanes/stray").c_str(), O_CREAT | O_WRONLY, 0644)), 0);
+  auto swept = sweep_arbiter(path_, {"c1"}, 0);
+  ASSERT_TRUE(swept) << swept.error().message;
+  EXPECT_FALSE(std::filesystem::exists(path_ + ".lanes/stray"));
+  struct stat st {};
+  ASSERT_EQ(::stat(lane.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<std::size_t>(st.st_size), sizeof(gpufrac_arbiter_lane));
+  EXPECT_EQ(st.st_mode & 07777, 0666u);
+  EXPECT_TRUE(tampered().empty());
+  swept = sweep_arbiter(path_, {}, 0);
+  ASSERT_TRUE(swept && swept->removed);
+  EXPECT_FALSE(std::filesystem::exists(path_ + ".lanes"));
 }
 
 }  // namespace

@@ -23,7 +23,11 @@ class LeaseTest : public ::testing::Test {
     void* s = ::mmap(nullptr, sizeof(gpufrac_arbiter_slots), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(a, MAP_FAILED);
     ASSERT_NE(s, MAP_FAILED);
+    void* t = ::mmap(nullptr, sizeof(gpufrac_arbiter_lane) * GPUFRAC_ARBITER_SLOTS, PROT_READ | PROT_WRITE,
+                     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(t, MAP_FAILED);
     m_ = {static_cast<gpufrac_arbiter*>(a), static_cast<gpufrac_arbiter_slots*>(s)};
+    m_.table = static_cast<gpufrac_arbiter_lane*>(t);  // every slot's lane file in one array
     gpufrac_arbiter_params p;
     gf_arbiter_default_params(&p);
     p.lease_ms = 30;
@@ -31,7 +35,10 @@ class LeaseTest : public ::testing::Test {
     gf_arbiter_slots_format(m_.slots, kGpu, &p);
     gf_arbiter_format(m_.lease);
   }
-  void TearDown() override { gf_arbiter_unmap(&m_); }
+  void TearDown() override {
+    ::munmap(m_.table, sizeof(gpufrac_arbiter_lane) * GPUFRAC_ARBITER_SLOTS);
+    gf_arbiter_unmap(&m_);
+  }
   gf_lease client(const char* key, std::uint32_t weight, std::uint32_t flags = 0) {
     const std::uint64_t token = 0x1000 + std::hash<std::string>{}(key) % 1000;
     EXPECT_GE(gf_arbiter_setup(&m_, key, token, weight, flags, 1), 0);
@@ -40,7 +47,7 @@ class LeaseTest : public ::testing::Test {
     EXPECT_EQ(gf_lease_init(&l, &m_, token, 7, err, sizeof err), 0) << err;
     return l;
   }
-  gpufrac_arbiter_lane& lane(unsigned i) { return m_.lease->lanes[i]; }
+  gpufrac_arbiter_lane& lane(unsigned i) { return m_.table[i]; }
   static void no_drain(void*) {}
   gf_arb m_{};
 };
@@ -64,6 +71,7 @@ TEST_F(LeaseTest, NotSoloBesideACompetitorOrAHighPriorityShare) {
   gf_lease a = client("a", 500000);
   client("b", 500000);
   ASSERT_EQ(gf_lease_acquire(&a), 0);
+  a.placed = 1;  // a process that already joined the queue at a lease end: its own charges place it
   __atomic_store_n(&lane(1).seen_ns, gf_now_ns(), __ATOMIC_SEQ_CST);                     // b waits
   __atomic_store_n(&lane(1).vtime, lane(0).vtime + 1'000'000'000ull, __ATOMIC_SEQ_CST);  // far behind a
   EXPECT_EQ(gf_lease_end(&a, no_drain, nullptr), 1) << "renewed: b is behind in virtual time";
@@ -97,6 +105,18 @@ TEST_F(LeaseTest, HandsOverToTheRunnableSlotBehindIt) {
   EXPECT_EQ(gf_lease_state(&a, gf_now_ns()), GF_LEASE_LOST);
 }
 
+TEST_F(LeaseTest, AProcessStartedFromALaneRewrittenBackJoinsTheQueueAtItsFirstLeaseEnd) {
+  gf_lease a = client("a", 500000);
+  client("b", 500000);
+  ASSERT_EQ(gf_lease_acquire(&a), 0);
+  a.my_vt -= 120'000'000ull;  // its lane said 60 s of its own time less when the process started
+  __atomic_store_n(&lane(1).vtime, lane(0).vtime, __ATOMIC_SEQ_CST);  // b level with a's lane as it was
+  __atomic_store_n(&lane(1).seen_ns, gf_now_ns(), __ATOMIC_SEQ_CST);  // b waits
+  EXPECT_EQ(gf_lease_end(&a, no_drain, nullptr), 0) << "handed over: a joined the queue at b's place";
+  EXPECT_EQ(a.placed, 1);
+  EXPECT_EQ(gpufrac_lease_holder(__atomic_load_n(&m_.lease->lease, __ATOMIC_SEQ_CST)), 2u) << "designated to b";
+}
+
 TEST_F(LeaseTest, AnExpiredHolderIsTakenOverAndCharged) {
   gf_lease a = client("a", 500000), b = client("b", 500000);
   ASSERT_EQ(gf_lease_acquire(&a), 0);
@@ -106,8 +126,10 @@ TEST_F(LeaseTest, AnExpiredHolderIsTakenOverAndCharged) {
   const auto taken_ms = static_cast<std::uint32_t>(gf_now_ns() / 1000000);
   EXPECT_GT(static_cast<std::int32_t>(taken_ms - deadline), 20) << "not before deadline + grace";
   EXPECT_EQ(gpufrac_lease_holder(b.word), 2u);
-  EXPECT_EQ(lane(0).leases, 1u) << "the taker charged a's lease";
+  EXPECT_EQ(lane(0).leases, 0u) << "the taker cannot write a's lane";
   EXPECT_EQ(gf_lease_state(&a, gf_now_ns()), GF_LEASE_LOST);
+  EXPECT_EQ(lane(0).leases, 1u) << "a charged its own lease on finding its word gone";
+  EXPECT_LE(lane(0).charged_ns, 2'000'000'000u);
 }
 
 // A holder waiting for its own work announces when it expects it done: it is not taken over before
@@ -121,9 +143,10 @@ TEST_F(LeaseTest, ABusyHolderKeepsItsLeaseUntilTheEndItAnnouncedThenPaysTheRest)
   ASSERT_EQ(gf_lease_acquire(&b), 0);
   const std::uint64_t taken = gf_now_ns();
   EXPECT_GE(taken - from, 100'000'000ull + 20'000'000ull) << "not before the announced end + grace";
-  EXPECT_EQ(lane(0).leases, 1u);
+  EXPECT_EQ(lane(0).leases, 0u) << "the taker cannot write a's lane";
   const std::uint64_t charged = lane(0).charged_ns;
   EXPECT_EQ(gf_lease_state(&a, gf_now_ns()), GF_LEASE_LOST);
+  EXPECT_EQ(lane(0).leases, 1u) << "a charged its lease on finding its word gone";
   gf_lease_busy(&a, 0, 0);
   gf_lease_debt(&a, from);
   EXPECT_EQ(lane(0).leases, 2u) << "a pays for its work past the takeover";
@@ -205,13 +228,13 @@ TEST_F(LeaseTest, PickIsStartTimeFairQueuing) {
 TEST_F(LeaseTest, ChargesShowInTheWindowOfWholeSeconds) {
   client("a", 500000);
   const std::uint64_t t = 1000ull * 1000000000ull + 500000000ull;  // second 1000
-  gf_arbiter_charge(m_.lease, 0, 20000000, t, 500000, 0);
-  gf_arbiter_charge(m_.lease, 0, 30000000, t + 100000000, 500000, 0);
+  gf_arbiter_charge(&lane(0), 20000000, t, 500000, 0);
+  gf_arbiter_charge(&lane(0), 30000000, t + 100000000, 500000, 0);
   EXPECT_EQ(lane(0).vtime - m_.lease->vclock, 50000000ull * 1000 / 500000);
-  EXPECT_EQ(gf_arbiter_window_ns(m_.lease, 0, t), 0u) << "the current second is not whole yet";
-  EXPECT_EQ(gf_arbiter_window_ns(m_.lease, 0, t + 1000000000ull), 50000000u);
-  EXPECT_EQ(gf_arbiter_window_ns(m_.lease, 0, t + 10000000000ull), 50000000u);
-  EXPECT_EQ(gf_arbiter_window_ns(m_.lease, 0, t + 11000000000ull), 0u) << "older than 10 s";
+  EXPECT_EQ(gf_arbiter_window_ns(&lane(0), t), 0u) << "the current second is not whole yet";
+  EXPECT_EQ(gf_arbiter_window_ns(&lane(0), t + 1000000000ull), 50000000u);
+  EXPECT_EQ(gf_arbiter_window_ns(&lane(0), t + 10000000000ull), 50000000u);
+  EXPECT_EQ(gf_arbiter_window_ns(&lane(0), t + 11000000000ull), 0u) << "older than 10 s";
 }
 
 // The waiting bound (arbiter_abi.h "Bound"): from the slots file's params and weight, and this
@@ -246,7 +269,9 @@ TEST_F(LeaseTest, KeptOutOfTheLeaseFileItWaitsItsBoundThenJoins) {
   p->lease_ms = 5, p->grace_ms = 5, p->busy_ms = 0, p->credit_ms = 0;
   client("out", 300000);
   const std::uint64_t token = 0x1000 + std::hash<std::string>{}("out") % 1000;
-  const gf_arb slots_only{nullptr, m_.slots};
+  gf_arb slots_only{};
+  slots_only.slots = m_.slots;
+  slots_only.table = m_.table;
   gf_lease l{};
   char err[256];
   ASSERT_EQ(gf_lease_init(&l, &slots_only, token, 7, err, sizeof err), 0) << err;

@@ -123,7 +123,7 @@ TEST_F(PlanTest, ComputeSharesMountTheirGpusArbiter) {
   b.compute_ppm = 200000;  // a second share of the same GPU: one arbiter
   auto e = plan_container_edits({a, b, c}, inv_, cfg_, "c1", false);
   ASSERT_TRUE(e) << e.error().message;
-  ASSERT_EQ(e->mounts.size(), 7u) << "c has no compute share: no arbiter";
+  ASSERT_EQ(e->mounts.size(), 9u) << "c has no compute share: no arbiter";
   const std::string host = "/run/gpufrac-test/compute/" + inv_.gpus[0].uuid + ".d/" + inv_.gpus[0].uuid;
   EXPECT_EQ(
       e->mounts[5],
@@ -133,10 +133,23 @@ TEST_F(PlanTest, ComputeSharesMountTheirGpusArbiter) {
                                      "bind",
                                      {"ro", "nosuid", "nodev", "noexec", "bind"}}))
       << "the host's decisions: read-only";
+  EXPECT_EQ(e->mounts[7], (EditMount{host + ".lanes",
+                                     "/run/gpufrac/compute/" + inv_.gpus[0].uuid + ".lanes",
+                                     "bind",
+                                     {"ro", "nosuid", "nodev", "noexec", "bind"}}))
+      << "the others' lanes: read-only";
+  EXPECT_EQ(e->mounts[8], (EditMount{host + ".lanes/c1",
+                                     "/run/gpufrac/compute/" + inv_.gpus[0].uuid + ".lane",
+                                     "bind",
+                                     {"nosuid", "nodev", "noexec", "bind"}}))
+      << "its own lane: read-write";
+  auto dir = plan_gpufrac_dir(cfg_, container_files(cfg_, "c1"), {a});
+  ASSERT_EQ(dir.size(), 8u) << "every front-end: the same four arbiter mounts";
+  EXPECT_EQ(dir[7], e->mounts[8]);
   EXPECT_EQ(compute_arbiter_path(cfg_, "GPU-x"), "/run/gpufrac-test/compute/GPU-x.d/GPU-x") << "on the GPU's own tmpfs";
-  EXPECT_TRUE(plan_compute_mounts({c}, cfg_).empty());
+  EXPECT_TRUE(plan_compute_mounts({c}, cfg_, "k").empty());
   c.compute_ppm = 1000000;
-  EXPECT_TRUE(plan_compute_mounts({c}, cfg_).empty()) << "a whole GPU is never arbitrated";
+  EXPECT_TRUE(plan_compute_mounts({c}, cfg_, "k").empty()) << "a whole GPU is never arbitrated";
 }
 
 TEST_F(PlanTest, HooksCarryAnExplicitEnvironment) {

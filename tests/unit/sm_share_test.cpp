@@ -209,7 +209,7 @@ TEST(SmPlan, TheContainerGetsThePipeTheShmAndTheClientVariables) {
   // gpufrac's directory (mounted by gpufrac-hook in every front-end) carries both; no arbiter.
   const auto dir = plan_gpufrac_dir(cfg, container_files(cfg, "c"), {g});
   EXPECT_NE(std::find(dir.begin(), dir.end(), mounts[1]), dir.end());
-  EXPECT_TRUE(plan_compute_mounts({g}, cfg).empty());
+  EXPECT_TRUE(plan_compute_mounts({g}, cfg, "k").empty());
   // A time share gets none of it.
   g.compute_mode = ComputeMode::fair;
   EXPECT_TRUE(plan_mps_env({g}).empty());

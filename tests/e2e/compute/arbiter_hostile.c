@@ -10,13 +10,13 @@
  *   arbiter_hostile flip SECONDS     flips each lease file between 0 bytes and its size (ftruncate)
  *   arbiter_hostile grow BYTES       writes each lease file's bytes up to BYTES (growing it)
  *   arbiter_hostile chmod MODE       chmod MODE (octal) on each lease file
- *   arbiter_hostile lanes SECONDS    keeps moving its own slot's vtime 60 s of its time behind vclock
- *                                    and every other active slot's 60 s of its time ahead, in each
- *                                    lease file (issue 43 item 1: the queue's lanes)
+ *   arbiter_hostile lanes SECONDS    tries to open every other slot's lane read-write, then keeps
+ *                                    moving its own lane's vtime 60 s of its time behind vclock (issue
+ *                                    43 item 1: the queue's lanes; layout 3)
  * Each prints one line of what it could do: "forge devices=N", "garbage rw=N refused=<name>:<errno>...",
  * "weights open=<errno> mmap=<errno> mprotect=<errno> chmod=<errno>" (0 where the attempt succeeded),
  * "flip files=N flips=F", "grow files=N size=S", "chmod files=N err=<errno>",
- * "lanes devices=N". */
+ * "lanes devices=N others=<errno of opening another's lane read-write>". */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -104,7 +104,7 @@ static int garbage(double seconds) {
   char refused[2048] = "";
   while (d != NULL && (e = readdir(d)) != NULL && n < MAX_FILES) {
     char path[512];
-    if (e->d_name[0] == '.') continue;
+    if (e->d_name[0] == '.' || e->d_type == DT_DIR) continue; /* the lanes directories: see lanes */
     snprintf(path, sizeof path, "%s/%s", GPUFRAC_CONTAINER_COMPUTE, e->d_name);
     int fd = open(path, O_RDWR);
     if (fd >= 0) fds[n++] = fd;
@@ -172,7 +172,8 @@ static int lease_files(int* fds, int max) {
   size_t sfx = strlen(GPUFRAC_ARBITER_SLOTS_SUFFIX);
   while (d != NULL && (e = readdir(d)) != NULL && n < max) {
     size_t len = strlen(e->d_name);
-    if (e->d_name[0] == '.' || (len > sfx && strcmp(e->d_name + len - sfx, GPUFRAC_ARBITER_SLOTS_SUFFIX) == 0))
+    if (e->d_name[0] == '.' || (len > sfx && strcmp(e->d_name + len - sfx, GPUFRAC_ARBITER_SLOTS_SUFFIX) == 0) ||
+        strchr(e->d_name, '.') != NULL) /* <uuid>.lane, <uuid>.lanes: not lease files */
       continue;
     char path[512];
     snprintf(path, sizeof path, "%s/%s", GPUFRAC_CONTAINER_COMPUTE, e->d_name);
@@ -228,23 +229,45 @@ static uint64_t minute_of(const struct gpufrac_arbiter_slot* s) {
   return 60000000000ull * 1000u / w;
 }
 
+/* Tries to open every lane under GPUFRAC_CONTAINER_COMPUTE/<uuid>.lanes read-write: the first errno
+ * (0: one opened). */
+static int others_writable(const char* uuid) {
+  char dir[256], path[512];
+  snprintf(dir, sizeof dir, "%s/%s%s", GPUFRAC_CONTAINER_COMPUTE, uuid, GPUFRAC_ARBITER_LANES_SUFFIX);
+  DIR* d = opendir(dir);
+  struct dirent* e;
+  int err = d == NULL ? errno : ENOENT;
+  while (d != NULL && (e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    int fd = open(path, O_RDWR);
+    if (fd >= 0) close(fd), err = 0;
+    if (fd < 0 && err != 0) err = errno;
+  }
+  if (d != NULL) closedir(d);
+  return err;
+}
+
 static int lanes(double seconds) {
   struct gpufrac_arbiter* lease[MAX_FILES];
   const struct gpufrac_arbiter_slots* slots[MAX_FILES];
+  struct gpufrac_arbiter_lane* own[MAX_FILES];
   unsigned slot[MAX_FILES], n = own_slots(lease, slots, slot);
-  printf("lanes devices=%u\n", n);
+  int others = ENOENT;
+  for (unsigned k = 0; k < n; k++) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s%s", GPUFRAC_CONTAINER_COMPUTE, slots[k]->uuid, GPUFRAC_ARBITER_LANE_SUFFIX);
+    own[k] = map(path, sizeof *own[k], 1);
+    others = others_writable(slots[k]->uuid);
+  }
+  printf("lanes devices=%u others=%s\n", n, err_name(others));
   fflush(stdout);
   uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
   while (now_ns() < end && n > 0) {
-    for (unsigned k = 0; k < n; k++) {
-      struct gpufrac_arbiter* a = lease[k];
-      uint64_t vclock = __atomic_load_n(&a->vclock, __ATOMIC_SEQ_CST);
-      for (unsigned i = 0; i < GPUFRAC_ARBITER_SLOTS; i++) {
-        const struct gpufrac_arbiter_slot* s = &slots[k]->slots[i];
-        if (s->state != GPUFRAC_ARBITER_ACTIVE) continue;
-        uint64_t vt = i == slot[k] ? vclock - minute_of(s) : vclock + minute_of(s);
-        __atomic_store_n(&a->lanes[i].vtime, vt, __ATOMIC_SEQ_CST);
-      }
+    for (unsigned k = 0; k < n; k++) { /* its own lane behind vclock: the others' it cannot write */
+      uint64_t vclock = __atomic_load_n(&lease[k]->vclock, __ATOMIC_SEQ_CST);
+      if (own[k] != NULL)
+        __atomic_store_n(&own[k]->vtime, vclock - minute_of(&slots[k]->slots[slot[k]]), __ATOMIC_SEQ_CST);
     }
     usleep(500);
   }

@@ -25,6 +25,7 @@
 #include "core/fs.hpp"
 #include "gpufrac/arbiter_abi.h"
 #include "limits/host/arbiter_file.hpp"
+#include "limits/host/arbiter_lanes.hpp"
 #include "limits/host/limit_file.hpp"
 #include "limits/host/region_file.hpp"
 
@@ -129,12 +130,16 @@ int set(const char* path, const std::string& field, unsigned long long v) {
   char what[16] = "";
   if (std::sscanf(field.c_str(), "slot.%u.%15s", &i, what) != 2 || i >= GPUFRAC_ARBITER_SLOTS) return 2;
   gpufrac_arbiter_slot& slot = s->slots[i];
-  gpufrac_arbiter_lane& lane = a->lanes[i];
   if (std::strcmp(what, "weight") == 0) return put(&slot.weight_ppm, v), 0;
   if (std::strcmp(what, "flags") == 0) return put(&slot.flags, v), 0;
   if (std::strcmp(what, "state") == 0) return put(&slot.state, v), 0;
-  if (std::strcmp(what, "vtime") == 0) return put(&lane.vtime, v), 0;
-  if (std::strcmp(what, "seen") == 0) return put(&lane.seen_ns, v), 0;
+  // A lane: the slot's own lane file (its container writes it; a missing one is left alone).
+  const std::string key(slot.key, strnlen(slot.key, GPUFRAC_ARBITER_KEY));
+  const std::string lane_path = limits::arbiter_lane_path(path, key);
+  if (key.empty() || ::access(lane_path.c_str(), W_OK) != 0) return 0;
+  auto* lane = map_rw<gpufrac_arbiter_lane>(lane_path);
+  if (std::strcmp(what, "vtime") == 0) return put(&lane->vtime, v), 0;
+  if (std::strcmp(what, "seen") == 0) return put(&lane->seen_ns, v), 0;
   return 2;
 }
 

@@ -78,8 +78,8 @@ why=$(tampered_lines)
 wait_stopped garbage-victim garbage-hostile
 out=$(cat "$E2E_TMP/garbage-victim.out")
 echo "garbage: $(grep -E '^(gpufrac|phase)' <<<"$out" | tr '\n' ' ') | status: $why"
-assert_contains "$(cat "$E2E_TMP/garbage-hostile.out")" "garbage rw=1 refused=$GPU0.slots:EROFS" \
-  "the tenant could open the lease file only"
+assert_contains "$(cat "$E2E_TMP/garbage-hostile.out")" "garbage rw=2 refused=$GPU0.slots:EROFS" \
+  "the tenant could open the lease file and its own lane only"
 # The largest bound of a 70 % share: 4 x (20 + 50) + 280 + 100 ms, plus its last lease (at most lease
 # + grace + busy) x 0.3 / 0.7; +100 ms for the VM.
 assert_le "$(max_wait garbage-victim)" $(((660 + 350 * 3 / 7 + 100) * 1000)) "garbage: the victim's longest launch wait (us)"

@@ -2,12 +2,11 @@
 # A tenant that rewrites the compute arbiter's queue lanes (issue 43 item 1; docs/design-queue-lanes.md),
 # in real runc containers booked through gpufrac-hook on the simulated GPU: a victim (compute 70, an
 # asynchronous launch loop of 12 s) beside a container with compute 30 that runs the same loop while
-# `arbiter_hostile lanes` keeps moving its own slot's vtime behind vclock and every other slot's ahead.
-# The hostile share stays within 35 % of the GPU over 10 s, and status names its slot (not the victim's).
-# Fails on main (layout 2: every lane in the shared read-write lease file): the victim, pushed behind,
-# waits past its bound and runs unarbitrated, so the hostile share gets about 50 %, and status names
-# the victim's lane as the one that lies. Registered DISABLED until the lane layout of
-# docs/design-queue-lanes.md lands.
+# `arbiter_hostile lanes` tries to write every other slot's lane (read-only to it: EROFS) and keeps
+# moving its own slot's vtime behind vclock. The hostile share stays within 35 % of the GPU over 10 s,
+# and status names its slot. Failed on layout 2 (every lane in the shared read-write lease file, the
+# tool pushed the others' ahead): the victim, pushed behind, waited past its bound and ran
+# unarbitrated, the hostile share got about 50 %, and status named the victim's lane.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/../containers.sh"
 source "$(dirname "$0")/compute_lib.sh"
@@ -30,7 +29,8 @@ window 10 victim hostile
 why=$("$GPUFRAC" status --json | jq -r --arg g "$GPU0" '.devices[] | select(.uuid == $g) | .compute_arbiter_tampered // [] | .[]')
 wait_stopped victim hostile
 echo "lanes: $(head -1 "$E2E_TMP/hostile.out") | $(tr '\n' ' ' <<<"$OUT") | status: $why"
-assert_contains "$(cat "$E2E_TMP/hostile.out")" "lanes devices=1" "the tenant rewrote GPU 0's lanes"
+assert_contains "$(cat "$E2E_TMP/hostile.out")" "lanes devices=1 others=EROFS" \
+  "the tenant rewrote its own lane, and could not open the others' for writing"
 assert_le "$(share_of hostile)" 35 "the lane-rewriting compute-30 share's part of the GPU (%)"
 assert_contains "$why" "-hostile@" "status names the tampering container's slot"
 assert_eq "$("$GPUFRAC" status --json | jq '[.devices[].shares[]] | length')" 0 "every booking released"

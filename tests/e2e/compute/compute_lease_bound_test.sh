@@ -44,7 +44,7 @@ start same
 hook_bundle other "true" gpufrac.io/gpu=1 gpufrac.io/compute=10
 start other
 wait_stopped same other
-assert_eq "$(stat -c %s "$DIR0/$GPU0")" 49408 "the neighbour's booking on GPU 0 shrank the lease file back"
+assert_eq "$(stat -c %s "$DIR0/$GPU0")" 256 "the neighbour's booking on GPU 0 shrank the lease file back"
 assert_eq "$(mounted "$DIR0")" 1 "the second booking reused GPU 0's tmpfs"
 assert_eq "$(mounted "$ST/compute/$GPU1.d")" 1 "GPU 1's arbiter is on a tmpfs of its own"
 for c in same other; do

@@ -63,11 +63,11 @@ assert_eq "$(ls "$ST/compute" | grep -c . || true)" 0 "flip: gc removed the arbi
 hostile grow "arbiter_hostile grow 1048576; sleep 60"
 for _ in $(seq 50); do grep -q '^grow ' "$E2E_TMP/grow.out" && break; sleep 0.1; done
 assert_contains "$(cat "$E2E_TMP/grow.out")" "grow files=1 size=1048576" "the tenant grew GPU 0's lease file"
-assert_contains "$(tampered_lines)" "its lease file is 1048576 bytes (the host made 49408)" "grow: status says so"
+assert_contains "$(tampered_lines)" "its lease file is 1048576 bytes (the host made 256)" "grow: status says so"
 hook_bundle grow-n "true" gpufrac.io/gpu=0 gpufrac.io/compute=10
 start grow-n
-assert_eq "$(stat -c %s "$LEASE")" 49408 "grow: the next booking shrank the lease file back"
-assert_eq "$(grep -c "compute arbiter $LEASE: its lease file is 1048576 bytes (the host made 49408); repaired in place" "$E2E_TMP/gpufrac.log")" 1 \
+assert_eq "$(stat -c %s "$LEASE")" 256 "grow: the next booking shrank the lease file back"
+assert_eq "$(grep -c "compute arbiter $LEASE: its lease file is 1048576 bytes (the host made 256); repaired in place" "$E2E_TMP/gpufrac.log")" 1 \
   "grow: one log line"
 assert_contains "$(tampered_lines)" "the host repaired its lease file's size" "grow: status flags the repair"
 runc kill "$P-grow" KILL >/dev/null 2>&1 || true

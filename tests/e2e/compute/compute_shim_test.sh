@@ -179,11 +179,11 @@ for t in t1 t2; do
 done
 
 # 5. A full state directory: the arbiter is refused in one line, never a file with a hole.
-if [ "$(id -u)" = 0 ] && mkdir -p "$E2E_TMP/tiny" && mount -t tmpfs -o size=64k tmpfs "$E2E_TMP/tiny" 2>/dev/null; then
+if [ "$(id -u)" = 0 ] && mkdir -p "$E2E_TMP/tiny" && mount -t tmpfs -o size=52k tmpfs "$E2E_TMP/tiny" 2>/dev/null; then
   e2e_on_exit() { umount "$E2E_TMP/tiny" 2>/dev/null || true; }
   run "$ATOOL" share "$E2E_TMP/tiny" full "$GPU0=$GB:100000:fair:normal"
   assert_eq "$RC" 1 "full tmpfs refused"
-  assert_contains "$OUT" "gpufrac: compute arbiter $E2E_TMP/tiny/compute/$GPU0: cannot allocate 49408 bytes: No space left on device" \
+  assert_contains "$OUT" "gpufrac: compute arbiter $E2E_TMP/tiny/compute/$GPU0: cannot allocate 256 bytes: No space left on device" \
     "one line naming the arbiter's lease file (its slots file fitted)"
   assert_eq "$(ls -A "$E2E_TMP/tiny/compute")" "" "nothing left behind"
   umount "$E2E_TMP/tiny"
