@@ -1,11 +1,12 @@
 #!/bin/bash
 # Kernels against the lease, in real runc containers booked through gpufrac-hook on the simulated GPU:
 #   1. Long kernels: 200 ms kernels (ten leases each), 30/70, with a synchronise after each (GPU 0)
-#      and without (GPU 1) at once, over 16 s: each share within 3 points of its weight (a kernel that
-#      runs past its lease is charged to its owner, and a waiter is not charged for its time).
+#      and without (GPU 1) at once, over 16 s: each share within 4 points of its weight, issue 43's
+#      bound (a kernel that runs past its lease is charged to its owner, and a waiter is not charged
+#      for its time; measured: sync 29.9 to 30.0 %, async 27.5 to 28.7 %, bench/README.md).
 #   2. Overlap, a share alone: a 20 ms kernel on one stream beside 200 kernels of 100 us on another,
-#      each round waited for: the same wall time as the same program without gpufrac (within 2 %,
-#      the best of five runs each), and the launches on the second stream do not wait for the first
+#      each round waited for: the streams overlap (the best of five runs each: wall time at most
+#      1.25x the same program's without gpufrac; serialized would be 2x), and the launches on the second stream do not wait for the first
 #      stream's kernel: fewer than one round in four has a short launch call of 10 ms or more (the
 #      in-flight bound is per stream; one ring for both held a short launch for the 20 ms kernel in
 #      every round; the few here are the VM descheduling the process).
@@ -34,8 +35,8 @@ wait_stopped s30 s70 a30 a70
 for m in sync:s async:a; do
   OUT=$(cat "$E2E_TMP/w-${m%:*}")
   echo "200 ms kernels, ${m%:*}: $(tr '\n' ' ' <<<"$OUT")"
-  assert_near "$(share_of "${m#*:}30")" 30 3 "200 ms kernels, ${m%:*}: share of the 30 % container"
-  assert_near "$(share_of "${m#*:}70")" 70 3 "200 ms kernels, ${m%:*}: share of the 70 % container"
+  assert_near "$(share_of "${m#*:}30")" 30 4 "200 ms kernels, ${m%:*}: share of the 30 % container"
+  assert_near "$(share_of "${m#*:}70")" 70 4 "200 ms kernels, ${m%:*}: share of the 70 % container"
 done
 for c in s30 s70 a30 a70; do
   assert_contains "$(cat "$E2E_TMP/$c.out")" "launches=" "$c ran its loop"
