@@ -13,7 +13,13 @@
 //       (not when pending); enforcement: driver, shim or mig
 //   gpufrac_share_borrowed_bytes{<share labels>}                  a share with a burst limit: used past its request
 //   gpufrac_share_reclaims_total{<share labels>}                  its processes the reclaimer stopped
+//   gpufrac_share_swap_outs_total{<share labels>}                 burst.reclaim: swap: times its processes were swapped
+//   out gpufrac_share_swap_ins_total{<share labels>}                  ... and swapped back in
+//   gpufrac_share_swapped_out_bytes_total{<share labels>}         bytes moved to host memory (swap_in for back)
+//   gpufrac_share_swapped_in_bytes_total{<share labels>}
+//   gpufrac_share_swapped_bytes{<share labels>}                   its bytes in host memory now (0 when not swapped)
 //   gpufrac_gpu_reclaims_total{gpu_index,gpu_uuid}                borrowers' processes stopped on the GPU
+//   gpufrac_gpu_swap_outs_total{gpu_index,gpu_uuid}               borrowers' processes swapped out on the GPU
 //   gpufrac_gpu_reclaims_refused_total{gpu_index,gpu_uuid}        requests for lent memory refused (burst.reclaim:
 //   refuse) gpufrac_gpu_compute_{booked,free}_ratio{gpu_index,gpu_uuid,device_uuid}
 //       the GPU's time booked by its shares and still free (0 to 1), per GPU not in MIG mode

@@ -18,6 +18,7 @@
 #include "nvml/inventory_cache.hpp"
 #include "nvml/mps_keeper.hpp"
 #include "reclaim/reclaim_start.hpp"
+#include "reclaim/swap_state.hpp"
 #include "state/container_state.hpp"
 
 namespace gpufrac::cli {
@@ -63,6 +64,20 @@ void mark_damaged(const Config& cfg, const Regions& regions, StatusReport& r) {
     if (s.entry.pending()) return;
     const auto& usage = region_of(cfg, regions, s.entry);
     if (!usage && limits::region_damaged(usage.error())) s.region_damaged = usage.error().message;
+  };
+  for (auto& d : r.devices)
+    for (auto& s : d.shares) mark(s);
+  for (auto& s : r.unknown) mark(s);
+}
+
+// Shares whose processes the burst reclaimer swapped out (ShareStatus::swapped): its swap state file
+// (reclaim/swap_state.hpp), host state a container cannot write.
+void mark_swapped(const Config& cfg, StatusReport& r) {
+  auto mark = [&](ShareStatus& s) {
+    if (s.entry.limit_bytes == 0 || s.entry.pending()) return;
+    auto st = reclaim::load_swap_state(cfg, container_key(s.entry));
+    if (st && *st && (*st)->gpu_uuid == s.entry.gpu_uuid && (*st)->phase != reclaim::SwapPhase::out)
+      s.swapped = ShareStatus::Swapped{(*st)->bytes(), (*st)->since, (*st)->owner};
   };
   for (auto& d : r.devices)
     for (auto& s : d.shares) mark(s);
@@ -188,6 +203,7 @@ Result<NodeView> read_node(const Config& cfg, std::int64_t now, Inventory invent
   add_mps_states(cfg, v);
   mark_tampered(cfg, regions, v.report);
   mark_damaged(cfg, regions, v.report);
+  mark_swapped(cfg, v.report);
   return v;
 }
 

@@ -20,6 +20,9 @@ namespace gpufrac::cli {
 std::uint64_t borrowed_bytes(const ShareStatus& s);
 // "25.0 GiB (15.0 GiB borrowed)", "3.0 GiB", "-": the USED cell.
 std::string used_text(const ShareStatus& s);
+// "SWAPPED: <container> 24.1 GiB in host memory since <time>, for <owner>; it resumes when the GPU
+// has room for it" (a share whose processes burst.reclaim: swap checkpointed).
+std::string swapped_text(const ShareStatus& s);
 // request_bytes, limit_bytes and borrowed_bytes on a share's JSON, for a share with a burst limit.
 void add_burst_json(nlohmann::json& share, const ShareStatus& s);
 

@@ -117,6 +117,11 @@ nlohmann::json share_json(const ShareStatus& s) {
   j["usage_region_damaged"] = s.region_damaged.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.region_damaged);
   if (!s.gpus.empty()) j["gpus"] = s.gpus;
   add_burst_json(j, s);
+  if (s.entry.limit_bytes != 0)
+    j["swapped"] =
+        s.swapped
+            ? nlohmann::json{{"bytes", s.swapped->bytes}, {"since", s.swapped->since}, {"owner", s.swapped->owner}}
+            : nlohmann::json(nullptr);
   return j;
 }
 

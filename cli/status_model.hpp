@@ -32,6 +32,14 @@ struct ShareStatus {
   // another header: its container truncated, grew or overwrote it); "" when it reads whole or there
   // is none yet. Its usage is then unknown, and the burst reclaimer holds it at its request.
   std::string region_damaged;
+  // burst.reclaim: swap: its processes on this GPU are checkpointed (the reclaimer's swap state,
+  // reclaim/swap_state.hpp): the bytes moved to host memory, since when, and for whom.
+  struct Swapped {
+    std::uint64_t bytes = 0;
+    std::int64_t since = 0;
+    std::string owner;
+  };
+  std::optional<Swapped> swapped;
   // A multi-GPU share (gpufrac.io/gpus): the indices of all its GPUs, this one's included, by index;
   // empty for any other booking. Each GPU's booking is its own ShareStatus, under its device.
   std::vector<std::uint32_t> gpus;

@@ -182,9 +182,11 @@ std::string render_devices(const StatusReport& r, const StatusStyle& st, const L
     if (const auto& why = r.devices[i].compute_tampered; !why.empty())
       out += "     " + paint(st, "31", "compute arbiter tampered with: " + why.front()) +
              (why.size() > 1 ? text::cat(" (and ", why.size() - 1, " more)") : "") + "\n";
-    for (const auto& s : r.devices[i].shares)
+    for (const auto& s : r.devices[i].shares) {
       if (!s.region_damaged.empty())
         out += "     " + paint(st, "31", "usage region damaged: " + s.region_damaged) + "\n";
+      if (s.swapped) out += "     " + paint(st, "33", swapped_text(s)) + "\n";
+    }
   }
   return out;
 }
@@ -261,8 +263,9 @@ std::string render_shares(const std::vector<ShareRow>& rows, bool mig, bool comp
       row.push_back(per_gpu(r, [](const ShareStatus& m) { return compute_cells(m)[0]; }));
       row.push_back(per_gpu(r, [](const ShareStatus& m) { return compute_cells(m)[1]; }));
     }
-    for (auto v : {std::string(to_string(e.source)), e.pending() ? std::string("-") : text::cat(e.pid),
-                   state_text(r.share->state, st), format_age(r.share->age_s)})
+    for (auto v :
+         {std::string(to_string(e.source)), e.pending() ? std::string("-") : text::cat(e.pid),
+          r.share->swapped ? paint(st, "33", "SWAPPED") : state_text(r.share->state, st), format_age(r.share->age_s)})
       row.push_back(v);
     if (holders) row.push_back(per_gpu(r, [](const ShareStatus& m) { return to_string(share_holder(m.entry)); }));
     t.add(std::move(row));

@@ -8,7 +8,9 @@
 // and driver-limit-after-set (`gpufrac driver-limit set`: the limit recorded in the ledger, not yet
 // set / set), hook-after-driver-limit (gpufrac-hook: the limit set and booked, the container's files
 // not yet written), mps-after-record, mps-after-mode, mps-after-start, mps-stop-after-quit and
-// mps-stop-after-mode (an MPS daemon's start and stop: nvml/mps_keeper.hpp).
+// mps-stop-after-mode (an MPS daemon's start and stop: nvml/mps_keeper.hpp), swap-after-lock,
+// swap-after-checkpoint, swap-before-restore and swap-after-restore (the burst reclaimer's swap:
+// reclaim/reclaim_swap.cpp; the keeper it starts does not inherit the fault).
 #pragma once
 
 #include <string_view>

@@ -3,7 +3,7 @@
 // device memory moved into its own host memory, the GPU released), restore (the memory back at the
 // same addresses; refused when the GPU lacks it), unlock. libcuda.so.1 is dlopened; every CUresult
 // becomes a one-line error naming the call, the pid and the state the call needs
-// (docs/architecture.md "Swap (foundation)"; shared/reference gpu-memory-swap.md §1).
+// (docs/architecture.md "Swap"; shared/reference gpu-memory-swap.md §1).
 #pragma once
 
 #include <chrono>

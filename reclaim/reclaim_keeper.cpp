@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "core/fault.hpp"
 #include "core/fs.hpp"
 #include "core/log.hpp"
 #include "reclaim/reclaim_start.hpp"
@@ -36,9 +38,9 @@ bool same_file(int fd, const std::string& path) {
   return ::fstat(fd, &a) == 0 && ::stat(path.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
-[[noreturn]] void exec_keeper(std::vector<char*>& argv) {
+[[noreturn]] void exec_keeper(std::vector<char*>& argv, std::vector<char*>& envp) {
   detach_from_caller();
-  ::execv(argv[0], argv.data());
+  ::execve(argv[0], argv.data(), envp.data());
   ::_exit(127);
 }
 
@@ -67,10 +69,17 @@ void ensure_keeper(const Config& cfg) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The environment, less a fault a crash test set on this reclaimer (core/fault.hpp): the keeper
+  // is the one that must survive it.
+  std::vector<char*> envp;
+  const std::string fault_prefix = std::string(fault::kEnv) + "=";
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::string_view(*e).substr(0, fault_prefix.size()) != fault_prefix) envp.push_back(*e);
+  envp.push_back(nullptr);
   std::fflush(nullptr);
   const pid_t child = ::fork();
   if (child < 0) return log::warn("reclaim: cannot start its keeper (fork)");
-  if (child == 0) exec_keeper(argv);
+  if (child == 0) exec_keeper(argv, envp);
   int status = 0;
   ::waitpid(child, &status, 0);
 }

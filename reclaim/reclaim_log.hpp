@@ -24,6 +24,10 @@ struct ReclaimEvent {
   std::int64_t pid = 0;     // the process stopped
   std::uint64_t bytes = 0;  // what the driver saw it hold
   std::string owner;        // the container (or claim) that needed the memory
+  // What was done: "stopped" (SIGKILL), "swapped out" (checkpointed, burst.reclaim: swap) or
+  // "swapped in" (restored once the GPU had room; owner is then "").
+  std::string action = "stopped";
+  std::string reason;  // a stop under burst.reclaim: swap: why swap was not used
   bool operator==(const ReclaimEvent&) const = default;
 };
 
@@ -51,6 +55,9 @@ struct ReclaimLog {
   std::map<std::string, std::uint64_t> share_stopped;  // by container key: its processes stopped
   std::map<std::string, ReclaimFlag> flags;            // by container key
   std::map<std::string, ReclaimUntold> untold;         // by container key
+  // burst.reclaim: swap, by container key: swap-outs and swap-ins, and the bytes each moved.
+  std::map<std::string, std::uint64_t> swap_outs, swap_ins, swap_out_bytes, swap_in_bytes;
+  std::map<std::string, std::uint64_t> gpu_swap_outs;  // by GPU uuid
   bool operator==(const ReclaimLog&) const = default;
 };
 
@@ -60,5 +67,7 @@ Result<> save_reclaim_log(const std::string& path, const ReclaimLog& log);
 // Adds an event (dropping the oldest past kMaxReclaimEvents) and counts it.
 // `key` is the victim's container key (share_stopped counts by it).
 void record_stop(ReclaimLog& log, ReclaimEvent e, const std::string& key);
+// Adds a swap event ("swapped out" or "swapped in") and counts it, with its bytes.
+void record_swap(ReclaimLog& log, ReclaimEvent e, const std::string& key);
 
 }  // namespace gpufrac::reclaim

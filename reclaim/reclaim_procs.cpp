@@ -81,6 +81,10 @@ std::vector<BurstShare> burst_shares(const std::vector<ShareSite>& sites, const 
   return out;
 }
 
+bool in_cgroups(const std::string& proc_root, std::int64_t pid, const std::vector<std::string>& cgroups) {
+  return member(cgroups, process_cgroups(proc_root, pid));
+}
+
 Result<> stop_process(const std::string& proc_root, std::int64_t pid, const std::vector<std::string>& cgroups) {
   const int fd = static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(pid), 0));
   if (fd < 0) return sys_error(text::cat("cannot open process ", pid, " (pidfd_open)"));

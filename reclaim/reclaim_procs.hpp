@@ -48,6 +48,9 @@ Attribution attribute(const std::vector<ShareSite>& sites, const std::vector<Gpu
 std::vector<BurstShare> burst_shares(const std::vector<ShareSite>& sites, const std::vector<std::uint64_t>& published,
                                      const Attribution& a);
 
+// Whether pid's cgroups are one of `cgroups` (the process is still one of the share's).
+bool in_cgroups(const std::string& proc_root, std::int64_t pid, const std::vector<std::string>& cgroups);
+
 // SIGKILL to pid through a pidfd, once its cgroups are still one of `cgroups` (the same process, or one
 // of its container's). An error names the pid and why.
 Result<> stop_process(const std::string& proc_root, std::int64_t pid, const std::vector<std::string>& cgroups);

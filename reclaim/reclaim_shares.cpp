@@ -33,6 +33,7 @@ void add_entry(std::vector<ShareSite>& sites, const LedgerEntry& e, const Config
     if (e.claim_owned()) s.members = claim_members(cfg, key);
     it = sites.insert(sites.end(), std::move(s));
   }
+  if (e.compute_mode == ComputeMode::sm) it->mps = true;
   it->request = saturating_add(it->request, e.bytes);
   it->limit = saturating_add(it->limit, e.limit());
   if (it->pid == 0 && !e.claim_owned()) {
@@ -53,6 +54,9 @@ std::map<std::string, std::vector<ShareSite>> burst_sites(const LedgerState& sta
     if (e.limit_bytes != 0 && !e.mig) out[e.gpu_uuid];
   for (const auto& e : state.entries)
     if (!e.mig && out.contains(e.gpu_uuid)) add_entry(out[e.gpu_uuid], e, cfg);
+  for (const auto& m : state.mps)
+    if (auto it = out.find(m.gpu_uuid); it != out.end())
+      for (auto& s : it->second) s.mps = true;
   return out;
 }
 

@@ -25,6 +25,7 @@ struct ShareSite {
   std::string region;                // <state-dir>/containers/<key>/usage
   int device = -1;                   // the GPU's device index in the region (-1: the limit file does not list it)
   std::vector<std::string> members;  // a claim's containers' cgroups (state/claim_members.hpp)
+  bool mps = false;                  // an SM share, or any share of a GPU in MPS mode (its processes are MPS clients)
   bool burst() const { return limit > request; }
   // Whether the reclaimer can tell its processes apart: a booking process, or a claim's members.
   bool known() const { return pid != 0 || !members.empty(); }

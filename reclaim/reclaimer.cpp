@@ -163,22 +163,28 @@ ReclaimAnswer Reclaimer::serve(const std::string& gpu, const std::vector<ShareSi
 
 bool Reclaimer::stop_one(const std::string& gpu, const std::vector<ShareSite>& sites, const Attribution& a,
                          std::size_t victim, const std::string& owner) {
+  std::string reason;
+  if (cfg_.burst.reclaim == BurstReclaim::swap && swap_out(gpu, sites, a, victim, owner, reason)) return true;
   const auto& procs = a.of[victim];
   auto biggest = std::max_element(procs.begin(), procs.end(), [](const GpuProcessMemory& x, const GpuProcessMemory& y) {
     return x.bytes < y.bytes;
   });
   if (biggest == procs.end()) return false;
-  const GpuProcessMemory p = *biggest;
-  if (auto r = stop_process(cfg_.proc_root, p.pid, a.cgroups[victim]); !r) {
+  return kill_one(gpu, sites[victim], a.cgroups[victim], *biggest, owner, reason);
+}
+
+bool Reclaimer::kill_one(const std::string& gpu, const ShareSite& victim, const std::vector<std::string>& cgroups,
+                         const GpuProcessMemory& p, const std::string& owner, const std::string& reason) {
+  if (auto r = stop_process(cfg_.proc_root, p.pid, cgroups); !r) {
     log::error("reclaim: " + r.error().message);
     return false;
   }
-  log::warn(text::cat("reclaim: stopped process ", p.pid, " of ", sites[victim].id, " (", text::format_bytes(p.bytes),
-                      " on ", gpu, ", past its request ", text::format_bytes(sites[victim].request), ") for ", owner,
-                      ", which is within its request"));
-  record_stop(log_,
-              ReclaimEvent{static_cast<std::int64_t>(::time(nullptr)), gpu, sites[victim].id, p.pid, p.bytes, owner},
-              sites[victim].key);
+  log::warn(text::cat("reclaim: stopped process ", p.pid, " of ", victim.id, " (", text::format_bytes(p.bytes), " on ",
+                      gpu, ", past its request ", text::format_bytes(victim.request), ") for ", owner,
+                      ", which is within its request", reason.empty() ? "" : "; swap not used: ", reason));
+  ReclaimEvent e{static_cast<std::int64_t>(::time(nullptr)), gpu, victim.id, p.pid, p.bytes, owner};
+  e.reason = reason;
+  record_stop(log_, std::move(e), victim.key);
   log_dirty_ = true;
   save_log();
   wait_gone(gpu, p.pid);
@@ -204,8 +210,10 @@ void Reclaimer::check_regions(const std::string& gpu, const std::vector<ShareSit
   const Attribution a = attribute(sites, *procs, cfg_.proc_root);
   const auto shares = burst_shares(sites, used, a);
   for (std::size_t i = 0; i < sites.size(); ++i) {
-    // A region not read (damaged, or not made yet) says nothing to contradict.
-    const bool known = !a.cgroups[i].empty() && sites[i].device >= 0 && readings[i].ok;
+    // A region not read (damaged, or not made yet) says nothing to contradict; a swapped share's
+    // region still counts what the driver moved to host memory.
+    const bool known =
+        !a.cgroups[i].empty() && sites[i].device >= 0 && readings[i].ok && !swapped_.contains(sites[i].key);
     auto it = log_.flags.find(sites[i].key);
     if (known && region_disagrees(shares[i], cfg_.burst.context_allowance)) {
       if (it == log_.flags.end() || it->second.published != used[i] || it->second.held != shares[i].held) {
@@ -262,11 +270,14 @@ Result<bool> Reclaimer::pass() {
       live.insert(s.region);
       served[s.region].insert(s.device);
     }
+    recover_swaps(sites);
     const auto readings = read_sites(sites);
     publish(gpu, sites, readings, total, beat);
     answer(gpu, sites, readings, total);
+    swap_in(gpu, sites, readings, total);
     if (check) check_regions(gpu, sites, readings);
   }
+  forget_swaps(keys);
   std::erase_if(regions_, [&](const auto& kv) { return !live.contains(kv.first); });
   if (std::erase_if(log_.untold, [&](const auto& kv) { return !keys.contains(kv.first); }) != 0) log_dirty_ = true;
   std::erase_if(damaged_, [&](const std::string& path) { return !live.contains(path); });

@@ -41,7 +41,7 @@ const char* to_string(Enforcement e) {
 }
 
 const char* to_string(BurstReclaim r) {
-  return r == BurstReclaim::refuse ? "refuse" : "kill";
+  return r == BurstReclaim::refuse ? "refuse" : r == BurstReclaim::swap ? "swap" : "kill";
 }
 
 const char* to_string(UnknownNames u) {
@@ -185,14 +185,31 @@ Result<> parse_log(const Located& n, LogConfig& out) {
   return {};
 }
 
-// burst: {reclaim: kill|refuse, context-allowance: AMOUNT}.
-Result<> parse_burst(const Located& burst, BurstConfig& out) {
-  if (auto r = yaml::check_keys(burst, {"reclaim", "context-allowance"}); !r) return r;
-  if (burst.node["reclaim"]) {
-    auto v = yaml::as_choice(burst.child("reclaim"), {"kill", "refuse"});
-    if (!v) return std::unexpected(v.error());
-    out.reclaim = *v == "refuse" ? BurstReclaim::refuse : BurstReclaim::kill;
+// burst: {reclaim: kill|refuse|swap, context-allowance: AMOUNT, cuda-library: PATH}.
+// swap: {host-memory: AMOUNT} (0: no node-wide budget).
+Result<> parse_swap(const Located& swap, SwapConfig& out) {
+  if (auto r = yaml::check_keys(swap, {"host-memory"}); !r) return r;
+  if (!swap.node["host-memory"]) return {};
+  auto text = yaml::as_string(swap.child("host-memory"));
+  if (!text) return std::unexpected(text.error());
+  if (*text == "0") {
+    out.host_memory = 0;
+    return {};
   }
+  auto v = parse_memory(*text);
+  if (!v) return swap.child("host-memory").fail(v.error().message);
+  out.host_memory = *v;
+  return {};
+}
+
+Result<> parse_burst(const Located& burst, BurstConfig& out) {
+  if (auto r = yaml::check_keys(burst, {"reclaim", "context-allowance", "cuda-library"}); !r) return r;
+  if (burst.node["reclaim"]) {
+    auto v = yaml::as_choice(burst.child("reclaim"), {"kill", "refuse", "swap"});
+    if (!v) return std::unexpected(v.error());
+    out.reclaim = *v == "refuse" ? BurstReclaim::refuse : *v == "swap" ? BurstReclaim::swap : BurstReclaim::kill;
+  }
+  if (burst.node["cuda-library"]) GPUFRAC_TRY_ASSIGN(out.cuda_library, yaml::as_string(burst.child("cuda-library")));
   if (!burst.node["context-allowance"]) return {};
   auto text = yaml::as_string(burst.child("context-allowance"));
   if (!text) return std::unexpected(text.error());
@@ -241,6 +258,8 @@ Result<> parse_sections(const Located& root, Config& c) {
     if (auto r = parse_cdi_section(root.child("cdi"), c.cdi); !r) return r;
   if (root.node["burst"])
     if (auto r = parse_burst(root.child("burst"), c.burst); !r) return r;
+  if (root.node["swap"])
+    if (auto r = parse_swap(root.child("swap"), c.swap); !r) return r;
   if (root.node["enforcement"]) {
     auto v = yaml::as_choice(root.child("enforcement"), {"auto", "driver", "shim"});
     if (!v) return std::unexpected(v.error());
@@ -272,7 +291,7 @@ Result<Config> load_config_string(const std::string& content, const std::string&
           *root, {"state-dir", "host-root",        "proc-root",    "cgroup-root", "nvml",   "allocation",
                   "aliases",   "require-host-pid", "lock-timeout", "mig",         "shim",   "hook",
                   "cli",       "runtimes",         "log",          "cdi",         "driver", "enforcement",
-                  "burst",     "requests",         "compute"});
+                  "burst",     "requests",         "compute",      "swap"});
       !r)
     return std::unexpected(r.error());
   Config c = default_config();

@@ -86,14 +86,27 @@ struct CdiConfig {
 
 // Burstable memory (docs/architecture.md "Burstable memory"): what happens when a share within its
 // request needs memory a borrower holds. kill (default): the reclaimer stops the process of the
-// borrower furthest over its request; refuse: borrowers keep it, and the owner's allocation fails.
-enum class BurstReclaim { kill, refuse };
+// borrower furthest over its request; refuse: borrowers keep it, and the owner's allocation fails;
+// swap: the reclaimer checkpoints the borrower's processes on the GPU through the CUDA driver's
+// checkpoint API (their memory moves to host memory, they pause) and restores them once the GPU has
+// room again, falling back to kill, with the reason, where swap cannot be used (docs/architecture.md
+// "Swap").
+enum class BurstReclaim { kill, refuse, swap };
 struct BurstConfig {
   BurstReclaim reclaim = BurstReclaim::kill;
   // What the driver may count per process beyond what the shim counts (a CUDA context takes a few
   // hundred MiB the shim never sees): a share is past its request by the driver's view only beyond
   // this much per process, so a container the shim holds within its request is never a borrower.
   std::uint64_t context_allowance = 512ull << 20;
+  // The CUDA driver library the reclaimer loads for swap (a bare name goes through the loader's
+  // search path).
+  std::string cuda_library = "libcuda.so.1";
+};
+
+// Swap (docs/architecture.md "Swap"): the node-wide budget of host memory that swapped-out GPU
+// memory may take (bytes; 0: none but each container's memory cgroup).
+struct SwapConfig {
+  std::uint64_t host_memory = 0;
 };
 
 // The driver's user space in containers (docs/architecture.md "The driver's user space").
@@ -126,6 +139,7 @@ struct Config {
   CdiConfig cdi;
   DriverConfig driver;
   BurstConfig burst;
+  SwapConfig swap;
 
   // Derived state paths.
   std::string ledger_path() const { return state_dir + "/ledger.json"; }

@@ -97,11 +97,26 @@ TEST(BurstConfigTest, TheBurstSection) {
   EXPECT_EQ(zero->burst.context_allowance, 0u);
   auto bad = load_config_string("burst: {reclaim: evict}\n", "c.yaml");
   ASSERT_FALSE(bad);
-  EXPECT_EQ(bad.error().message, "c.yaml:1: burst.reclaim: \"evict\" is not accepted (accepted: kill, refuse)");
+  EXPECT_EQ(bad.error().message, "c.yaml:1: burst.reclaim: \"evict\" is not accepted (accepted: kill, refuse, swap)");
+  auto swap = load_config_string("burst: {reclaim: swap, cuda-library: /opt/libcuda.so.1}\n", "c.yaml");
+  ASSERT_TRUE(swap) << swap.error().message;
+  EXPECT_EQ(swap->burst.reclaim, BurstReclaim::swap);
+  EXPECT_STREQ(to_string(swap->burst.reclaim), "swap");
+  EXPECT_EQ(swap->burst.cuda_library, "/opt/libcuda.so.1");
+  EXPECT_EQ(d->burst.cuda_library, "libcuda.so.1");
+  EXPECT_EQ(d->swap.host_memory, 0u);
+  auto budget = load_config_string("swap: {host-memory: 64Gi}\n", "c.yaml");
+  ASSERT_TRUE(budget) << budget.error().message;
+  EXPECT_EQ(budget->swap.host_memory, 64ull << 30);
+  auto no_budget = load_config_string("swap: {host-memory: lots}\n", "c.yaml");
+  ASSERT_FALSE(no_budget);
+  EXPECT_EQ(no_budget.error().message,
+            "c.yaml:1: swap.host-memory: \"lots\" is not a memory quantity; use an integer of MiB or a number with "
+            "suffix Ki, Mi, Gi, Ti, k, M, G or T, e.g. 4Gi");
   auto typo = load_config_string("burst: {reclam: kill}\n", "c.yaml");
   ASSERT_FALSE(typo);
   EXPECT_EQ(typo.error().message,
-            "c.yaml:1: burst.reclam: unknown key (accepted under burst: reclaim, context-allowance)");
+            "c.yaml:1: burst.reclam: unknown key (accepted under burst: reclaim, context-allowance, cuda-library)");
   auto amount = load_config_string("burst: {context-allowance: lots}\n", "c.yaml");
   ASSERT_FALSE(amount);
   EXPECT_EQ(amount.error().message,

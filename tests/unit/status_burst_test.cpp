@@ -89,3 +89,44 @@ TEST(StatusBurst, SharesOfOneCgroupAreListedWithWhy) {
 
 }  // namespace
 }  // namespace gpufrac::cli
+
+namespace gpufrac::cli {
+namespace {
+
+TEST(StatusBurst, SwapsAreShownWithTheirBytesAndWhySwapWasNotUsed) {
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+  const Inventory inv = test::shipped_machine("a100-40gb-x1.yaml");
+  const std::string gpu = inv.gpus[0].uuid;
+  ShareStatus s = burst_share(25 * kGiB);
+  EXPECT_EQ(swapped_text(s), "");
+  s.swapped = ShareStatus::Swapped{25 * kGiB, 1764338400, "trainer"};
+  EXPECT_EQ(swapped_text(s),
+            "SWAPPED: nb 25.0 GiB in host memory since 2025-11-28 14:00:00, for trainer; it resumes when the GPU has "
+            "room for it");
+  reclaim::ReclaimLog log;
+  reclaim::ReclaimEvent out{1764338400, gpu, "nb", 4242, 25 * kGiB, "trainer"};
+  out.action = "swapped out";
+  reclaim::record_swap(log, out, "nb@p4242-1");
+  reclaim::ReclaimEvent in{1764338460, gpu, "nb", 4242, 25 * kGiB, ""};
+  in.action = "swapped in";
+  reclaim::record_swap(log, in, "nb@p4242-1");
+  reclaim::ReclaimEvent stop{1764338520, gpu, "mps", 77, 2 * kGiB, "trainer"};
+  stop.reason = "an MPS share (the driver cannot checkpoint MPS clients)";
+  reclaim::record_stop(log, stop, "mps@p77-1");
+  EXPECT_EQ(render_reclaims(log, inv, ReclaimerState{1234, "swap"}, false),
+            "\nMemory lent and taken back (burst.reclaim)\n"
+            "  2025-11-28 14:00:00  GPU 0: swapped out process 4242 of nb (it held 25.0 GiB) for trainer\n"
+            "  2025-11-28 14:01:00  GPU 0: swapped in process 4242 of nb (it held 25.0 GiB)\n"
+            "  2025-11-28 14:02:00  GPU 0: stopped process 77 of mps (it held 2.0 GiB) for trainer; swap not used: an "
+            "MPS share (the driver cannot checkpoint MPS clients)\n");
+  const nlohmann::json j = reclaims_json(log, inv, ReclaimerState{1234, "swap"});
+  EXPECT_EQ(j["stopped"], 1);
+  EXPECT_EQ(j["swapped_out"], 1);
+  EXPECT_EQ(j["events"][0]["action"], "swapped out");
+  EXPECT_TRUE(j["events"][0]["reason"].is_null());
+  EXPECT_EQ(j["events"][2]["reason"], "an MPS share (the driver cannot checkpoint MPS clients)");
+}
+
+}  // namespace
+}  // namespace gpufrac::cli
