@@ -14,6 +14,7 @@
 #include "ckpt.h"
 #include "drvlimit.h"
 #include "fake_cuda.h"
+#include "procname.h"
 
 struct channel {
   int fd;
@@ -45,8 +46,9 @@ static CUresult open_channel(int pid, struct channel* c) {
   if (pid <= 0) return CUDA_ERROR_INVALID_VALUE;
   const int tgid = tgid_of(pid);
   if (tgid <= 0) return CUDA_ERROR_NOT_INITIALIZED;
-  char path[4200];
-  snprintf(path, sizeof path, "%s.checkpoint/%d", state, tgid);
+  char path[4200], name[FAKE_NAME_MAX];
+  fake_name_of_pid(state, tgid, name, sizeof name); /* the page of a process of another PID namespace */
+  snprintf(path, sizeof path, "%s.checkpoint/%s", state, name);
   snprintf(c->pid, sizeof c->pid, "%d", tgid);
   struct stat st;
   c->fd = open(path, O_RDWR | O_CLOEXEC);

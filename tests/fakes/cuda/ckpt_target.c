@@ -13,6 +13,7 @@
 #include "ckpt.h"
 #include "drvlimit.h"
 #include "fake_cuda.h"
+#include "procname.h"
 
 struct fake_ckpt_page* fake_ckpt;
 uint32_t fake_ckpt_active;
@@ -135,10 +136,12 @@ static void forked(void) {
 
 /* Writes the complete page under a temporary name and renames it into place. */
 static struct fake_ckpt_page* publish(const char* state) {
-  char dir[4096], path[4200], tmp[4300];
+  char dir[4096], path[4200], tmp[4300], name[FAKE_NAME_MAX];
   snprintf(dir, sizeof dir, "%s.checkpoint", state);
   mkdir(dir, 0755);
-  snprintf(path, sizeof path, "%s/%d", dir, (int)getpid());
+  chmod(dir, 0777); /* processes of other users and namespaces publish theirs */
+  fake_self_name(state, name, sizeof name);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   int fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) return NULL;

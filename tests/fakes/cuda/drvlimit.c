@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fake_cuda.h"
+#include "procname.h"
 
 #define FAKE_PATH 4096
 
@@ -85,34 +86,43 @@ struct held {
   uint64_t group, node;
 };
 
-/* Adds what another live process holds on uuid, by its usage file. */
-static void other_held(const char* file, const char* pid, const char* uuid, struct held* out) {
-  FILE* f = fopen(file, "re");
-  char line[FAKE_PATH + 128], group[FAKE_PATH + 128] = "";
+/* An entry of the usage directory that names a process (not a ".tmp" or ".live" file), other than
+ * this process's own name. */
+static int other_entry(const char* name, const char* self) {
+  return name[0] >= '0' && name[0] <= '9' && strchr(name, '.') == NULL && strcmp(name, self) != 0;
+}
+
+/* What the live process an entry names holds on uuid (0 when none, or when it is dead), with its
+ * cgroup. */
+static uint64_t entry_use(const char* state, const char* dir, const char* name, const char* uuid, char* group,
+                          size_t group_len) {
+  char file[2 * FAKE_PATH], line[FAKE_PATH + 128];
   unsigned long long start = 0, bytes = 0, b;
+  snprintf(file, sizeof file, "%s/%s", dir, name);
+  FILE* f = fopen(file, "re");
+  group[0] = '\0';
   while (f != NULL && fgets(line, sizeof line, f) != NULL) {
     char id[64];
     line[strcspn(line, "\n")] = '\0';
-    if (strncmp(line, "cgroup ", 7) == 0) snprintf(group, sizeof group, "%s", line + 7);
+    if (strncmp(line, "cgroup ", 7) == 0) snprintf(group, group_len, "%s", line + 7);
     sscanf(line, "start %llu", &start);
     if (sscanf(line, "used %63s %llu", id, &b) == 2 && strcmp(id, uuid) == 0) bytes = b;
   }
   if (f != NULL) fclose(f);
-  if (bytes == 0 || start == 0 || start_time(pid) != start) return;
-  out->node += bytes;
-  if (strcmp(group, g_cgroup) == 0) out->group += bytes;
+  return bytes != 0 && fake_name_alive(state, dir, name, start) ? bytes : 0;
 }
 
 static struct held others_held(const char* state, const char* uuid) {
-  char dir[FAKE_PATH + 16], file[2 * FAKE_PATH], self[32];
+  char dir[FAKE_PATH + 16], self[FAKE_NAME_MAX], group[FAKE_PATH + 128];
   snprintf(dir, sizeof dir, "%s.usage", state);
-  snprintf(self, sizeof self, "%d", (int)getpid());
+  fake_self_name(state, self, sizeof self);
   DIR* d = opendir(dir);
   struct held sum = {0, 0};
   for (struct dirent* e = d != NULL ? readdir(d) : NULL; e != NULL; e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9' || strcmp(e->d_name, self) == 0) continue;
-    snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
-    other_held(file, e->d_name, uuid, &sum);
+    if (!other_entry(e->d_name, self)) continue;
+    const uint64_t bytes = entry_use(state, dir, e->d_name, uuid, group, sizeof group);
+    sum.node += bytes;
+    if (strcmp(group, g_cgroup) == 0) sum.group += bytes;
   }
   if (d != NULL) closedir(d);
   return sum;
@@ -121,10 +131,14 @@ static struct held others_held(const char* state, const char* uuid) {
 /* Rewrites this process's usage file with dev at `held` (the other devices as recorded). Called with
  * the allocation registry's lock held (memory.c). */
 static void write_usage(const char* state, CUdevice dev, uint64_t held) {
-  char dir[FAKE_PATH + 16], file[FAKE_PATH + 48], tmp[FAKE_PATH + 64];
+  char dir[FAKE_PATH + 16], file[FAKE_PATH + 48 + FAKE_NAME_MAX], tmp[FAKE_PATH + 64 + FAKE_NAME_MAX];
+  char name[FAKE_NAME_MAX];
   snprintf(dir, sizeof dir, "%s.usage", state);
   mkdir(dir, 0755);
-  snprintf(file, sizeof file, "%s/%d", dir, (int)getpid());
+  chmod(dir, 0777); /* processes of other users and namespaces write theirs */
+  fake_self_name(state, name, sizeof name);
+  fake_live_lock(dir, name);
+  snprintf(file, sizeof file, "%s/%s", dir, name);
   snprintf(tmp, sizeof tmp, "%s.tmp", file);
   FILE* f = fopen(tmp, "we");
   if (f == NULL) return;
@@ -158,41 +172,24 @@ struct group_use {
   long top_pid;
 };
 
-/* One live process's use on uuid from its usage file, with its cgroup; 0 when none. */
-static uint64_t process_use(const char* file, const char* pid, const char* uuid, char* group, size_t group_len) {
-  FILE* f = fopen(file, "re");
-  char line[FAKE_PATH + 128];
-  unsigned long long start = 0, bytes = 0, b;
-  group[0] = '\0';
-  while (f != NULL && fgets(line, sizeof line, f) != NULL) {
-    char id[64];
-    line[strcspn(line, "\n")] = '\0';
-    if (strncmp(line, "cgroup ", 7) == 0) snprintf(group, group_len, "%s", line + 7);
-    sscanf(line, "start %llu", &start);
-    if (sscanf(line, "used %63s %llu", id, &b) == 2 && strcmp(id, uuid) == 0) bytes = b;
-  }
-  if (f != NULL) fclose(f);
-  return start != 0 && start_time(pid) == start ? bytes : 0;
-}
-
-/* Every other live process's use on uuid, summed by cgroup (the largest process of each kept). */
+/* Every other live process's use on uuid, summed by cgroup (the largest process of each kept, by the
+ * pid the caller can signal: 0 for a process of another PID namespace). */
 static int group_uses(const char* state, const char* uuid, struct group_use* out) {
-  char dir[FAKE_PATH + 16], file[2 * FAKE_PATH], self[32], group[FAKE_PATH + 128];
+  char dir[FAKE_PATH + 16], self[FAKE_NAME_MAX], group[FAKE_PATH + 128];
   snprintf(dir, sizeof dir, "%s.usage", state);
-  snprintf(self, sizeof self, "%d", (int)getpid());
+  fake_self_name(state, self, sizeof self);
   DIR* d = opendir(dir);
   int n = 0;
   for (struct dirent* e = d != NULL ? readdir(d) : NULL; e != NULL; e = readdir(d)) {
-    if (e->d_name[0] < '0' || e->d_name[0] > '9' || strcmp(e->d_name, self) == 0) continue;
-    snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
-    uint64_t bytes = process_use(file, e->d_name, uuid, group, sizeof group);
+    if (!other_entry(e->d_name, self)) continue;
+    uint64_t bytes = entry_use(state, dir, e->d_name, uuid, group, sizeof group);
     if (bytes == 0) continue;
     int i = 0;
     while (i < n && strcmp(out[i].cgroup, group) != 0) i++;
     if (i == n && n == FAKE_GROUPS) continue;
     if (i == n) memset(&out[n++], 0, sizeof out[0]), snprintf(out[i].cgroup, sizeof out[i].cgroup, "%s", group);
     out[i].used += bytes;
-    if (bytes > out[i].top_bytes) out[i].top_bytes = bytes, out[i].top_pid = atol(e->d_name);
+    if (bytes > out[i].top_bytes) out[i].top_bytes = bytes, out[i].top_pid = fake_name_local_pid(state, e->d_name);
   }
   if (d != NULL) closedir(d);
   return n;

@@ -2,11 +2,12 @@
  * device-memory limits (r615), as the fake libcuda enforces them. Both need
  * GPUFRAC_FAKE_NVML_STATE=<file> (and the file's directory visible, e.g. bound into a container);
  * without it each process has a GPU of its own and nothing is limited.
- *   - Per-process use: each process keeps what it holds on each device in "<file>.usage/<pid>"
+ *   - Per-process use: each process keeps what it holds on each device in "<file>.usage/<name>"
+ *     (its pid, or "<pid>@<namespace inode>" in a private PID namespace: procname.h)
  *     ("start <ticks>", "cgroup <0:: path>", "used <uuid> <bytes>" lines): the driver's
  *     per-process view, which the fake NVML's nvmlDeviceGetComputeRunningProcesses reports and its
  *     currentUsed sums. A process that exited (or is a zombie, or whose pid was reused: the start
- *     time differs) holds nothing.
+ *     time differs; in another namespace: its ".live" lock is free) holds nothing.
  *   - The GPU is shared: an allocation that would take the live processes of the host past the
  *     device's total memory is CUDA_ERROR_OUT_OF_MEMORY, and cuMemGetInfo reports the GPU's free
  *     memory (so one container's burst leaves less for the others, as on a real GPU).

@@ -9,6 +9,7 @@
 
 #include "core/fs.hpp"
 #include "core/text.hpp"
+#include "fake_pidns.hpp"
 
 namespace gpufrac::fake_nvml {
 
@@ -107,9 +108,10 @@ std::uint64_t cgroup_used(const State& state, const std::string& cgroup, const s
   if (!dir) return 0;
   std::uint64_t sum = 0;
   while (const dirent* d = ::readdir(dir)) {
-    const std::string pid = d->d_name;
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    sum += process_used(usage_dir(state) + "/" + pid, pid, cgroup, gpu_uuid);
+    const std::string entry = d->d_name;
+    const auto pid = host_pid_of(entry);
+    if (!pid) continue;
+    sum += process_used(usage_dir(state) + "/" + entry, *pid, cgroup, gpu_uuid);
   }
   ::closedir(dir);
   return sum;

@@ -11,6 +11,7 @@
 
 #include "core/fs.hpp"
 #include "core/text.hpp"
+#include "fake_pidns.hpp"
 
 namespace gpufrac::fake_nvml {
 
@@ -157,6 +158,7 @@ StateFileLock::~StateFileLock() {
 
 Result<> attach_state_file(State& state, const std::string& path) {
   state.state_file = path;
+  record_host_pidns(path);
   auto lock = StateFileLock::acquire(state);
   if (!lock) return std::unexpected(lock.error());
   if (fs::exists(path)) return reload(state);

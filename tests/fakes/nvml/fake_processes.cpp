@@ -7,6 +7,7 @@
 
 #include "core/fs.hpp"
 #include "core/text.hpp"
+#include "fake_pidns.hpp"
 
 namespace gpufrac::fake_nvml {
 
@@ -52,10 +53,11 @@ std::vector<GpuProcess> gpu_processes(const State& state, const std::string& gpu
   DIR* d = ::opendir(dir.c_str());
   if (!d) return out;
   while (const dirent* e = ::readdir(d)) {
-    const std::string pid = e->d_name;
-    if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (std::uint64_t used = held(dir + "/" + pid, pid, gpu_uuid); used != 0)
-      out.push_back({static_cast<unsigned int>(*text::parse_u64(pid)), used});
+    const std::string entry = e->d_name;
+    const auto pid = host_pid_of(entry);  // a process of a container's own PID namespace: its host pid
+    if (!pid) continue;
+    if (std::uint64_t used = held(dir + "/" + entry, *pid, gpu_uuid); used != 0)
+      out.push_back({static_cast<unsigned int>(*text::parse_u64(*pid)), used});
   }
   ::closedir(d);
   std::sort(out.begin(), out.end(), [](const GpuProcess& a, const GpuProcess& b) { return a.pid < b.pid; });
