@@ -69,6 +69,9 @@ std::vector<Family> compute_families(const StatusReport& r) {
                   "Share of the GPU's time one share's work held over the last 10 s");
   Family tampered("gpufrac_gpu_compute_arbiter_tampered", Type::gauge,
                   "1 when the GPU's compute arbiter was tampered with (see gpufrac status)");
+  Family tampering("gpufrac_share_compute_arbiter_tampering", Type::gauge,
+                   "1 when gpufrac status names this share's container as the one that tampered with its GPU's "
+                   "compute arbiter (its lane lied, or its lane file was changed)");
   auto ratio = [](std::uint64_t ppm) { return static_cast<double>(ppm) / kWholeGpuComputePpm; };
   auto add_share = [&](const ShareStatus& s) {
     if (s.entry.compute_ppm != 0) share.add_double(share_labels(s.entry), ratio(s.entry.compute_ppm));
@@ -79,11 +82,14 @@ std::vector<Family> compute_families(const StatusReport& r) {
       booked.add_double(device_labels(d, d.uuid), ratio(d.compute_booked));
       free.add_double(device_labels(d, d.uuid), ratio(d.compute_free));
       if (d.compute_booked != 0) tampered.add(device_labels(d, d.uuid), d.compute_tampered.empty() ? 0 : 1);
+      for (const auto& s : d.shares)
+        if (s.entry.compute_ppm != 0)
+          tampering.add(share_labels(s.entry), d.compute_tampering_by(container_key(s.entry)) ? 1 : 0);
     }
     for (const auto& s : d.shares) add_share(s);
   }
   for (const auto& s : r.unknown) add_share(s);
-  return {booked, free, share, achieved, tampered};
+  return {booked, free, share, achieved, tampered, tampering};
 }
 
 // SM sharing, on a node with a GPU in SM mode: per GPU, how its shares divide it, and per GPU in MPS

@@ -214,4 +214,15 @@ std::string format_age(std::int64_t s) {
   return text::cat(s / 86400, "d", two(s / 3600 % 24), "h");
 }
 
+bool DeviceStatus::compute_tampering_by(const std::string& key) const {
+  const std::string lane = "(" + key + ")'s ", file = "the lane file of \"" + key + "\"";
+  for (const auto& why : compute_tampered) {
+    // A witness is named first ("slot 1 (<key>) saw slot 2 (<other>)'s lane ..."): the accused is
+    // the slot whose possessive follows.
+    const auto at = why.find(lane);
+    if ((at != std::string::npos && why.find(" saw ", at) == std::string::npos) || why.starts_with(file)) return true;
+  }
+  return false;
+}
+
 }  // namespace gpufrac::cli

@@ -60,6 +60,9 @@ struct DeviceStatus {
   // Why the GPU's compute arbiter looks tampered with, one line each (limits/host/arbiter_checks.hpp
   // and the containers' own reports); empty when nothing says so.
   std::vector<std::string> compute_tampered;
+  // Whether those lines name the container of key as the one that tampered (its slot's lane, or its
+  // lane file: "slot N (<key>)'s ...", "the lane file of "<key>"'s ..."), not as a witness or a victim.
+  bool compute_tampering_by(const std::string& key) const;
   // A MIG device (a compute instance): its GPU instance's profile and what the bookings of all its
   // compute instances hold of that GPU instance's memory (total: the GPU instance's memory; free:
   // what is left to this compute instance, 0 once it is booked), its SMs (0: unknown), and whether

@@ -321,6 +321,22 @@ TEST(StatusModel, ComputeArbiterTampered) {
   EXPECT_EQ(render_status(report).find("tampered"), std::string::npos);
 }
 
+// Who the lines accuse: the slot whose lane lied or whose lane file changed, never the witness that
+// saw it nor a container that waited past its bound (the victim).
+TEST(StatusModel, ComputeTamperingNamesTheAccusedSlotOnly) {
+  DeviceStatus d;
+  d.compute_tampered = {"slot 0 (web@p42-1) saw slot 1 (evil@p7-1)'s lane move back (in the last 10 minutes)",
+                        "container victim@p9-1 waited past its bound and ran unarbitrated"};
+  EXPECT_TRUE(d.compute_tampering_by("evil@p7-1"));
+  EXPECT_FALSE(d.compute_tampering_by("web@p42-1"));
+  EXPECT_FALSE(d.compute_tampering_by("victim@p9-1"));
+  d.compute_tampered = {"slot 2 (ahead@p3-1)'s lane is 59999 ms of its time ahead of the queue (at most 10000)",
+                        "the lane file of \"file@p4-1\"'s mode is 0666 (the host made 0600)"};
+  EXPECT_TRUE(d.compute_tampering_by("ahead@p3-1"));
+  EXPECT_TRUE(d.compute_tampering_by("file@p4-1"));
+  EXPECT_FALSE(d.compute_tampering_by("p3-1"));
+}
+
 // A default compute share (a share's memory share of the time) is rarely a whole percent: the table
 // shows tenths ("11.6 %"), as it shows whole ones ("25 %"); JSON keeps the exact ppm.
 TEST(StatusModel, DefaultComputeSharesInTenthsOfAPercent) {

@@ -27,12 +27,15 @@ T0=$(go t 1)
 sleep_until $((T0 + 1000000000))
 window 10 victim hostile
 why=$("$GPUFRAC" status --json | jq -r --arg g "$GPU0" '.devices[] | select(.uuid == $g) | .compute_arbiter_tampered // [] | .[]')
+"$GPUFRAC" metrics --textfile "$E2E_TMP" || fail "gpufrac metrics --textfile"
+tampering() { grep "^gpufrac_share_compute_arbiter_tampering{.*container_id=\"[^\"]*-$1\"" "$E2E_TMP/gpufrac.prom" | awk '{print $NF}'; }
 wait_stopped victim hostile
 echo "lanes: $(head -1 "$E2E_TMP/hostile.out") | $(tr '\n' ' ' <<<"$OUT") | status: $why"
 assert_contains "$(cat "$E2E_TMP/hostile.out")" "lanes devices=1 others=EROFS" \
   "the tenant rewrote its own lane, and could not open the others' for writing"
 assert_le "$(share_of hostile)" 35 "the lane-rewriting compute-30 share's part of the GPU (%)"
 assert_contains "$why" "-hostile@" "status names the tampering container's slot"
+assert_eq "$(tampering hostile):$(tampering victim)" "1:0" "the metrics name the tampering share, not its victim"
 assert_eq "$("$GPUFRAC" status --json | jq '[.devices[].shares[]] | length')" 0 "every booking released"
 assert_eq "$(slots "$ST" "$GPU0")" 0 "every slot freed"
 finish
