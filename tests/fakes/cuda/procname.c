@@ -31,20 +31,6 @@ unsigned long long fake_host_pidns(const char* state) {
   return ino;
 }
 
-void fake_pidns_record(const char* state) {
-  char path[4200], tmp[4300], line[32];
-  snprintf(path, sizeof path, "%s.pidns", state);
-  if (access(path, F_OK) == 0) return;
-  snprintf(tmp, sizeof tmp, "%s.%d", path, (int)getpid());
-  FILE* f = fopen(tmp, "we");
-  if (f == NULL) return;
-  snprintf(line, sizeof line, "%llu\n", fake_pidns_of("self"));
-  fputs(line, f);
-  /* link, not rename: the first one recorded stays */
-  if (fclose(f) == 0 && link(tmp, path) != 0) (void)0;
-  unlink(tmp);
-}
-
 /* The name of a process whose pid in its own namespace is nspid, in namespace ino. */
 static void name_in(const char* state, long nspid, unsigned long long ino, char* out, size_t len) {
   const unsigned long long host = fake_host_pidns(state);
@@ -121,19 +107,20 @@ static int live_locked(const char* dir, const char* name) {
   return held;
 }
 
-int fake_name_alive(const char* state, const char* dir, const char* name, unsigned long long start) {
+/* Whether the process named is of the caller's PID namespace (a "<pid>" name is the host's). */
+static int same_ns(const char* state, const char* name) {
   const char* at = strchr(name, '@');
   const unsigned long long own = fake_pidns_of("self"), host = fake_host_pidns(state);
-  const int same = at != NULL ? strtoull(at + 1, NULL, 10) == own : host == 0 || host == own;
-  if (!same) return live_locked(dir, name);
+  return at != NULL ? strtoull(at + 1, NULL, 10) == own : host == 0 || host == own;
+}
+
+int fake_name_alive(const char* state, const char* dir, const char* name, unsigned long long start) {
+  if (!same_ns(state, name)) return live_locked(dir, name);
   char pid[FAKE_NAME_MAX];
-  snprintf(pid, sizeof pid, "%.*s", (int)(at != NULL ? at - name : (long)strlen(name)), name);
+  snprintf(pid, sizeof pid, "%.*s", (int)strcspn(name, "@"), name);
   return start != 0 && fake_start_time(pid) == start;
 }
 
 long fake_name_local_pid(const char* state, const char* name) {
-  const char* at = strchr(name, '@');
-  const unsigned long long own = fake_pidns_of("self"), host = fake_host_pidns(state);
-  const int same = at != NULL ? strtoull(at + 1, NULL, 10) == own : host == 0 || host == own;
-  return same ? atol(name) : 0;
+  return same_ns(state, name) ? atol(name) : 0;
 }

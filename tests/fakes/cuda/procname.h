@@ -3,8 +3,8 @@
  * (README.md "Processes in their own PID namespace").
  *
  * The host's PID namespace is the one recorded in "<file>.pidns" (its inode, written once by the
- * first process of the host's namespace that loads the fake libnvidia-ml.so.1 or calls
- * fake_pidns_record; absent: every process counts as the host's). A process of the host's namespace
+ * first process that attaches the fake libnvidia-ml.so.1's state file: tests/fakes/nvml/fake_pidns.hpp;
+ * absent: every process counts as the host's). A process of the host's namespace
  * is named "<pid>", as before; one of another namespace "<pid>@<inode>", its pid in its own
  * namespace and that namespace's inode. Each process holds an OFD lock on "<dir>/<name>.live" for
  * its life (a fork child drops its copy), so a reader that cannot see the process in its /proc (a
@@ -20,8 +20,6 @@
 unsigned long long fake_pidns_of(const char* pid);
 /* The host's namespace's inode from "<state>.pidns", 0 when none is recorded. */
 unsigned long long fake_host_pidns(const char* state);
-/* Records this process's namespace as the host's when none is recorded yet. */
-void fake_pidns_record(const char* state);
 
 /* This process's name under state (fork children get their own). */
 void fake_self_name(const char* state, char* out, size_t len);
